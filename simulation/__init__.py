@@ -1,0 +1,34 @@
+"""Discrete-event simulation of one KServe InferenceService under a workload (the preflight gate's engine).
+
+    from simulation import load_scenario, run_simulation
+    report = run_simulation(load_scenario("examples/scenarios/poisson-cc1.yaml"), seed=1)
+    report.to_dict()          # the `python -m simulation run --json` object
+
+`load_scenario` raises `preflight.errors.InputError` listing every mistake before anything is simulated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["load_scenario", "run_simulation", "Scenario", "Report"]
+
+
+def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> "Scenario":
+    from simulation.scenario import load_scenario as _load
+    return _load(path_or_mapping, base_dir=base_dir)
+
+
+def run_simulation(scenario: "Scenario", seed: int = 0) -> "Report":
+    from simulation.engine import run_simulation as _run
+    return _run(scenario, seed=seed)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Scenario":
+        from simulation.scenario import Scenario
+        return Scenario
+    if name == "Report":
+        from simulation.report import Report
+        return Report
+    raise AttributeError(name)

@@ -1,0 +1,63 @@
+"""The request (one attempt of one user request), HTTP status codes and the components that answer them."""
+
+from __future__ import annotations
+
+OK = 200
+BAD_REQUEST = 400
+TOO_MANY = 429
+SERVER_ERROR = 500
+BAD_GATEWAY = 502
+UNAVAILABLE = 503
+TIMEOUT = 504
+STATUSES = (200, 400, 429, 500, 502, 503, 504)
+
+# Components that produce a response (every failure records one of these).
+GATEWAY = "gateway"
+ACTIVATOR = "activator"
+QUEUE_PROXY = "queue-proxy"
+SERVER = "server"
+CLIENT_TIMEOUT = "client-timeout"
+COMPONENTS = (GATEWAY, ACTIVATOR, QUEUE_PROXY, SERVER, CLIENT_TIMEOUT)
+
+
+class Request:
+    """One attempt. `origin_t` is when the user first sent it; retries are new `Request`s with attempt+1.
+
+    Timestamps (simulated seconds, -1 = not reached): `t` attempt sent, `t_qp` entered a queue-proxy (or a
+    pod in Standard mode), `t_start` handed to the model server, `t_first` first byte, `t_done` answered.
+    `where` is the object currently holding the request (activator, pod or None) so a timeout can pull it out.
+    `data` is free for model-server plug-ins (e.g. a sequence's KV-cache state).
+    """
+
+    __slots__ = ("id", "origin", "origin_t", "attempt", "t", "input_tokens", "output_tokens",
+                 "t_qp", "t_start", "t_first", "t_done", "status", "component", "where", "pod",
+                 "via_activator", "measured", "data")
+
+    def __init__(self, rid: int, origin: int, origin_t: float, attempt: int, t: float,
+                 input_tokens: int, output_tokens: int, measured: bool) -> None:
+        self.id = rid
+        self.origin = origin
+        self.origin_t = origin_t
+        self.attempt = attempt
+        self.t = t
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.t_qp = -1.0
+        self.t_start = -1.0
+        self.t_first = -1.0
+        self.t_done = -1.0
+        self.status = 0
+        self.component = ""
+        self.where = None
+        self.pod = None
+        self.via_activator = False
+        self.measured = measured
+        self.data = None
+
+    @property
+    def done(self) -> bool:
+        return self.status != 0
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return (f"Request(id={self.id}, attempt={self.attempt}, t={self.t:.3f}, status={self.status}, "
+                f"component={self.component!r})")

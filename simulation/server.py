@@ -1,0 +1,224 @@
+"""Model-server plug-in contract and the `simple` server.
+
+A model server sits behind the queue-proxy in each pod (in Standard mode, directly behind the Service).
+The queue-proxy hands it at most `containerConcurrency` requests at a time (unlimited when CC = 0), so
+the server sees only admitted requests; anything the server itself rejects is the server's answer
+(e.g. HF TGI answers 429 `Model is overloaded` above `max_concurrent_requests`,
+`huggingface/text-generation-inference router/src/infer/mod.rs`; Triton answers 503 `Exceeds maximum
+queue size`, triton core `RequestQueue::Enqueue`; the KServe Python server never answers 429 —
+see reference knative-kserve.md §4–§5).
+
+Contract (stable; other modules in `simulation/gpu/` implement it):
+
+    class MyServer(ModelServer):
+        kind = "my-kind"
+        @classmethod
+        def parse_spec(cls, section, model): ...   # read the scenario's `server:` keys (a preflight.fields.Section,
+                                                   # `kind` already read); return any spec object; record problems
+        def __init__(self, env, pod, spec, rng)    # env: simpy.Environment, pod: simulation.pod.Pod,
+                                                   # rng: random.Random private to this pod (seeded)
+        def check(self, request) -> int | None     # reject before using the GPU: 400 / 429 / 503 ..., or None
+        def submit(self, request, on_done)         # start it; later call on_done(request, status, ttfb_s)
+        def cancel(self, request)                  # caller gave up (timeout / disconnect): drop it, no on_done
+        def fail_all(self, status)                 # pod dies: call on_done(r, status, None) for all in flight
+        in_flight: int (property)                  # requests currently inside the server
+        def startup_error(self) -> str | None      # asked when the container has loaded; a reason → the
+                                                   # container exits and is restarted (never becomes ready)
+        def startup_extra_s(self) -> float         # extra start-up seconds (e.g. CUDA graphs), default 0
+
+    register_server(MyServer)                      # makes `server.kind: my-kind` valid in scenarios
+
+`on_done(request, status, ttfb_s)`: status 200 on success, anything else on failure; `ttfb_s` is the
+seconds from `submit` to the first response byte (None on failure). A server may call `self.pod.crash(reason)`
+at any time (e.g. CUDA OOM): the pod fails everything in flight (502 from the queue-proxy, the app connection
+is gone — `vendor/knative.dev/pkg/network/error_handler.go`) and its container restarts with back-off.
+Schedule work with `simulation.clock.call_later(env, delay, fn, *args)`, which returns a handle with
+`cancel()`: one completion event per request (or one per pod for continuous batching, rescheduled when the
+batch changes) — never a SimPy process per token.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import random
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from preflight.fields import Section
+from simulation.clock import call_later
+
+OnDone = Callable[[Any, int, "float | None"], None]
+
+
+class ModelServer:
+    """Base class; see the module docstring for the contract."""
+
+    kind = "base"
+
+    def __init__(self, env: Any, pod: Any, spec: Any, rng: random.Random) -> None:
+        self.env = env
+        self.pod = pod
+        self.spec = spec
+        self.rng = rng
+
+    @classmethod
+    def parse_spec(cls, section: Section, model: Any) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def check(self, request: Any) -> int | None:
+        return None
+
+    def submit(self, request: Any, on_done: OnDone) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def cancel(self, request: Any) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def fail_all(self, status: int) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @property
+    def in_flight(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def startup_error(self) -> str | None:
+        return None
+
+    def startup_extra_s(self) -> float:
+        return 0.0
+
+
+_REGISTRY: dict[str, type[ModelServer]] = {}
+_PLUGIN_MODULES = ("simulation.servers_llm",)  # imported on first lookup if present (owned by the GPU work)
+_plugins_loaded = False
+
+
+def register_server(cls: type[ModelServer]) -> type[ModelServer]:
+    """Register a server class under `cls.kind` (usable as a decorator)."""
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for name in _PLUGIN_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+def server_kinds() -> list[str]:
+    _load_plugins()
+    return sorted(_REGISTRY)
+
+
+def get_server(kind: str) -> type[ModelServer] | None:
+    _load_plugins()
+    return _REGISTRY.get(kind)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The simple server
+# ---------------------------------------------------------------------------------------------------
+
+DISTRIBUTIONS = ("exponential", "deterministic", "lognormal")
+
+
+@dataclass(frozen=True)
+class SimpleServerSpec:
+    """Service time S = (base_s + per_input_token_s·in + per_output_token_s·out) · X · (1 + slowdown·(n−1)).
+
+    X is a unit-mean random factor (`distribution`), n the number of requests in the server when this one
+    starts (frozen for the request: a simplification of processor sharing). The first byte is sent after the
+    input part: TTFB = (base_s + per_input_token_s·in) · X · slowdown-factor.
+    `max_concurrent` (None = unbounded, as the KServe Python server and vLLM) answers `reject_status` (429 as
+    TGI, 503 as Triton) when exceeded; `max_input_tokens` answers 400.
+    """
+
+    base_s: float = 0.1
+    per_input_token_s: float = 0.0
+    per_output_token_s: float = 0.0
+    distribution: str = "exponential"
+    sigma: float = 0.5
+    slowdown_per_concurrent: float = 0.0
+    max_concurrent: int | None = None
+    reject_status: int = 503
+    max_input_tokens: int | None = None
+
+
+@register_server
+class SimpleServer(ModelServer):
+    """Independent service per request (c parallel servers = the queue-proxy's CC slots)."""
+
+    kind = "simple"
+
+    @classmethod
+    def parse_spec(cls, section: Section, model: Any) -> SimpleServerSpec:
+        d = SimpleServerSpec()
+        max_conc = section.int("max_concurrent", None, min=1)
+        return SimpleServerSpec(
+            base_s=section.float("base_s", d.base_s, min=0.0),
+            per_input_token_s=section.float("per_input_token_s", d.per_input_token_s, min=0.0),
+            per_output_token_s=section.float("per_output_token_s", d.per_output_token_s, min=0.0),
+            distribution=section.choice("distribution", DISTRIBUTIONS, d.distribution),
+            sigma=section.float("sigma", d.sigma, min=0.0, max=5.0),
+            slowdown_per_concurrent=section.float("slowdown_per_concurrent", 0.0, min=0.0),
+            max_concurrent=max_conc,
+            reject_status=int(section.choice("reject_status", [429, 503], 503)),
+            max_input_tokens=section.int("max_input_tokens", None, min=1),
+        )
+
+    def __init__(self, env: Any, pod: Any, spec: SimpleServerSpec, rng: random.Random) -> None:
+        super().__init__(env, pod, spec, rng)
+        self._calls: dict[Any, Any] = {}
+        self._expo = rng.expovariate
+        self._dist = spec.distribution
+        self._mu = -spec.sigma * spec.sigma / 2.0  # lognormal with mean 1
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._calls)
+
+    def check(self, request: Any) -> int | None:
+        spec = self.spec
+        if spec.max_input_tokens is not None and request.input_tokens > spec.max_input_tokens:
+            return 400
+        if spec.max_concurrent is not None and len(self._calls) >= spec.max_concurrent:
+            return spec.reject_status
+        return None
+
+    def submit(self, request: Any, on_done: OnDone) -> None:
+        spec = self.spec
+        if self._dist == "exponential":
+            x = self._expo(1.0)
+        elif self._dist == "deterministic":
+            x = 1.0
+        else:
+            x = math.exp(self.rng.gauss(self._mu, spec.sigma))
+        if spec.slowdown_per_concurrent:
+            x *= 1.0 + spec.slowdown_per_concurrent * len(self._calls)
+        first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
+        total = first + spec.per_output_token_s * request.output_tokens * x
+        self._calls[request] = call_later(self.env, total, self._finish, request, on_done, first)
+
+    def _finish(self, request: Any, on_done: OnDone, ttfb: float) -> None:
+        del self._calls[request]
+        on_done(request, 200, ttfb)
+
+    def cancel(self, request: Any) -> None:
+        call = self._calls.pop(request, None)
+        if call is not None:
+            call.cancel()
+
+    def fail_all(self, status: int) -> None:
+        calls, self._calls = self._calls, {}
+        for request, call in list(calls.items()):
+            on_done = call.args[1]
+            call.cancel()
+            on_done(request, status, None)
