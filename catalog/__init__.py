@@ -1,0 +1,161 @@
+"""GPUs, the EC2 instance types that carry them, and models: small frozen tables shared by the stack and the simulation.
+
+Sources:
+- GPU memory is the total that `nvidia-smi` reports (MiB / 1024); bandwidth and dense bf16 tensor FLOP/s are
+  NVIDIA's data-sheet figures (A10G: AWS g5 documentation; sparse figures are never used).
+- Instance types and GPU counts per node: the AWS EC2 accelerated-computing instance pages (g5, g6, g6e, p4d,
+  p4de, p5, p5e/p5en).
+- Model shapes (layers, KV heads, head dim): the models' published `config.json`, the same values as
+  microsoft/vidur `vidur/config/model_config.py`; see ../shared/reference/gpu-memory-and-models.md.
+
+Users add or override entries in the stack config (`catalog:` key) or a scenario; `Catalog.extended()` merges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    memory_gib: float  # usable device memory as nvidia-smi reports it
+    bandwidth_gbps: float  # HBM/GDDR bandwidth, GB/s (10^9 bytes)
+    bf16_tflops: float  # dense bf16 tensor-core peak, TFLOP/s
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gib * GIB)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    gpu: str  # key into Catalog.gpus
+    gpus: int  # GPUs per node
+    vcpus: int
+    memory_gib: int
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model's memory-relevant shape. LLMs have layers/KV heads; vision models a per-item activation."""
+
+    name: str
+    kind: str  # "llm" or "vision"
+    params_b: float  # parameters, billions
+    dtype_bytes: int = 2  # bf16/fp16 weights and KV cache
+    layers: int = 0
+    kv_heads: int = 0
+    head_dim: int = 0
+    max_context: int = 0  # tokens (max_model_len)
+    sliding_window: int = 0  # tokens of KV kept per sequence; 0 = the whole context
+    activation_mib_per_item: float = 0.0  # vision: activation per image at reference_pixels
+    reference_pixels: int = 224 * 224
+    weights_gib_override: float = 0.0  # published checkpoint size where it differs from params × dtype
+    hidden_size: int = 0  # LLM: model width (config.json hidden_size); 0 = unknown (attention terms skipped)
+    vocab_size: int = 0  # LLM: vocabulary (config.json vocab_size); sizes the logits tensor
+    gflops_per_item: float = 0.0  # vision: forward FLOPs per image at reference_pixels (2 × published GMACs)
+
+    @property
+    def weights_bytes(self) -> int:
+        if self.weights_gib_override:
+            return int(self.weights_gib_override * GIB)
+        return int(self.params_b * 1e9 * self.dtype_bytes)
+
+    @property
+    def weights_gib(self) -> float:
+        return self.weights_bytes / GIB
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """2 (K and V) × layers × KV heads × head dim × bytes per element (vLLM paper §3; vidur MemoryPlanner)."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * self.dtype_bytes
+
+    @property
+    def flops_per_token(self) -> float:
+        """Forward-pass FLOPs per token ≈ 2 × parameters (one multiply-add per weight)."""
+        return 2.0 * self.params_b * 1e9
+
+
+_GPUS = [
+    Gpu("A10G", memory_gib=22.49, bandwidth_gbps=600, bf16_tflops=70),
+    Gpu("L4", memory_gib=22.49, bandwidth_gbps=300, bf16_tflops=121),
+    Gpu("L40S", memory_gib=44.99, bandwidth_gbps=864, bf16_tflops=362),
+    Gpu("A100-40GB", memory_gib=40.0, bandwidth_gbps=1555, bf16_tflops=312),
+    Gpu("A100-80GB", memory_gib=80.0, bandwidth_gbps=2039, bf16_tflops=312),
+    Gpu("H100-80GB", memory_gib=79.65, bandwidth_gbps=3350, bf16_tflops=989),
+    Gpu("H200-141GB", memory_gib=140.4, bandwidth_gbps=4800, bf16_tflops=989),
+]
+
+
+def _family(prefix: str, gpu: str, sizes: list[tuple[str, int, int, int]]) -> list[InstanceType]:
+    return [InstanceType(f"{prefix}.{size}", gpu, gpus, vcpus, mem) for size, gpus, vcpus, mem in sizes]
+
+
+_INSTANCES = [
+    *_family("g5", "A10G", [("xlarge", 1, 4, 16), ("2xlarge", 1, 8, 32), ("4xlarge", 1, 16, 64),
+                            ("8xlarge", 1, 32, 128), ("16xlarge", 1, 64, 256), ("12xlarge", 4, 48, 192),
+                            ("24xlarge", 4, 96, 384), ("48xlarge", 8, 192, 768)]),
+    *_family("g6", "L4", [("xlarge", 1, 4, 16), ("2xlarge", 1, 8, 32), ("4xlarge", 1, 16, 64),
+                          ("8xlarge", 1, 32, 128), ("16xlarge", 1, 64, 256), ("12xlarge", 4, 48, 192),
+                          ("24xlarge", 4, 96, 384), ("48xlarge", 8, 192, 768)]),
+    *_family("g6e", "L40S", [("xlarge", 1, 4, 32), ("2xlarge", 1, 8, 64), ("4xlarge", 1, 16, 128),
+                             ("8xlarge", 1, 32, 256), ("16xlarge", 1, 64, 512), ("12xlarge", 4, 48, 384),
+                             ("24xlarge", 4, 96, 768), ("48xlarge", 8, 192, 1536)]),
+    InstanceType("p4d.24xlarge", "A100-40GB", 8, 96, 1152),
+    InstanceType("p4de.24xlarge", "A100-80GB", 8, 96, 1152),
+    InstanceType("p5.48xlarge", "H100-80GB", 8, 192, 2048),
+    InstanceType("p5e.48xlarge", "H200-141GB", 8, 192, 2048),
+    InstanceType("p5en.48xlarge", "H200-141GB", 8, 192, 2048),
+]
+
+_MODELS = [
+    Model("llama-2-7b", "llm", params_b=6.74, layers=32, kv_heads=32, head_dim=128, max_context=4096,
+          hidden_size=4096, vocab_size=32000),
+    Model("llama-2-13b", "llm", params_b=13.02, layers=40, kv_heads=40, head_dim=128, max_context=4096,
+          hidden_size=5120, vocab_size=32000),
+    Model("llama-3-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=8192,
+          hidden_size=4096, vocab_size=128256),
+    Model("mistral-7b", "llm", params_b=7.24, layers=32, kv_heads=8, head_dim=128, max_context=32768,
+          sliding_window=4096, hidden_size=4096, vocab_size=32000),
+    Model("llama-3-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=8192,
+          hidden_size=8192, vocab_size=128256),
+    Model("llama-2-70b", "llm", params_b=68.98, layers=80, kv_heads=8, head_dim=128, max_context=4096,
+          hidden_size=8192, vocab_size=32000),
+    # OPT-13B: the vLLM paper's worked example (§3: 800 KB of KV per token). 40 heads × 128 = hidden 5120.
+    Model("opt-13b", "llm", params_b=12.85, layers=40, kv_heads=40, head_dim=128, max_context=2048,
+          hidden_size=5120, vocab_size=50272),
+    # Vision: torchvision ResNet-50 (25.6 M parameters, fp32; 4.1 GMACs at 224×224) and ViT-L/16 (304 M,
+    # fp16; 61.6 GMACs). The per-image activation peak at 224×224 is an estimate (inference keeps no
+    # activations for backward); calibrate it.
+    Model("resnet-50", "vision", params_b=0.0256, dtype_bytes=4, activation_mib_per_item=40.0,
+          gflops_per_item=8.2),
+    Model("vit-large-16", "vision", params_b=0.304, dtype_bytes=2, activation_mib_per_item=120.0,
+          gflops_per_item=123.2),
+]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    gpus: Mapping[str, Gpu] = field(default_factory=lambda: {g.name: g for g in _GPUS})
+    instances: Mapping[str, InstanceType] = field(default_factory=lambda: {i.name: i for i in _INSTANCES})
+    models: Mapping[str, Model] = field(default_factory=lambda: {m.name: m for m in _MODELS})
+
+    def extended(self, gpus=(), instances=(), models=()) -> "Catalog":
+        """A copy with user entries added (same name replaces the built-in one)."""
+        return replace(
+            self,
+            gpus={**self.gpus, **{g.name: g for g in gpus}},
+            instances={**self.instances, **{i.name: i for i in instances}},
+            models={**self.models, **{m.name: m for m in models}},
+        )
+
+    def gpu_of(self, instance_type: str) -> Gpu:
+        return self.gpus[self.instances[instance_type].gpu]
+
+
+DEFAULT = Catalog()

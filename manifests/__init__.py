@@ -1,0 +1,22 @@
+"""Every Kubernetes object the stack deploys, built as plain dicts by pure functions from the typed config."""
+
+from __future__ import annotations
+
+from manifests.common import namespace
+from manifests.device_plugin import device_plugin_daemonset
+from manifests.inference_service import horizontal_pod_autoscaler, inference_service
+from manifests.model_cache import model_cache_daemonset, model_cache_pvc
+from stackconfig.schema import StackConfig
+
+
+def render_stack(cfg: StackConfig) -> list[dict]:
+    """All Kubernetes manifests of a stack, in apply order."""
+    out = [namespace(cfg.cluster.namespace), device_plugin_daemonset(cfg)]
+    if cfg.model_cache.enabled:
+        out += [model_cache_pvc(cfg), model_cache_daemonset(cfg)]
+    for svc in cfg.services:
+        out.append(inference_service(cfg, svc))
+        hpa = horizontal_pod_autoscaler(svc)
+        if hpa:
+            out.append(hpa)
+    return out

@@ -1,0 +1,149 @@
+"""The tuned InferenceService (serving.kserve.io/v1beta1) and, in Standard mode, its HorizontalPodAutoscaler.
+
+Field mapping follows KServe `pkg/apis/serving/v1beta1/component.go` (ComponentExtensionSpec) and
+`pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations`: `minReplicas`, `maxReplicas`,
+`containerConcurrency`, `scaleMetric`, `scaleTarget` and `timeout` sit on the predictor; Knative's
+`autoscaling.knative.dev/*` annotations on the InferenceService are copied to the Knative revision. In Standard
+mode KServe would create an HPA with an empty behavior (`reconcilers/hpa/hpa_reconciler.go`); we set
+`serving.kserve.io/autoscalerClass: external` and render our own HPA so `behavior` is under our control.
+
+This is the one place where each service knob becomes YAML; the simulation reads the dict this returns.
+"""
+
+from __future__ import annotations
+
+from manifests.common import labels, restricted_security_context
+from manifests.model_cache import cache_uri
+from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig
+
+ANNOTATION_PREFIX = "preflight.kserve.io/"
+
+
+def engine_args(svc: ServiceConfig) -> list[str]:
+    """Input, batch and memory caps as the runtime's own flags (vLLM engine args, TGI launcher args)."""
+    caps, args = svc.caps, []
+    total = (caps.max_input_tokens + caps.max_new_tokens) if caps.max_input_tokens and caps.max_new_tokens else None
+    if svc.engine == "vllm":  # KServe huggingfaceserver passes vLLM engine args through
+        args += [f"--model_name={svc.name}", "--backend=vllm",
+                 f"--gpu-memory-utilization={svc.gpu_memory_utilization:g}"]
+        if total:
+            args.append(f"--max-model-len={total}")
+        if caps.max_batch_size:
+            args.append(f"--max-num-seqs={caps.max_batch_size}")
+    elif svc.engine == "naive":  # plain Transformers backend: memory grows with what is in flight
+        args += [f"--model_name={svc.name}", "--backend=huggingface"]
+        if caps.max_input_tokens:
+            args.append(f"--max_length={caps.max_input_tokens}")
+    elif svc.engine == "tgi":  # text-generation-inference launcher
+        if caps.max_input_tokens:
+            args.append(f"--max-input-tokens={caps.max_input_tokens}")
+        if total:
+            args.append(f"--max-total-tokens={total}")
+        if caps.max_batch_size:
+            args.append(f"--max-batch-size={caps.max_batch_size}")
+    return args + list(svc.args)
+
+
+def engine_env(svc: ServiceConfig) -> list[dict]:
+    caps = svc.caps
+    env = {
+        "PYTORCH_CUDA_ALLOC_CONF": svc.pytorch_cuda_alloc_conf,
+        "MAX_INPUT_TOKENS": caps.max_input_tokens,
+        "MAX_NEW_TOKENS": caps.max_new_tokens,
+        "MAX_BATCH_SIZE": caps.max_batch_size,
+        "MAX_IMAGE_PIXELS": caps.max_image_pixels,
+        **svc.env,
+    }
+    return [{"name": k, "value": str(v)} for k, v in env.items() if v is not None]
+
+
+def _probe(probe: Probe) -> dict:
+    return {"httpGet": {"path": probe.path, "port": 8080}, "periodSeconds": probe.period_s,
+            "failureThreshold": probe.failure_threshold, "initialDelaySeconds": probe.initial_delay_s,
+            "timeoutSeconds": probe.timeout_s}
+
+
+def _annotations(svc: ServiceConfig) -> dict[str, str]:
+    out = {"serving.kserve.io/deploymentMode": svc.deployment_mode}
+    if svc.deployment_mode == "Standard":
+        out["serving.kserve.io/autoscalerClass"] = "external"
+    out.update(svc.annotations)
+    out.update({
+        ANNOTATION_PREFIX + "engine": svc.engine,
+        ANNOTATION_PREFIX + "model": svc.model.name,
+        ANNOTATION_PREFIX + "expected-load-seconds": f"{svc.expected_load_s:g}",
+    })
+    if svc.slo:
+        out[ANNOTATION_PREFIX + "slo-p99-latency-seconds"] = f"{svc.slo.p99_latency_s:g}"
+    if svc.allow_scale_to_zero and svc.min_replicas == 0:
+        out[ANNOTATION_PREFIX + "allow-scale-to-zero"] = "true"
+    return out
+
+
+def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
+    resources = {"requests": {"cpu": svc.cpu, "memory": svc.memory, GPU_RESOURCE: str(svc.gpus)},
+                 "limits": {"cpu": svc.cpu, "memory": svc.memory, GPU_RESOURCE: str(svc.gpus)}}
+    model = {
+        "modelFormat": {"name": svc.model_format},
+        "storageUri": cache_uri(cfg, svc),
+        "args": engine_args(svc),
+        "env": engine_env(svc),
+        "resources": resources,
+        "startupProbe": _probe(svc.startup_probe),
+        "readinessProbe": _probe(svc.readiness_probe),
+        "livenessProbe": _probe(svc.liveness_probe),
+        "securityContext": restricted_security_context(),
+    }
+    if svc.image:  # a custom image replaces the serving runtime's default one
+        model["image"] = svc.image
+    predictor: dict = {
+        "minReplicas": svc.min_replicas,
+        "maxReplicas": svc.max_replicas,
+        "tolerations": [t.to_manifest() for t in svc.tolerations],
+        "nodeSelector": dict(svc.node_selector),
+        "model": model,
+    }
+    if svc.deployment_mode == "Knative":
+        predictor["scaleMetric"] = svc.scale_metric
+        if svc.scale_target is not None:
+            predictor["scaleTarget"] = svc.scale_target
+        if svc.container_concurrency is not None:
+            predictor["containerConcurrency"] = svc.container_concurrency
+        if svc.timeout_s is not None:
+            predictor["timeout"] = svc.timeout_s
+    return {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": svc.name, "namespace": svc.namespace,
+                     "labels": labels(svc.name, "inference-service"), "annotations": _annotations(svc)},
+        "spec": {"predictor": predictor},
+    }
+
+
+def horizontal_pod_autoscaler(svc: ServiceConfig) -> dict | None:
+    """autoscaling/v2 HPA on KServe's raw Deployment `<name>-predictor`; None in Knative mode."""
+    if svc.deployment_mode != "Standard":
+        return None
+    if svc.scale_metric in ("cpu", "memory"):
+        # KServe's default CPU target is 80 % (pkg/constants: DefaultCPUUtilization).
+        target = svc.scale_target or 80
+        metric = {"type": "Resource", "resource": {"name": svc.scale_metric,
+                  "target": {"type": "Utilization", "averageUtilization": target}}}
+    else:  # in-flight requests per pod through a custom-metrics adapter (e.g. prometheus-adapter)
+        metric = {"type": "Pods", "pods": {"metric": {"name": svc.hpa_pods_metric},
+                  "target": {"type": "AverageValue", "averageValue": str(svc.scale_target or 1)}}}
+    spec: dict = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"{svc.name}-predictor"},
+        "minReplicas": max(1, svc.min_replicas),
+        "maxReplicas": svc.max_replicas,
+        "metrics": [metric],
+    }
+    if svc.hpa_behavior:
+        spec["behavior"] = svc.hpa_behavior
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": f"{svc.name}-predictor", "namespace": svc.namespace,
+                     "labels": labels(svc.name, "autoscaler")},
+        "spec": spec,
+    }

@@ -1,0 +1,101 @@
+"""The model cache: a shared PVC holding model artifacts and a DaemonSet that fills it from the GPU nodes.
+
+Each prefetch pod downloads every configured model that is not yet complete (one node at a time per model,
+through an atomic `mkdir` lock on the shared volume), writes a `.complete` marker only after the download
+finished, and turns Ready only when every marker is there. InferenceServices then read `pvc://<pvc>/<model>`,
+which KServe mounts instead of running its storage initializer (kserve `pkg/webhook/admission/pod/
+storage_initializer_injector.go`: PVC URIs are mounted, not downloaded), so a warm cache skips the download.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from manifests.common import labels, restricted_security_context
+from stackconfig.schema import GPU_LABEL, ServiceConfig, StackConfig
+
+NAME = "model-cache-prefetch"
+MOUNT = "/models"
+# KServe's storage initializer image understands s3://, gs://, hf://, https:// (python/storage-initializer).
+DOWNLOAD = "/storage-initializer/scripts/initializer-entrypoint"
+
+
+def cache_uri(cfg: StackConfig, svc: ServiceConfig) -> str:
+    """Where the service reads its model: the cache when it is enabled, else the model's source URI."""
+    if cfg.model_cache.enabled and not svc.storage_uri.startswith("pvc://"):
+        return f"pvc://{cfg.model_cache.pvc_name}/{svc.model.name}"
+    return svc.storage_uri
+
+
+def cached_models(cfg: StackConfig) -> dict[str, str]:
+    """model name → source URI for every service whose model goes through the cache (sorted, deduplicated)."""
+    return dict(sorted({s.model.name: s.storage_uri for s in cfg.services
+                        if not s.storage_uri.startswith("pvc://")}.items()))
+
+
+def model_cache_pvc(cfg: StackConfig) -> dict:
+    mc = cfg.model_cache
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": mc.pvc_name, "namespace": mc.namespace, "labels": labels(mc.pvc_name, "model-cache")},
+        "spec": {"accessModes": [mc.access_mode], "storageClassName": mc.storage_class,
+                 "resources": {"requests": {"storage": f"{mc.size_gib}Gi"}}},
+    }
+
+
+def prefetch_script(models: dict[str, str]) -> str:
+    """POSIX sh: fetch each missing model under a lock, mark it complete, then idle."""
+    lines = ["set -u"]
+    for name, uri in models.items():
+        dest = f"{MOUNT}/{name}"
+        lines.append(
+            f"until [ -f {dest}/.complete ]; do "
+            f"if mkdir {dest}.lock 2>/dev/null; then "
+            f"rm -rf {dest}.partial; "
+            f"if {DOWNLOAD} {shlex.quote(uri)} {dest}.partial; then "
+            f"rm -rf {dest} && mv {dest}.partial {dest} && touch {dest}/.complete; fi; "
+            f"rmdir {dest}.lock; "
+            # A lock older than 2 h belongs to a node that died mid-download: break it.
+            f"else find {dest}.lock -maxdepth 0 -mmin +120 -exec rmdir {{}} \\; ; sleep 15; fi; done")
+    lines.append("exec sleep 2147483647")
+    return "\n".join(lines)
+
+
+def readiness_command(models: dict[str, str]) -> list[str]:
+    checks = " && ".join(f"test -f {MOUNT}/{name}/.complete" for name in models) or "true"
+    return ["sh", "-c", checks]
+
+
+def model_cache_daemonset(cfg: StackConfig) -> dict:
+    mc, ng = cfg.model_cache, cfg.node_group
+    models = cached_models(cfg)
+    meta_labels = labels(NAME, "model-cache")
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": NAME, "namespace": mc.namespace, "labels": meta_labels},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "template": {
+                "metadata": {"labels": meta_labels},
+                "spec": {
+                    "nodeSelector": dict(GPU_LABEL),
+                    "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in ng.taints],
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [{
+                        "name": "prefetch",
+                        "image": mc.prefetch_image,
+                        "command": ["sh", "-c", prefetch_script(models)],
+                        "securityContext": restricted_security_context(),
+                        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"},
+                                      "limits": {"cpu": "2", "memory": "4Gi"}},
+                        "readinessProbe": {"exec": {"command": readiness_command(models)},
+                                           "periodSeconds": 15, "failureThreshold": 1},
+                        "volumeMounts": [{"name": "cache", "mountPath": MOUNT}],
+                    }],
+                    "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": mc.pvc_name}}],
+                },
+            },
+        },
+    }

@@ -1,0 +1,47 @@
+"""The GPU node group as plain data: the arguments of `aws.eks.NodeGroup` and of its IAM role.
+
+EKS spells taint effects in its API form (NO_SCHEDULE), Kubernetes in CamelCase (NoSchedule); the translation
+lives here. The desired size is left to the cluster autoscaler (the component ignores changes to it).
+"""
+
+from __future__ import annotations
+
+import json
+
+from stackconfig.schema import StackConfig
+
+EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+# What a managed node needs and nothing more (EKS user guide, "Amazon EKS node IAM role").
+NODE_POLICIES = [
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+]
+
+
+def node_role_trust_policy() -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
+
+
+def node_group_spec(cfg: StackConfig) -> dict:
+    """Keyword arguments for aws.eks.NodeGroup, minus the role ARN (an output of the role, wired by the component)."""
+    ng = cfg.node_group
+    return {
+        "cluster_name": cfg.cluster.name,
+        "node_group_name": f"{cfg.cluster.name}-{ng.name}",
+        "subnet_ids": list(cfg.cluster.subnet_ids),
+        "ami_type": ng.ami_type,
+        "instance_types": list(ng.instance_types),
+        "capacity_type": ng.capacity_type,
+        "disk_size": ng.disk_size_gib,
+        "labels": dict(ng.labels),
+        "taints": [{"key": t.key, "value": t.value, "effect": EKS_EFFECT[t.effect]} for t in ng.taints],
+        "scaling_config": {"min_size": ng.min_size, "max_size": ng.max_size, "desired_size": ng.desired_size},
+        "update_config": {"max_unavailable": 1},
+        "tags": {"app.kubernetes.io/part-of": "kserve-preflight", "environment": cfg.environment,
+                 # cluster-autoscaler scale-from-zero hints: GPU count and taint of a node not yet running
+                 "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": str(ng.gpus_per_node),
+                 **{f"k8s.io/cluster-autoscaler/node-template/taint/{t.key}": f"{t.value}:{t.effect}"
+                    for t in ng.taints}},
+    }

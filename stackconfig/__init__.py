@@ -1,0 +1,1 @@
+"""The typed stack config and its loaders."""

@@ -1,0 +1,83 @@
+"""Read a stack's config the way the Pulumi CLI hands it over, from the program or straight from the YAML files.
+
+The CLI merges `Pulumi.yaml` `config:` defaults with `<stackConfigDir>/Pulumi.<stack>.yaml` and passes the result
+to the program as `"<project>:<key>"` → string (JSON for objects). The SDK never reads those files itself
+(../shared/reference/pulumi-offline-testing.md §0), so offline tools and tests use `stack_config_values`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from preflight.errors import InputError, Problem
+from stackconfig.schema import StackConfig, parse_stack_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def read_project(root: Path = ROOT) -> dict:
+    return yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
+
+
+def stack_names(root: Path = ROOT) -> list[str]:
+    folder = root / read_project(root).get("stackConfigDir", ".")
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+
+
+def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, Any]]:
+    """(project name, {"<ns>:<key>": native value}) as the CLI would merge them for `stack`."""
+    project = read_project(root)
+    name = project["name"]
+    path = root / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        raise InputError([Problem("--stack", stack, "expected one of " + ", ".join(stack_names(root)))])
+    values: dict[str, Any] = {}
+    for key, spec in (project.get("config") or {}).items():
+        full = key if ":" in key else f"{name}:{key}"
+        if isinstance(spec, dict) and "default" in spec:
+            values[full] = spec["default"]
+        elif not isinstance(spec, dict):
+            values[full] = spec
+    try:
+        stack_file = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise InputError([Problem(str(path), "(unparseable YAML)", f"expected valid YAML: {err}")]) from None
+    values.update(stack_file.get("config") or {})
+    return name, values
+
+
+def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
+    """The project's own keys, prefix stripped; string values that hold JSON (as the CLI passes objects) decoded."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        ns, _, short = key.partition(":")
+        if ns != project:
+            continue
+        if isinstance(value, str) and value[:1] in "[{":
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+        out[short] = value
+    return out
+
+
+def load_stack(stack: str, root: Path = ROOT) -> StackConfig:
+    """Parse a stack's config from its YAML files (for `render`, the simulation gate and tests)."""
+    project, values = stack_config_values(stack, root)
+    source = f"{read_project(root).get('stackConfigDir', '.')}/Pulumi.{stack}.yaml"
+    return parse_stack_config(project_values(values, project), project, stack, source)
+
+
+def load_from_pulumi() -> StackConfig:
+    """Parse the config the CLI (or the test mocks) handed to the running program."""
+    import pulumi
+    from pulumi.runtime.config import CONFIG, get_config_env
+
+    project, stack = pulumi.get_project(), pulumi.get_stack()
+    values = {**get_config_env(), **CONFIG.get()}
+    return parse_stack_config(project_values(values, project), project, stack, f"stack {stack!r}")
