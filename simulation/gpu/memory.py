@@ -1,0 +1,177 @@
+"""GPU memory of one model-server pod: the vLLM KV-cache budget and a naive server's memory in use (pure).
+
+Two server behaviours (issue 4, item 2):
+
+* **Pre-allocating engine (vLLM).** At start-up vLLM loads the weights, runs one profiling forward pass to
+  measure the activation peak, and hands everything else under `gpu_memory_utilization` to the KV cache,
+  cut into blocks of `block_size` = 16 tokens:
+
+      usable_kv  = total_gpu_memory × gpu_memory_utilization − weights − activation peak − non-torch memory
+      num_blocks = floor(usable_kv / (block_size × kv_bytes_per_token))
+      kv_tokens  = num_blocks × block_size
+
+  Sources: Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+  PagedAttention" (SOSP 2023) §3–4 (KV per token, fixed-size blocks; block size 16 is vLLM's default
+  `CacheConfig.block_size`); vLLM `vllm/worker/worker.py: Worker.determine_num_available_blocks`
+  (`available_kv_cache_memory = total_gpu_memory * gpu_memory_utilization - peak_memory`, then
+  `num_gpu_blocks = int(available_kv_cache_memory // cache_block_size)`), and the figures vLLM logs at
+  start-up ("model weights take … GiB; non_torch_memory takes … GiB; PyTorch activation peak memory takes
+  … GiB; the rest of the memory reserved for KV Cache is … GiB"). Those log lines are how a user calibrates
+  `activation_gib` and `overhead_gib` here. If the blocks cannot hold one sequence of `max_model_len`
+  tokens, vLLM raises at start-up ("The model's max seq len (…) is larger than the maximum number of
+  tokens that can be stored in KV cache (…)") — modelled as a start-up failure, never a runtime OOM.
+
+* **Naive server** (plain PyTorch / Transformers / TorchServe handler). Nothing is reserved: memory grows
+  with what is in flight — the KV cache of every sequence (prompt + tokens generated so far) plus, while a
+  prompt is being prefilled, its transient activations. Above the GPU's capacity the allocation raises
+  `torch.cuda.OutOfMemoryError`.
+
+Simplifications (say so, calibrate): the activation peak and non-torch memory are priors, not profiled;
+allocator fragmentation is folded into `overhead_gib`; tensor parallelism splits weights and KV heads
+evenly over `tp` GPUs and is otherwise ideal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from catalog import GIB, Gpu, Model
+
+MIB = 1024**2
+
+BLOCK_SIZE = 16  # tokens per KV block: vLLM's default `--block-size` (CacheConfig.block_size)
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.90  # vLLM's default `--gpu-memory-utilization`
+# Priors for a 7–13B model on one GPU (vLLM start-up logs show ~0.5–2 GiB activation peak for the default
+# 2048–8192-token profiling batch and ~0.2–0.6 GiB non-torch memory: CUDA context, NCCL, CUDA graphs).
+DEFAULT_ACTIVATION_GIB = 1.0
+DEFAULT_OVERHEAD_GIB = 0.5
+# A naive PyTorch server: CUDA context + caching-allocator slack/fragmentation; no CUDA graphs.
+DEFAULT_NAIVE_OVERHEAD_GIB = 1.5
+
+
+def kv_bytes_per_token(model: Model, tp: int = 1) -> int:
+    """KV bytes one token occupies on one GPU: 2 (K and V) × layers × KV heads / tp × head dim × dtype bytes."""
+    if model.kind != "llm":
+        return 0
+    return 2 * model.layers * math.ceil(model.kv_heads / tp) * model.head_dim * model.dtype_bytes
+
+
+def kv_tokens_held(model: Model, context_tokens: int) -> int:
+    """Tokens of KV a sequence of `context_tokens` keeps: all of them, or the sliding window (Mistral)."""
+    if model.sliding_window:
+        return min(context_tokens, model.sliding_window)
+    return context_tokens
+
+
+def blocks_for(model: Model, context_tokens: int, block_size: int = BLOCK_SIZE) -> int:
+    """KV blocks a sequence needs (the last block is partly empty: PagedAttention's only waste)."""
+    return math.ceil(kv_tokens_held(model, context_tokens) / block_size)
+
+
+@dataclass(frozen=True)
+class VllmBudget:
+    """vLLM's start-up memory plan on one GPU (all sizes in bytes)."""
+
+    total_bytes: int
+    gpu_memory_utilization: float
+    weights_bytes: int
+    activation_bytes: int
+    overhead_bytes: int
+    kv_budget_bytes: int  # total × utilization − weights − activation − overhead (may be negative)
+    bytes_per_token: int
+    block_size: int
+    num_blocks: int
+    kv_tokens: int  # num_blocks × block_size
+    max_model_len: int
+    blocks_per_max_request: int
+    can_start: bool
+    reason: str  # why it cannot start ("" when it can)
+
+    @property
+    def max_full_length_sequences(self) -> int:
+        """How many max_model_len sequences fit at once (vidur MemoryPlanner's "max batch size")."""
+        return self.num_blocks // self.blocks_per_max_request if self.blocks_per_max_request else 0
+
+
+def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+                max_model_len: int | None = None, activation_gib: float = DEFAULT_ACTIVATION_GIB,
+                overhead_gib: float = DEFAULT_OVERHEAD_GIB, block_size: int = BLOCK_SIZE,
+                tp: int = 1) -> VllmBudget:
+    """The KV-cache budget vLLM computes at start-up, and whether it starts at all (see module docstring)."""
+    max_len = max_model_len or model.max_context
+    total = gpu.memory_bytes
+    weights = model.weights_bytes // tp  # each tensor-parallel worker holds 1/tp of every weight matrix
+    activation = int(activation_gib * GIB)
+    overhead = int(overhead_gib * GIB)
+    # vLLM: total_gpu_memory × gpu_memory_utilization − (weights + activation peak + non-torch) = KV budget
+    budget = int(total * gpu_memory_utilization) - weights - activation - overhead
+    per_token = kv_bytes_per_token(model, tp)
+    block_bytes = block_size * per_token
+    num_blocks = max(0, budget) // block_bytes if block_bytes else 0
+    kv_tokens = num_blocks * block_size
+    need_blocks = blocks_for(model, max_len, block_size)
+    reason = ""
+    if weights + activation + overhead > total * gpu_memory_utilization:
+        reason = (f"weights {weights / GIB:.2f} GiB + activation {activation_gib:.2f} GiB + overhead "
+                  f"{overhead_gib:.2f} GiB exceed {gpu_memory_utilization:.2f} × {gpu.memory_gib} GiB of {gpu.name}")
+    elif num_blocks == 0:
+        reason = "no GPU memory left for KV cache blocks"
+    elif need_blocks > num_blocks:
+        reason = (f"max_model_len {max_len} needs {need_blocks} KV blocks "
+                  f"({kv_tokens_held(model, max_len)} tokens) but only {num_blocks} "
+                  f"({kv_tokens} tokens) fit; lower max_model_len or raise gpu_memory_utilization")
+    return VllmBudget(total, gpu_memory_utilization, weights, activation, overhead, budget, per_token,
+                      block_size, num_blocks, kv_tokens, max_len, need_blocks, not reason, reason)
+
+
+# -- naive server ----------------------------------------------------------------------------------------
+
+def prefill_activation_bytes(model: Model, input_tokens: int, *, eager_attention: bool = True,
+                             bytes_per_token: float | None = None, tp: int = 1) -> int:
+    """Transient memory of one prompt's forward pass in a plain Transformers model (freed after prefill).
+
+    Per token: fp32 logits for every prompt position (4 × vocab; `LlamaForCausalLM` computes all positions
+    unless `logits_to_keep` is set, and generation upcasts them to float) plus about a dozen hidden-size
+    bf16 temporaries (residual, norm, q/k/v/o, the MLP's gate/up: 24 × hidden bytes). With eager attention
+    one layer's score matrix is materialised at a time: heads × L² × (2 bytes bf16 + 4 bytes fp32 softmax).
+    An estimate: pass `bytes_per_token` (linear term) from a measurement to override it.
+    """
+    if model.kind != "llm" or input_tokens <= 0:
+        return 0
+    per_token = bytes_per_token if bytes_per_token is not None else (4 * model.vocab_size + 24 * model.hidden_size)
+    total = per_token * input_tokens / tp
+    if eager_attention and model.hidden_size and model.head_dim:
+        heads = model.hidden_size // model.head_dim / tp
+        total += heads * input_tokens * input_tokens * 6
+    return int(total)
+
+
+def naive_base_bytes(model: Model, overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB, tp: int = 1) -> int:
+    """Memory a naive server holds with nothing in flight: weights + CUDA context / allocator overhead."""
+    return model.weights_bytes // tp + int(overhead_gib * GIB)
+
+
+def naive_memory_bytes(model: Model, contexts: list[int], prefilling: list[int] = (), *,
+                       overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB, eager_attention: bool = True,
+                       activation_bytes_per_token: float | None = None, tp: int = 1) -> int:
+    """Memory in use: base + KV of every in-flight sequence (`contexts`: tokens each holds now) + the
+    transient activations of the prompts in `prefilling` (input tokens of each)."""
+    kv = kv_bytes_per_token(model, tp) * sum(contexts)
+    act = sum(prefill_activation_bytes(model, n, eager_attention=eager_attention,
+                                       bytes_per_token=activation_bytes_per_token, tp=tp) for n in prefilling)
+    return naive_base_bytes(model, overhead_gib, tp) + kv + act
+
+
+def vision_activation_bytes(model: Model, pixels: int, batch: int = 1) -> int:
+    """Activation of a vision batch: per-image activation at `reference_pixels`, scaled linearly with pixels
+    (convolution and ViT feature maps grow with the image area), times the batch."""
+    scale = pixels / model.reference_pixels if model.reference_pixels else 1.0
+    return int(model.activation_mib_per_item * MIB * scale * batch)
+
+
+def vision_memory_bytes(model: Model, pixels_per_item: list[int], *,
+                        overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB) -> int:
+    """Memory in use while a vision batch runs: weights + overhead + Σ per-image activations."""
+    return (naive_base_bytes(model, overhead_gib)
+            + sum(vision_activation_bytes(model, p) for p in pixels_per_item))

@@ -1,0 +1,134 @@
+"""LLM and vision service times from a roofline model of the GPU (pure).
+
+A forward pass is bounded below by two things: moving the bytes it touches through HBM
+(bytes / bandwidth) and doing its arithmetic (FLOPs / peak FLOP/s). The roofline takes the larger:
+
+* **Prefill** of P prompt tokens (all processed in one pass) is compute-bound for any useful P:
+  FLOPs ≈ 2 × parameters × P (one multiply-add per weight per token) + attention 2 × 2 × layers × hidden
+  × P² / 2 (QKᵀ and AV, causal half); it can never be faster than reading the weights once.
+* **Decode** step of a batch of B sequences produces one token for each: it reads all the weights once
+  and the KV cache of every sequence in the batch (memory-bound at the batch sizes serving uses), and does
+  2 × parameters × B FLOPs. So the step time — the inter-token latency (ITL) every sequence in the batch
+  sees — grows with B and with context length, and falls with memory bandwidth.
+
+This is the model of Yuan et al., "LLM Inference Unveiled: Survey and Roofline Model Insights" (2024) and
+of the analytic predictors in microsoft/vidur (which replace it with profiled kernels). Measured systems
+reach only a fraction of the peaks: `Efficiency(memory, compute)` scales bandwidth and FLOP/s, and a fixed
+per-step overhead covers scheduling, sampling and kernel launches. Defaults are set so a 7–8B bf16 model
+lands in the batch-1 priors of ../shared/reference/gpu-memory-and-models.md (ITL H100 10–15 ms,
+A100 15–25 ms, L40S 25–35 ms); calibrate with `calibrate_memory_efficiency` from one measured ITL.
+
+Simplifications: no tensor-parallel communication cost; no quantisation; attention FLOPs use the full
+context (no sliding window); a decode step's time is frozen at the batch's context when the batch last
+changed (the simulation's piecewise-constant step time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catalog import Gpu, Model
+from simulation.gpu.memory import kv_bytes_per_token, kv_tokens_held
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of the data-sheet peaks a real engine reaches, and fixed per-pass overheads (seconds)."""
+
+    memory: float = 0.6  # achieved / peak HBM bandwidth in decode
+    compute: float = 0.5  # achieved / peak bf16 FLOP/s in prefill (MFU)
+    step_overhead_s: float = 0.003  # per decode step: scheduler, sampler, launches (vLLM ~2–5 ms)
+    prefill_overhead_s: float = 0.010  # per prefill pass: tokenisation, scheduling, first sampling
+
+
+DEFAULT_EFFICIENCY = Efficiency()
+
+
+def _bandwidth(gpu: Gpu, eff: Efficiency, tp: int) -> float:
+    return gpu.bandwidth_gbps * 1e9 * eff.memory * tp  # bytes/s over all tensor-parallel GPUs
+
+
+def _flops(gpu: Gpu, eff: Efficiency, tp: int) -> float:
+    return gpu.bf16_tflops * 1e12 * eff.compute * tp
+
+
+def prefill_flops(model: Model, input_tokens: int) -> float:
+    """FLOPs of one prompt's prefill: 2 × params × P + causal attention (2 × 2 × layers × hidden × P²/2)."""
+    linear = model.flops_per_token * input_tokens
+    attention = 2.0 * model.layers * model.hidden_size * input_tokens * input_tokens
+    return linear + attention
+
+
+def prefill_time(model: Model, gpu: Gpu, input_tokens: int | list[int], *, eff: Efficiency = DEFAULT_EFFICIENCY,
+                 tp: int = 1) -> float:
+    """Seconds to prefill one prompt (or several batched into one pass): max(compute, weights read) + overhead."""
+    prompts = input_tokens if isinstance(input_tokens, list) else [input_tokens]
+    flops = sum(prefill_flops(model, p) for p in prompts)
+    kv_write = kv_bytes_per_token(model) * sum(prompts)
+    memory_s = (model.weights_bytes + kv_write) / _bandwidth(gpu, eff, tp)
+    compute_s = flops / _flops(gpu, eff, tp)
+    return max(memory_s, compute_s) + eff.prefill_overhead_s
+
+
+def decode_step_time(model: Model, gpu: Gpu, batch: int, context_tokens: int | None = None, *,
+                     eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> float:
+    """Seconds for one decode step of `batch` sequences holding `context_tokens` tokens in total (KV read).
+
+    bytes = weights + KV bytes/token × Σ context;  FLOPs = 2 × params × batch + 4 × layers × hidden × Σ context.
+    `context_tokens` defaults to 1,024 per sequence.
+    """
+    if batch <= 0:
+        return 0.0
+    ctx = context_tokens if context_tokens is not None else 1024 * batch
+    bytes_read = model.weights_bytes + kv_bytes_per_token(model) * ctx
+    flops = model.flops_per_token * batch + 4.0 * model.layers * model.hidden_size * ctx
+    return max(bytes_read / _bandwidth(gpu, eff, tp), flops / _flops(gpu, eff, tp)) + eff.step_overhead_s
+
+
+def batch_context_tokens(model: Model, contexts: list[int]) -> int:
+    """Σ KV tokens a decode step reads (sliding-window models keep at most the window per sequence)."""
+    return sum(kv_tokens_held(model, c) for c in contexts)
+
+
+def request_latency(model: Model, gpu: Gpu, input_tokens: int, output_tokens: int, batch: int = 1, *,
+                    eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> tuple[float, float]:
+    """(TTFT, end-to-end) for one request alone on the GPU, or in a steady batch of `batch` similar ones."""
+    ttft = prefill_time(model, gpu, input_tokens, eff=eff, tp=tp)
+    mid_context = (input_tokens + output_tokens / 2) * batch
+    itl = decode_step_time(model, gpu, batch, int(mid_context), eff=eff, tp=tp)
+    return ttft, ttft + max(0, output_tokens - 1) * itl
+
+
+def calibrate_memory_efficiency(model: Model, gpu: Gpu, measured_itl_s: float, batch: int = 1,
+                                context_tokens: int | None = None, *, eff: Efficiency = DEFAULT_EFFICIENCY,
+                                tp: int = 1) -> float:
+    """The `Efficiency.memory` that makes `decode_step_time` equal a measured ITL (keeps the step overhead)."""
+    ctx = context_tokens if context_tokens is not None else 1024 * batch
+    bytes_read = model.weights_bytes + kv_bytes_per_token(model) * ctx
+    transfer_s = measured_itl_s - eff.step_overhead_s
+    if transfer_s <= 0:
+        raise ValueError(f"measured ITL {measured_itl_s}s is not above the step overhead {eff.step_overhead_s}s")
+    return bytes_read / (transfer_s * gpu.bandwidth_gbps * 1e9 * tp)
+
+
+def calibrate_compute_efficiency(model: Model, gpu: Gpu, measured_prefill_s: float, input_tokens: int, *,
+                                 eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> float:
+    """The `Efficiency.compute` (MFU) that makes `prefill_time` equal a measured TTFT for one prompt."""
+    compute_s = measured_prefill_s - eff.prefill_overhead_s
+    if compute_s <= 0:
+        raise ValueError(f"measured prefill {measured_prefill_s}s is not above the overhead {eff.prefill_overhead_s}s")
+    return prefill_flops(model, input_tokens) / (compute_s * gpu.bf16_tflops * 1e12 * tp)
+
+
+# -- vision (Triton-style batches) --------------------------------------------------------------------------
+
+def vision_batch_time(model: Model, gpu: Gpu, pixels_per_item: list[int], *,
+                      eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Seconds for one batched forward pass of a vision model: FLOPs scale with each image's pixel count
+    (relative to `reference_pixels`); never faster than reading the weights once."""
+    if not pixels_per_item:
+        return 0.0
+    flops = sum(model.gflops_per_item * 1e9 * p / model.reference_pixels for p in pixels_per_item)
+    compute_s = flops / _flops(gpu, eff, 1)
+    memory_s = model.weights_bytes / _bandwidth(gpu, eff, 1)
+    return max(compute_s, memory_s) + eff.step_overhead_s
