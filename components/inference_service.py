@@ -1,0 +1,33 @@
+"""TunedInferenceService: a KServe InferenceService with safe settings, plus its HPA in Standard mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+
+from components.kubernetes_object import kubernetes_object
+from manifests.inference_service import horizontal_pod_autoscaler, inference_service
+from stackconfig.schema import ServiceConfig, StackConfig
+
+
+@dataclass
+class TunedInferenceServiceArgs:
+    inference_service: dict  # manifests.inference_service.inference_service()
+    hpa: Optional[dict]  # manifests.inference_service.horizontal_pod_autoscaler(), Standard mode only
+
+    @classmethod
+    def from_config(cls, cfg: StackConfig, svc: ServiceConfig) -> "TunedInferenceServiceArgs":
+        return cls(inference_service(cfg, svc), horizontal_pod_autoscaler(svc))
+
+
+class TunedInferenceService(pulumi.ComponentResource):
+    def __init__(self, name: str, args: TunedInferenceServiceArgs,
+                 opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("kserve-preflight:serving:TunedInferenceService", name, {}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.inference_service = kubernetes_object(f"{name}-isvc", args.inference_service, child)
+        self.hpa = kubernetes_object(f"{name}-hpa", args.hpa, pulumi.ResourceOptions(
+            parent=self, depends_on=[self.inference_service])) if args.hpa else None
+        self.register_outputs({"name": self.inference_service.metadata["name"]})

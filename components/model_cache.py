@@ -1,0 +1,33 @@
+"""ModelCache: the protected PVC of model artifacts and the DaemonSet that pre-fetches them on GPU nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+
+from components.kubernetes_object import kubernetes_object
+from manifests.model_cache import model_cache_daemonset, model_cache_pvc
+from stackconfig.schema import StackConfig
+
+
+@dataclass
+class ModelCacheArgs:
+    pvc: dict  # manifests.model_cache.model_cache_pvc()
+    daemonset: dict  # manifests.model_cache.model_cache_daemonset()
+
+    @classmethod
+    def from_config(cls, cfg: StackConfig) -> "ModelCacheArgs":
+        return cls(model_cache_pvc(cfg), model_cache_daemonset(cfg))
+
+
+class ModelCache(pulumi.ComponentResource):
+    def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("kserve-preflight:infra:ModelCache", name, {}, opts)
+        # Hundreds of GB of downloaded weights: never deleted by a `pulumi destroy` or a replace.
+        self.pvc = kubernetes_object(f"{name}-pvc", args.pvc, pulumi.ResourceOptions(
+            parent=self, protect=True, retain_on_delete=True))
+        self.prefetch = kubernetes_object(f"{name}-prefetch", args.daemonset, pulumi.ResourceOptions(
+            parent=self, depends_on=[self.pvc]))
+        self.register_outputs({"pvc": self.pvc.metadata["name"]})

@@ -1,0 +1,67 @@
+"""The Pulumi program: typed config → GPU node group, device plugin, model cache and tuned InferenceServices.
+
+`__main__.py` only calls `main()`; tests call it under `pulumi.runtime` mocks. A config mistake raises
+`pulumi.RunError` (one `error:` line, no traceback) before any resource is registered.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheArgs, NvidiaDevicePlugin,
+                        NvidiaDevicePluginArgs, TunedInferenceService, TunedInferenceServiceArgs)
+from components.kubernetes_object import kubernetes_object
+from manifests.common import namespace
+from preflight.errors import InputError
+from stackconfig.load import load_from_pulumi
+from stackconfig.schema import StackConfig
+
+
+def kubeconfig(cluster: str, endpoint: str, ca_data: str, region: str | None) -> str:
+    """A kubeconfig that authenticates with `aws eks get-token` (what `aws eks update-kubeconfig` writes)."""
+    args = ["eks", "get-token", "--cluster-name", cluster] + (["--region", region] if region else [])
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster,
+        "clusters": [{"name": cluster, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+        "users": [{"name": cluster, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws", "args": args}}}],
+    })
+
+
+def kubernetes_provider(cfg: StackConfig) -> k8s.Provider:
+    """A provider for the existing EKS cluster named in the config."""
+    cluster = aws.eks.get_cluster_output(name=cfg.cluster.name)
+    region = pulumi.Config("aws").get("region")
+    ca_data = cluster.certificate_authorities.apply(lambda cas: cas[0].data)
+    config = pulumi.Output.all(cluster.endpoint, ca_data).apply(
+        lambda v: kubeconfig(cfg.cluster.name, v[0], v[1], region))
+    return k8s.Provider("eks", kubeconfig=config, enable_server_side_apply=True)
+
+
+def load_config() -> StackConfig:
+    try:
+        return load_from_pulumi()
+    except InputError as err:
+        raise pulumi.RunError(f"invalid stack config: {err}") from None
+
+
+def main() -> None:
+    cfg = load_config()
+    node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
+    provider = kubernetes_provider(cfg)
+    on_cluster = pulumi.ResourceOptions(provider=provider)
+    ns = kubernetes_object("serving-namespace", namespace(cfg.cluster.namespace), on_cluster)
+    in_namespace = pulumi.ResourceOptions(provider=provider, depends_on=[ns])
+    NvidiaDevicePlugin("nvidia", NvidiaDevicePluginArgs.from_config(cfg), on_cluster)
+    if cfg.model_cache.enabled:
+        ModelCache("model-cache", ModelCacheArgs.from_config(cfg), in_namespace)
+    services = [TunedInferenceService(svc.name, TunedInferenceServiceArgs.from_config(cfg, svc), in_namespace)
+                for svc in cfg.services]
+    pulumi.export("gpuNodeGroup", node_group.node_group_name)
+    pulumi.export("namespace", cfg.cluster.namespace)
+    pulumi.export("inferenceServices", [s.inference_service.metadata["name"] for s in services])

@@ -1,0 +1,22 @@
+"""Shared test set-up: the repository root on sys.path (as under the Pulumi CLI) and the shared data folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SHARED_DATA = ROOT.parent / "shared" / "data" / "azure-llm-inference-2023"
+
+
+@pytest.fixture
+def azure_conv_trace() -> Path:
+    path = SHARED_DATA / "AzureLLMInferenceTrace_conv.csv"
+    if not path.is_file():
+        pytest.skip(f"Azure trace not available at {path}")
+    return path
