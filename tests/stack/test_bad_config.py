@@ -1,0 +1,103 @@
+"""Every class of config mistake stops the program before any resource is registered, with a clear message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pulumi
+import pytest
+
+from stackconfig.load import ROOT
+from harness import run_program
+
+P = "kserve-preflight"
+
+
+def _svc(cfg, i=0):
+    return cfg[f"{P}:services"][i]
+
+
+CASES = [
+    pytest.param(lambda c: _svc(c).update(minReplica=1), "kserve-preflight:services[0].minReplica",
+                 "did you mean 'minReplicas'", id="unknown-key-typo"),
+    pytest.param(lambda c: c[f"{P}:gpuNodeGroup"].update(maxSzie=3), "gpuNodeGroup.maxSzie",
+                 "did you mean 'maxSize'", id="unknown-key-typo-node-group"),
+    pytest.param(lambda c: _svc(c).update(maxReplicas="four"), "services[0].maxReplicas: got 'four'",
+                 "expected an integer", id="wrong-type"),
+    pytest.param(lambda c: _svc(c).update(containerConcurrency=5000), "services[0].containerConcurrency: got 5000",
+                 "between 0 and 1000", id="out-of-range"),
+    pytest.param(lambda c: _svc(c).update(tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+                 "services[0].tolerations", "toleration for the node group's taint nvidia.com/gpu=true:NoSchedule",
+                 id="tolerations-miss-taint"),
+    pytest.param(lambda c: _svc(c)["resources"].update(gpus=2), "services[0].resources.gpus: got 2",
+                 "a g6e.xlarge node has 1 GPU(s)", id="gpus-per-pod-above-node"),
+    pytest.param(lambda c: _svc(c).update(maxReplicas=3), "services[0].maxReplicas: got 3",
+                 "expected at most 2: the node group holds maxSize 2", id="max-replicas-above-node-group"),
+    pytest.param(lambda c: _svc(c)["model"].update(name="llama-3-70b"), "services[0].model.name: got 'llama-3-70b'",
+                 "weights take 131.4 GiB", id="model-does-not-fit"),
+    pytest.param(lambda c: _svc(c).update(minReplicas=2, maxReplicas=1), "services[0].minReplicas: got 2",
+                 "expected minReplicas <= maxReplicas (1)", id="min-above-max"),
+    pytest.param(lambda c: _svc(c).update(timeout=900), "services[0].timeout: got 900",
+                 "at most 600 seconds", id="timeout-above-knative-max"),
+    pytest.param(lambda c: _svc(c)["annotations"].update({"autoscaling.knative.dev/window": "2 minutes"}),
+                 "autoscaling.knative.dev/window: got '2 minutes'", "expected a duration", id="bad-annotation"),
+    pytest.param(lambda c: _svc(c)["runtime"].update(image="kserve/huggingfaceserver:latest"),
+                 "services[0].runtime.image", "pinned image tag", id="unpinned-image"),
+    pytest.param(lambda c: _svc(c).update(probes={"startup": {"periodSeconds": 1, "failureThreshold": 2}}),
+                 "services[0].probes.startup", "restarts the pod before the model is loaded",
+                 id="startup-probe-too-short"),
+    pytest.param(lambda c: c.pop(f"{P}:cluster"), "kserve-preflight:cluster: got None", "required",
+                 id="missing-cluster"),
+]
+
+
+@pytest.mark.parametrize("edit, where, allowed", CASES)
+def test_bad_config_is_refused_before_any_resource(edit, where, allowed):
+    with pytest.raises(pulumi.RunError) as err:
+        run = run_program("dev", edit=edit)
+        pytest.fail(f"registered {len(run.resources)} resources")
+    message = str(err.value)
+    assert where in message and allowed in message, message
+    assert message.startswith("invalid stack config:")
+
+
+def test_no_resource_is_registered_on_a_bad_config():
+    from harness import Mocks
+
+    seen = []
+    original = Mocks.new_resource
+    Mocks.new_resource = lambda self, args: (seen.append(args.name), original(self, args))[1]
+    try:
+        with pytest.raises(pulumi.RunError):
+            run_program("prod", edit=lambda c: _svc(c).update(timeout=900))
+    finally:
+        Mocks.new_resource = original
+    assert seen == []
+
+
+def test_all_problems_are_reported_at_once():
+    def edit(c):
+        _svc(c).update(timeout=900, minReplica=1)
+        c[f"{P}:gpuNodeGroup"]["minSize"] = 5
+
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("dev", edit=edit)
+    text = str(err.value)
+    assert "4 problems" in text  # minSize > maxSize also puts desiredSize out of bounds
+    assert "timeout" in text and "minReplica" in text and "gpuNodeGroup.minSize" in text
+
+
+def test_prod_refuses_scale_to_zero_unless_allowed():
+    with pytest.raises(pulumi.RunError, match="set allowScaleToZero: true"):
+        run_program("prod", edit=lambda c: _svc(c).update(minReplicas=0))
+    run = run_program("prod", edit=lambda c: _svc(c).update(minReplicas=0, allowScaleToZero=True))
+    assert run.resources
+
+
+def test_render_cli_reports_a_bad_stack_with_exit_2_and_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "manifests", "render", "--stack", "missing", "--out", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert "--stack: got 'missing'; expected one of dev, prod, staging" in proc.stderr
+    assert "Traceback" not in proc.stderr

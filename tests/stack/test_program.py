@@ -1,0 +1,178 @@
+"""The whole Pulumi program, per shipped stack, under mocks: what it registers and how."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import run_program
+from manifests.validate import normalise, validation_errors
+from stackconfig.load import load_stack, stack_names
+
+STACKS = stack_names()
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+ISVC = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def run(request):
+    return request.param, run_program(request.param)
+
+
+def test_all_three_environments_ship():
+    assert STACKS == ["dev", "prod", "staging"]
+
+
+def test_no_duplicate_urns(run):
+    _, r = run
+    # Gotcha 8: the mock monitor accepts duplicate URNs that the real engine rejects.
+    assert len(r.monitor.get_registered_resources()) == len(r.resources)
+
+
+def test_every_kubernetes_manifest_validates(run):
+    stack, r = run
+    manifests = r.kubernetes_manifests()
+    assert {m["kind"] for m in manifests} >= {"Namespace", "DaemonSet", "PersistentVolumeClaim", "InferenceService"}
+    version = load_stack(stack).cluster.kubernetes_version
+    assert [e for m in manifests for e in validation_errors(m, version)] == []
+
+
+def test_registered_manifests_are_the_rendered_ones(run):
+    """The components hand the pure manifests to Pulumi unchanged: no second place where a knob becomes YAML."""
+    from manifests import render_stack
+
+    stack, r = run
+    by_key = {(m["kind"], m["metadata"]["name"]): normalise(m) for m in r.kubernetes_manifests()}
+    for manifest in render_stack(load_stack(stack)):
+        assert by_key[(manifest["kind"], manifest["metadata"]["name"])] == manifest
+
+
+def test_node_group_is_tainted_labelled_and_autoscaler_owned(run):
+    stack, r = run
+    [ng] = r.of_type(NODE_GROUP)
+    assert ng.inputs["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in ng.inputs["taints"]
+    assert ng.inputs["labels"]["nvidia.com/gpu.present"] == "true"
+    assert r.options["gpu-ng"].ignore_changes == ["scalingConfig.desiredSize"]
+    assert r.options["gpu-ng"].protect is (stack == "prod")
+    cfg = load_stack(stack)
+    assert ng.inputs["scalingConfig"] == {"minSize": cfg.node_group.min_size, "maxSize": cfg.node_group.max_size,
+                                          "desiredSize": cfg.node_group.desired_size}
+
+
+def test_node_role_only_when_asked_and_only_node_policies(run):
+    stack, r = run
+    roles = r.of_type("aws:iam/role:Role")
+    attachments = r.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    [ng] = r.of_type(NODE_GROUP)
+    if load_stack(stack).cluster.create_node_role:
+        assert len(roles) == 1 and "ec2.amazonaws.com" in roles[0].inputs["assumeRolePolicy"]
+        assert sorted(a.inputs["policyArn"].rsplit("/", 1)[1] for a in attachments) == [
+            "AmazonEC2ContainerRegistryReadOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"]
+        assert ng.inputs["nodeRoleArn"].endswith("gpu-node-role")
+    else:
+        assert roles == [] and attachments == []
+        assert ng.inputs["nodeRoleArn"] == load_stack(stack).cluster.node_role_arn
+
+
+def test_device_plugin_daemonset(run):
+    _, r = run
+    [ds] = [d for d in r.of_type(DAEMONSET) if d.name == "nvidia-ds"]
+    pod = ds.inputs["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert pod["priorityClassName"] == "system-node-critical"
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    assert ":" in container["image"].rsplit("/", 1)[1] and not container["image"].endswith(":latest")
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert "privileged" not in container["securityContext"]
+    assert [v["hostPath"]["path"] for v in pod["volumes"]] == ["/var/lib/kubelet/device-plugins"]
+
+
+def test_model_cache_pvc_protected_and_prefetch_ready_only_when_complete(run):
+    stack, r = run
+    opts = r.options["model-cache-pvc"]
+    assert opts.protect is True and opts.retain_on_delete is True
+    [ds] = [d for d in r.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
+    [container] = ds.inputs["spec"]["template"]["spec"]["containers"]
+    ready = " ".join(container["readinessProbe"]["exec"]["command"])
+    for svc in load_stack(stack).services:
+        assert f"test -f /models/{svc.model.name}/.complete" in ready
+        assert svc.storage_uri in container["command"][-1]
+    assert ds.inputs["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "model-cache"
+
+
+def test_inference_services_are_tuned(run):
+    stack, r = run
+    cfg = load_stack(stack)
+    isvcs = {i.inputs["metadata"]["name"]: normalise(i.inputs) for i in r.of_type(ISVC)}
+    assert sorted(isvcs) == sorted(s.name for s in cfg.services)
+    for svc in cfg.services:
+        predictor = isvcs[svc.name]["spec"]["predictor"]
+        model = predictor["model"]
+        assert model["storageUri"] == f"pvc://model-cache/{svc.model.name}"
+        assert model["resources"]["limits"]["nvidia.com/gpu"] == str(svc.gpus)
+        assert predictor["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+        assert all(any(t["key"] == taint.key and t.get("effect") == taint.effect for t in predictor["tolerations"])
+                   for taint in cfg.node_group.taints)
+        startup = model["startupProbe"]
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= svc.expected_load_s
+        assert {"readinessProbe", "livenessProbe"} <= set(model)
+        env = {e["name"]: e["value"] for e in model["env"]}
+        assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+        assert (predictor["minReplicas"], predictor["maxReplicas"]) == (svc.min_replicas, svc.max_replicas)
+        annotations = isvcs[svc.name]["metadata"]["annotations"]
+        assert annotations["serving.kserve.io/deploymentMode"] == svc.deployment_mode
+        for key, value in svc.annotations.items():
+            assert annotations[key] == value
+        if svc.deployment_mode == "Knative":
+            assert predictor["containerConcurrency"] == svc.container_concurrency
+            assert predictor["timeout"] == svc.timeout_s
+        if svc.engine == "vllm":
+            assert f"--max-num-seqs={svc.caps.max_batch_size}" in model["args"]
+            assert f"--max-model-len={svc.caps.max_input_tokens + svc.caps.max_new_tokens}" in model["args"]
+
+
+def test_prod_never_scales_gpu_services_to_zero_and_dev_may():
+    assert all(s.min_replicas >= 1 for s in load_stack("prod").services)
+    assert any(s.min_replicas == 0 for s in load_stack("dev").services)
+    assert load_stack("prod").node_group.max_size > load_stack("dev").node_group.max_size
+
+
+def test_standard_mode_gets_our_hpa_with_behavior():
+    r = run_program("staging")
+    [hpa] = r.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
+    spec = normalise(hpa.inputs["spec"])
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vision-predictor"}
+    assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600
+    [vision] = [i for i in r.of_type(ISVC) if i.inputs["metadata"]["name"] == "vision"]
+    annotations = vision.inputs["metadata"]["annotations"]
+    assert annotations["serving.kserve.io/deploymentMode"] == "Standard"
+    assert annotations["serving.kserve.io/autoscalerClass"] == "external"  # KServe must not add a second HPA
+
+
+def test_children_are_parented_to_their_components():
+    r = run_program("dev")
+    urns = list(r.monitor.get_registered_resources())
+    assert any(u.endswith("kserve-preflight:infra:GpuNodeGroup$aws:eks/nodeGroup:NodeGroup::gpu-ng") for u in urns)
+    assert any("TunedInferenceService$kubernetes:serving.kserve.io/v1beta1:InferenceService::chat-isvc" in u
+               for u in urns)
+    assert any("ModelCache$kubernetes:core/v1:PersistentVolumeClaim::model-cache-pvc" in u for u in urns)
+
+
+def test_kubernetes_objects_use_the_eks_provider():
+    r = run_program("dev")
+    [provider] = r.of_type("pulumi:providers:kubernetes")
+    kubeconfig = provider.inputs["kubeconfig"]
+    assert "inference-dev.eks.example.test" in kubeconfig and "get-token" in kubeconfig
+
+
+def test_preview_mode_registers_the_same_resources():
+    assert sorted(r.name for r in run_program("prod", preview=True).resources) == sorted(
+        r.name for r in run_program("prod").resources)
+
+
+def test_exports():
+    outputs = run_program("prod").outputs()
+    assert outputs["namespace"] == "kserve-inference"
+    assert len(outputs["inferenceServices"]) == 2
