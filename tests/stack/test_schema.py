@@ -1,0 +1,101 @@
+"""The typed stack config on its own: defaults, derived values and the pure helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog import DEFAULT
+from preflight.errors import InputError
+from stackconfig.load import load_stack, project_values, stack_config_values
+from stackconfig.schema import (ColdStartProfile, Taint, Toleration, expected_load_s, parse_duration_s,
+                                parse_stack_config)
+
+MINIMAL = {
+    "cluster": {"name": "c", "subnetIds": ["subnet-1"], "createNodeRole": True},
+    "services": [{"name": "chat", "maxReplicas": 2, "model": {"name": "llama-3-8b", "storageUri": "hf://m/l"}}],
+}
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("5m", 300), ("1h30m", 5400), ("0s", 0),
+                                           ("", None), ("5", None), ("2 minutes", None), ("1m1h", None)])
+def test_durations(text, seconds):
+    assert parse_duration_s(text) == seconds
+
+
+@pytest.mark.parametrize("toleration, tolerated", [
+    (Toleration("nvidia.com/gpu", "Equal", "true", "NoSchedule"), True),
+    (Toleration("nvidia.com/gpu", "Exists", None, "NoSchedule"), True),
+    (Toleration("nvidia.com/gpu", "Exists", None, None), True),
+    (Toleration("", "Exists", None, None), True),  # empty key + Exists tolerates everything
+    (Toleration("nvidia.com/gpu", "Equal", "false", "NoSchedule"), False),
+    (Toleration("nvidia.com/gpu", "Equal", "true", "NoExecute"), False),
+    (Toleration("dedicated", "Exists", None, None), False),
+])
+def test_toleration_semantics_follow_kubernetes(toleration, tolerated):
+    assert toleration.tolerates(Taint("nvidia.com/gpu", "true", "NoSchedule")) is tolerated
+
+
+def test_minimal_config_gets_kserve_and_safe_defaults():
+    cfg = parse_stack_config(MINIMAL, "kserve-preflight", "dev")
+    [svc] = cfg.services
+    assert svc.min_replicas == 1  # KServe DefaultMinReplicas
+    assert svc.deployment_mode == "Knative" and svc.scale_metric == "concurrency"
+    assert cfg.node_group.taints == [Taint("nvidia.com/gpu", "true", "NoSchedule")]
+    assert [t.to_manifest() for t in svc.tolerations] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    assert cfg.node_group.ami_type == "AL2023_x86_64_NVIDIA"
+    assert cfg.node_group.gpu.name == "L40S" and cfg.node_group.gpus_per_node == 1
+    assert svc.pytorch_cuda_alloc_conf == "expandable_segments:True"
+
+
+def test_legacy_deployment_mode_names_are_accepted():
+    cfg = dict(MINIMAL, services=[dict(MINIMAL["services"][0], deploymentMode="RawDeployment", scaleMetric="cpu")])
+    assert parse_stack_config(cfg, "p", "dev").services[0].deployment_mode == "Standard"
+
+
+def test_expected_load_time_adds_download_only_on_a_cache_miss():
+    model = DEFAULT.models["llama-3-8b"]
+    cold = ColdStartProfile(node_provision_s=0, image_gib=0, image_pull_mbps=1, download_gbps=0.5, load_gbps=2.0,
+                            engine_init_s=30)
+    gb = model.weights_bytes / 1e9
+    assert expected_load_s(model, cold, cache_hit=True) == pytest.approx(gb / 2.0 + 30)
+    assert expected_load_s(model, cold, cache_hit=False) == pytest.approx(gb / 0.5 + gb / 2.0 + 30)
+
+
+def test_startup_probe_budget_is_sized_from_the_load_time():
+    for stack in ("dev", "staging", "prod"):
+        for svc in load_stack(stack).services:
+            budget = svc.startup_probe.period_s * svc.startup_probe.failure_threshold
+            assert 2 * svc.expected_load_s <= budget <= 2 * svc.expected_load_s + svc.startup_probe.period_s
+
+
+def test_user_catalog_entries_extend_the_built_in_tables():
+    cfg = dict(MINIMAL, catalog={
+        "models": {"my-3b": {"paramsB": 3.2, "layers": 28, "kvHeads": 8, "headDim": 128, "maxContext": 8192}},
+        "instanceTypes": {"x9.gpu": {"gpu": "H100-80GB", "gpus": 2}}},
+        gpuNodeGroup={"instanceTypes": ["x9.gpu"], "maxSize": 2},
+        services=[dict(MINIMAL["services"][0], model={"name": "my-3b", "storageUri": "s3://b/m"})])
+    parsed = parse_stack_config(cfg, "p", "dev")
+    assert parsed.services[0].model.kv_bytes_per_token == 2 * 28 * 8 * 128 * 2
+    assert parsed.node_group.gpus_per_node == 2 and parsed.node_group.gpu.name == "H100-80GB"
+
+
+def test_user_instance_type_with_unknown_gpu_is_refused():
+    cfg = dict(MINIMAL, catalog={"instanceTypes": {"x9.gpu": {"gpu": "B300", "gpus": 2}}})
+    with pytest.raises(InputError, match="catalog.instanceTypes.x9.gpu.gpu: got 'B300'"):
+        parse_stack_config(cfg, "p", "dev")
+
+
+def test_mixed_node_shapes_are_refused():
+    cfg = dict(MINIMAL, gpuNodeGroup={"instanceTypes": ["g6e.xlarge", "g5.xlarge"]})
+    with pytest.raises(InputError, match="same GPU model and count per node"):
+        parse_stack_config(cfg, "p", "dev")
+
+
+def test_yaml_loader_merges_like_the_cli():
+    project, values = stack_config_values("prod")
+    assert project == "kserve-preflight"
+    assert values["aws:region"] == "us-west-2"
+    assert set(project_values(values, project)) >= {"cluster", "gpuNodeGroup", "services"}
+    # The CLI passes objects as JSON strings; the loader decodes them the same way.
+    assert project_values({"kserve-preflight:cluster": '{"name": "x"}'}, project) == {"cluster": {"name": "x"}}
