@@ -110,6 +110,8 @@ def parse_profile(sec: Section, *, kinds: tuple[str, ...] = ("llm", "vision"), d
     Returns None when a problem was recorded (the caller's InputError lists it)."""
     before = len(sec.problems)
     cat = parse_catalog(sec.section("catalog"), base)
+    if default_model not in cat.models:
+        default_model = None  # the scenario's top-level `model.name` is used only when the catalog knows it
     model_name = sec.str("model", default_model, required=default_model is None)
     model = cat.models.get(model_name) if model_name else None
     if model_name and model is None:
