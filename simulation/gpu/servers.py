@@ -43,6 +43,15 @@ def new_stats() -> dict[str, int]:
     return {"rejected_400": 0, "oom_events": 0, "oom_request_failures": 0, "oom_crashes": 0, "completed": 0}
 
 
+def _crash_pod(server: Any, reason: str) -> None:
+    """The server process dies: the pod fails everything in flight (502) and restarts the container. A pod
+    that ignores the crash (already terminating) still loses the process: fail the work here (500)."""
+    before = server._fails
+    server.pod.crash(reason)
+    if server._fails == before:
+        server.fail_all(SERVER_ERROR)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Specs
 # ---------------------------------------------------------------------------------------------------------
@@ -160,7 +169,8 @@ class _LlmServer(ModelServer):
         self._seg_step = 0.0
         self._seg_oom = False
         self._scheduling = False
-        self._dead = False
+        self._crashed = False  # set by a process-killing OOM inside the current schedule: stop there
+        self._fails = 0  # fail_all calls (to see whether pod.crash() reached us)
         self.stats = new_stats()
         self.batch_sizes: list[tuple[float, int]] = []  # (time, decoding batch size) at each change
 
@@ -199,6 +209,7 @@ class _LlmServer(ModelServer):
             self._kick()
 
     def fail_all(self, status: int) -> None:
+        self._fails += 1
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -241,6 +252,7 @@ class _LlmServer(ModelServer):
         self._seg_t0 = now
 
     def _schedule(self) -> None:
+        self._crashed = False
         self._scheduling = True
         try:
             self._schedule_inner()
@@ -258,12 +270,10 @@ class _LlmServer(ModelServer):
                 self._seqs.pop(seq.req, None)
                 self.stats["completed"] += 1
                 seq.on_done(seq.req, OK, seq.ttfb)  # may submit the next request (queued, not re-entered)
-            if self._dead:
-                return
         batch = self._admit()
         if batch:
             batch = self._prefill_memory_check(batch)
-            if self._dead:
+            if self._crashed:
                 return
         if batch:
             self.prefilling = batch
@@ -305,8 +315,9 @@ class _LlmServer(ModelServer):
         self._busy = ""
         if self._seg_oom:
             self._seg_oom = False
+            self._crashed = False
             self._decode_oom()
-            if self._dead:
+            if self._crashed:
                 return
         self._schedule()
 
@@ -316,8 +327,8 @@ class _LlmServer(ModelServer):
         self.stats["oom_events"] += 1
         if getattr(self.spec, "oom", "process") == "process":
             self.stats["oom_crashes"] += 1
-            self._dead = True
-            self.pod.crash(OOM_REASON)
+            self._crashed = True
+            _crash_pod(self, OOM_REASON)
             return
         for seq in victims:
             self._seqs.pop(seq.req, None)
@@ -597,7 +608,7 @@ class TritonServer(ModelServer):
         self._items: dict[Any, _Item] = {}
         self._call = None  # the batch in progress, or the queue-delay timer
         self._timer = False
-        self._dead = False
+        self._fails = 0
         self.capacity = self.gpu.memory_bytes
         self.base = naive_base_bytes(self.model, spec.overhead_gib)
         self.stats = new_stats()
@@ -633,6 +644,7 @@ class TritonServer(ModelServer):
             self.queue.remove(item)
 
     def fail_all(self, status: int) -> None:
+        self._fails += 1
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -659,7 +671,7 @@ class TritonServer(ModelServer):
         return 0
 
     def _maybe_dispatch(self, timed_out: bool = False) -> None:
-        if self.batch or self._dead:
+        if self.batch:
             return  # the instance is busy; its end dispatches again
         size = self._batch_size_now(timed_out)
         if size == 0:
@@ -677,9 +689,8 @@ class TritonServer(ModelServer):
             self.stats["oom_events"] += 1
             if self.spec.oom == "process":
                 self.stats["oom_crashes"] += 1
-                self._dead = True
                 self.queue.extendleft(reversed(batch))
-                self.pod.crash(OOM_REASON)
+                _crash_pod(self, OOM_REASON)
                 return
             for it in batch:
                 self._items.pop(it.req, None)

@@ -265,3 +265,25 @@ def test_triton_oom_on_a_huge_batch():
         s.submit(req(i, 1024 * 1024, 1), log)  # 64 × 40 MiB × 20.9 ≈ 52 GiB of activation
     env.run()
     assert pod.crashes == ["CUDA out of memory"] and {v[0] for v in log.rows.values()} == {502}
+
+
+def test_server_serves_again_after_a_crash_and_a_terminating_pod_still_loses_the_work():
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    log = Log(env)
+    s.submit(req(1, 8000, 10), log)  # OOMs alone → crash
+    env.run()
+    assert pod.crashes and log.rows[1][0] == 502
+    s.submit(req(2, 100, 10), log)  # the restarted container is the same server object
+    env.run()
+    assert log.rows[2][0] == 200
+
+    class DeafPod(FakePod):
+        def crash(self, reason):
+            self.crashes.append(reason)  # terminating pods ignore crash(): no fail_all
+
+    env, _, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    s.pod = DeafPod()
+    log = Log(env)
+    s.submit(req(3, 8000, 10), log)
+    env.run()
+    assert log.rows[3][0] == 500 and s.in_flight == 0
