@@ -1,0 +1,1 @@
+"""Autoscalers: Knative KPA (pure decider + SimPy 2 s tick) and the Kubernetes HPA (pure + 15 s sync)."""

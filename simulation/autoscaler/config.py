@@ -1,0 +1,223 @@
+"""KPA configuration: Knative's `config-autoscaler` defaults overlaid with `autoscaling.knative.dev/*` annotations.
+
+Defaults follow knative/serving `pkg/autoscaler/config/config.go: defaultConfig` (reference knative-kserve.md §3);
+annotation names and ranges follow `pkg/apis/autoscaling/register.go`; the target resolution follows
+`pkg/reconciler/autoscaling/resources/target.go: ResolveMetricTarget`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from preflight.errors import Problem
+
+PREFIX = "autoscaling.knative.dev/"
+KPA_CLASS = "kpa.autoscaling.knative.dev"
+HPA_CLASS = "hpa.autoscaling.knative.dev"
+
+
+@dataclass(frozen=True)
+class AutoscalerConfig:
+    """Knative KPA settings for one revision (defaults = `defaultConfig()`)."""
+
+    autoscaler_class: str = KPA_CLASS
+    metric: str = "concurrency"                 # concurrency | rps
+    container_concurrency: int = 0              # revision CC (0 = unlimited)
+    target: float | None = None                 # annotation `target` (None = default)
+    target_utilization: float = 0.70            # container-concurrency-target-percentage 70
+    container_concurrency_target_default: float = 100.0
+    rps_target_default: float = 200.0
+    target_burst_capacity: float = 211.0        # TBC 211 (not 200; commit b6e6baa6, knative#12774)
+    stable_window_s: float = 60.0
+    panic_window_percentage: float = 10.0       # → 6 s
+    panic_threshold_percentage: float = 200.0
+    max_scale_up_rate: float = 1000.0
+    max_scale_down_rate: float = 2.0
+    scale_to_zero_grace_period_s: float = 30.0
+    scale_to_zero_pod_retention_s: float = 0.0
+    scale_down_delay_s: float = 0.0
+    initial_scale: int = 1
+    allow_zero_initial_scale: bool = False
+    min_scale: int = 0
+    max_scale: int = 0                          # 0 = unlimited
+    activation_scale: int = 1
+    enable_scale_to_zero: bool = True
+    tick_interval_s: float = 2.0                # multiscaler.go tickInterval
+    bucket_s: float = 1.0
+
+    # -- derived (resources/target.go, kpa/resources/metric.go) ---------------------------------------
+    @property
+    def total_value(self) -> float:
+        if self.metric == "rps":
+            total = self.rps_target_default
+        else:
+            total = float(self.container_concurrency) if self.container_concurrency > 0 else \
+                self.container_concurrency_target_default
+        if self.target is not None:
+            total = self.target
+            if self.metric == "concurrency" and self.container_concurrency > 0:
+                total = min(self.target, float(self.container_concurrency))
+        return total
+
+    @property
+    def target_value(self) -> float:
+        return max(0.01, self.total_value * self.target_utilization)
+
+    @property
+    def panic_window_s(self) -> float:
+        # MakeMetric: round(stable * pct / 100) to whole seconds, at least 1 s (bucket granularity).
+        return max(1.0, float(round(self.stable_window_s * self.panic_window_percentage / 100.0)))
+
+    @property
+    def panic_threshold(self) -> float:
+        return self.panic_threshold_percentage / 100.0
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+def parse_duration(text: Any) -> float | None:
+    """Go `time.ParseDuration` subset: '60s', '1m30s', '500ms', '1h'; None if malformed."""
+    if not isinstance(text, str):
+        return None
+    s = text.strip()
+    if s == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            return None
+        pos = m.end()
+        total += float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2)]
+    return total if pos == len(s) and pos > 0 else None
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def from_annotations(annotations: dict[str, Any], container_concurrency: int, problems: list[Problem],
+                     path: str = "metadata.annotations", *, min_scale: int | None = None,
+                     max_scale: int | None = None, target: float | None = None, metric: str | None = None,
+                     autoscaler_class: str | None = None) -> AutoscalerConfig:
+    """Overlay annotations (and KServe's translated fields passed as keywords) on the defaults.
+
+    Annotation values are strings in Kubernetes (`"60s"`, `"3"`); numbers are accepted too. Every bad value
+    becomes a Problem naming the annotation.
+    """
+    c = AutoscalerConfig(container_concurrency=container_concurrency)
+    ann = {k[len(PREFIX):]: v for k, v in (annotations or {}).items() if isinstance(k, str) and k.startswith(PREFIX)}
+    # camelCase legacy keys (register.go) → kebab
+    legacy = {"minScale": "min-scale", "maxScale": "max-scale", "initialScale": "initial-scale",
+              "targetBurstCapacity": "target-burst-capacity", "panicWindowPercentage": "panic-window-percentage",
+              "panicThresholdPercentage": "panic-threshold-percentage",
+              "targetUtilizationPercentage": "target-utilization-percentage"}
+    ann = {legacy.get(k, k): v for k, v in ann.items()}
+    upd: dict[str, Any] = {}
+
+    def bad(key: str, allowed: str) -> None:
+        problems.append(Problem(f"{path}[{PREFIX}{key}]", ann[key], allowed))
+
+    def number(key: str, lo: float | None = None, hi: float | None = None, integer: bool = False) -> float | None:
+        if key not in ann:
+            return None
+        v = _num(ann[key])
+        if v is None or (integer and not float(v).is_integer()) or (lo is not None and v < lo) or \
+                (hi is not None and v > hi):
+            rng = f" between {lo} and {hi}" if lo is not None and hi is not None else (f" >= {lo}" if lo is not None else "")
+            bad(key, f"expected {'an integer' if integer else 'a number'}{rng} (as a string)")
+            return None
+        return v
+
+    def duration(key: str, lo: float, hi: float) -> float | None:
+        if key not in ann:
+            return None
+        v = parse_duration(ann[key]) if isinstance(ann[key], str) else _num(ann[key])
+        if v is None or v < lo or v > hi:
+            bad(key, f"expected a duration like '60s' between {lo:g}s and {hi:g}s")
+            return None
+        return v
+
+    known = {"class", "metric", "target", "target-utilization-percentage", "target-burst-capacity", "min-scale",
+             "max-scale", "initial-scale", "activation-scale", "scale-down-delay", "window",
+             "panic-window-percentage", "panic-threshold-percentage", "scale-to-zero-pod-retention-period",
+             "metric-aggregation-algorithm", "max-scale-up-rate", "max-scale-down-rate"}
+    for k in ann:
+        if k not in known:
+            import difflib
+            close = difflib.get_close_matches(k, sorted(known), n=1)
+            bad(k, f"unknown autoscaling annotation; did you mean {PREFIX}{close[0]}?" if close else
+                "unknown autoscaling annotation")
+
+    cls = ann.get("class", autoscaler_class)
+    if cls is not None:
+        if cls not in (KPA_CLASS, HPA_CLASS):
+            if "class" in ann:
+                bad("class", f"expected {KPA_CLASS!r} or {HPA_CLASS!r}")
+        else:
+            upd["autoscaler_class"] = cls
+    m = ann.get("metric", metric)
+    if m is not None:
+        if m not in ("concurrency", "rps", "cpu", "memory"):
+            if "metric" in ann:
+                bad("metric", "expected one of 'concurrency', 'rps', 'cpu', 'memory'")
+        else:
+            upd["metric"] = m
+    t = number("target", lo=0.01)
+    if t is None:
+        t = target
+    if t is not None:
+        upd["target"] = float(t)
+    v = number("target-utilization-percentage", lo=1, hi=100)
+    if v is not None:
+        upd["target_utilization"] = v / 100.0
+    v = number("target-burst-capacity", lo=-1)
+    if v is not None:
+        upd["target_burst_capacity"] = v
+    v = duration("window", 6.0, 3600.0)
+    if v is not None:
+        upd["stable_window_s"] = v
+    v = number("panic-window-percentage", lo=1, hi=100)
+    if v is not None:
+        upd["panic_window_percentage"] = v
+    v = number("panic-threshold-percentage", lo=110, hi=1000)
+    if v is not None:
+        upd["panic_threshold_percentage"] = v
+    v = number("max-scale-up-rate", lo=1.0000001)
+    if v is not None:
+        upd["max_scale_up_rate"] = v
+    v = number("max-scale-down-rate", lo=1.0000001)
+    if v is not None:
+        upd["max_scale_down_rate"] = v
+    v = duration("scale-down-delay", 0.0, 3600.0)
+    if v is not None:
+        upd["scale_down_delay_s"] = v
+    v = duration("scale-to-zero-pod-retention-period", 0.0, 3600.0)
+    if v is not None:
+        upd["scale_to_zero_pod_retention_s"] = v
+    v = number("min-scale", lo=0, integer=True)
+    upd["min_scale"] = int(v) if v is not None else (min_scale if min_scale is not None else 0)
+    v = number("max-scale", lo=0, integer=True)
+    upd["max_scale"] = int(v) if v is not None else (max_scale if max_scale is not None else 0)
+    v = number("initial-scale", lo=0, integer=True)
+    if v is not None:
+        upd["initial_scale"] = int(v)
+        if v == 0:
+            upd["allow_zero_initial_scale"] = True  # an explicit 0 needs allow-zero-initial-scale cluster-wide
+    v = number("activation-scale", lo=1, integer=True)
+    if v is not None:
+        upd["activation_scale"] = int(v)
+    if "metric-aggregation-algorithm" in ann and ann["metric-aggregation-algorithm"] not in ("linear", "weighted-exponential"):
+        bad("metric-aggregation-algorithm", "expected 'linear' or 'weighted-exponential'")
+    c = replace(c, **upd)
+    if c.max_scale and c.min_scale > c.max_scale:
+        problems.append(Problem(f"{path}[{PREFIX}min-scale]", c.min_scale,
+                                f"min-scale must not exceed max-scale ({c.max_scale})"))
+    return c

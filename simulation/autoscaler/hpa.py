@@ -1,0 +1,165 @@
+"""The Kubernetes HPA, pure: replica calculation, tolerance, stabilization windows and behavior policies.
+
+Ports `pkg/controller/podautoscaler/replica_calculator.go: GetResourceReplicas/GetMetricReplicas` and
+`horizontal.go: stabilizeRecommendationWithBehaviors, normalizeDesiredReplicasWithBehaviors,
+calculateScaleUpLimitWithScalingRules, calculateScaleDownLimitWithBehaviors` (kubernetes/kubernetes, see
+reference knative-kserve.md §5). Defaults (`pkg/apis/autoscaling/v2/defaults.go`): scale-up window 0 s,
+policies Pods 4 / 15 s and Percent 100 / 15 s, select Max; scale-down window 300 s, Percent 100 / 15 s;
+tolerance 0.1; sync period 15 s.
+
+Simplification: the metric is the mean over pods that report (ready pods); missing pods are not modelled
+(every ready pod reports). Unready pods (started, not Ready) count as 0 usage when scaling up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from preflight.errors import Problem
+
+
+@dataclass(frozen=True)
+class Policy:
+    type: str      # Pods | Percent
+    value: int
+    period_s: float
+
+
+@dataclass(frozen=True)
+class Rules:
+    window_s: float
+    policies: tuple[Policy, ...]
+    select: str = "Max"   # Max | Min | Disabled
+
+
+DEFAULT_UP = Rules(0.0, (Policy("Pods", 4, 15.0), Policy("Percent", 100, 15.0)), "Max")
+DEFAULT_DOWN = Rules(300.0, (Policy("Percent", 100, 15.0),), "Max")
+
+
+@dataclass(frozen=True)
+class HpaSpec:
+    min_replicas: int = 1
+    max_replicas: int = 1
+    metric: str = "cpu"               # cpu (Utilization %) | concurrency (custom Pods metric, AverageValue)
+    target: float = 80.0              # % for cpu (KServe DefaultCPUUtilization), per-pod value otherwise
+    tolerance: float = 0.1
+    sync_period_s: float = 15.0
+    scale_up: Rules = DEFAULT_UP
+    scale_down: Rules = DEFAULT_DOWN
+
+
+@dataclass
+class HpaCalculator:
+    """State: past recommendations and past scale events (for the windows and policies)."""
+
+    spec: HpaSpec
+    recommendations: list[tuple[float, int]] = field(default_factory=list)
+    events: list[tuple[float, int]] = field(default_factory=list)   # (time, +added / −removed)
+
+    def replicas_for_metric(self, current: int, ready: int, unready: int, metric_sum: float) -> int:
+        """`GetResourceReplicas`: usage ratio over ready pods, tolerance, unready pods as 0 when scaling up."""
+        s = self.spec
+        if ready <= 0:
+            return current
+        ratio = (metric_sum / ready) / s.target
+        if unready == 0 or ratio <= 1.0:
+            if abs(1.0 - ratio) <= s.tolerance:
+                return current
+            return int(math.ceil(ratio * ready))
+        new_ratio = metric_sum / (ready + unready) / s.target
+        if abs(1.0 - new_ratio) <= s.tolerance or (ratio > 1.0) != (new_ratio > 1.0):
+            return current
+        return int(math.ceil(new_ratio * (ready + unready)))
+
+    def decide(self, now: float, current: int, desired: int) -> int:
+        """`normalizeDesiredReplicasWithBehaviors`: stabilize, rate-limit, clamp to [min, max]."""
+        s = self.spec
+        self.recommendations.append((now, desired))
+        keep = max(s.scale_up.window_s, s.scale_down.window_s)
+        self.recommendations = [(t, r) for t, r in self.recommendations if t > now - keep - 1e-9]
+        up = min([r for t, r in self.recommendations if t > now - s.scale_up.window_s - 1e-9] or [desired])
+        down = max([r for t, r in self.recommendations if t > now - s.scale_down.window_s - 1e-9] or [desired])
+        up = min(up, desired) if s.scale_up.window_s == 0 else up
+        rec = current
+        if rec < up:
+            rec = up
+        if rec > down:
+            rec = down
+        if rec > current:
+            rec = min(rec, self._up_limit(now, current))
+        elif rec < current:
+            rec = max(rec, self._down_limit(now, current))
+        rec = max(s.min_replicas, min(s.max_replicas, rec))
+        if rec != current:
+            self.events.append((now, rec - current))
+        horizon = max([p.period_s for p in s.scale_up.policies + s.scale_down.policies] or [0.0])
+        self.events = [(t, d) for t, d in self.events if t > now - horizon - 1e-9]
+        return rec
+
+    def _up_limit(self, now: float, current: int) -> int:
+        r = self.spec.scale_up
+        if r.select == "Disabled":
+            return current
+        limits = []
+        for p in r.policies:
+            added = sum(d for t, d in self.events if d > 0 and t > now - p.period_s)
+            start = current - added
+            limits.append(start + p.value if p.type == "Pods" else int(math.ceil(start * (1 + p.value / 100.0))))
+        if not limits:
+            return current
+        return max(limits) if r.select == "Max" else min(limits)
+
+    def _down_limit(self, now: float, current: int) -> int:
+        r = self.spec.scale_down
+        if r.select == "Disabled":
+            return current
+        limits = []
+        for p in r.policies:
+            removed = -sum(d for t, d in self.events if d < 0 and t > now - p.period_s)
+            start = current + removed
+            limits.append(start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100.0)))
+        if not limits:
+            return current
+        return min(limits) if r.select == "Max" else max(limits)
+
+
+def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Problem]) -> Rules:
+    """Read an autoscaling/v2 `HPAScalingRules` mapping (fields absent → the Kubernetes default)."""
+    if data is None:
+        return default
+    if not isinstance(data, dict):
+        problems.append(Problem(path, data, "expected a mapping (HPAScalingRules)"))
+        return default
+    window = data.get("stabilizationWindowSeconds", default.window_s)
+    if not isinstance(window, (int, float)) or isinstance(window, bool) or not 0 <= window <= 3600:
+        problems.append(Problem(f"{path}.stabilizationWindowSeconds", window, "expected seconds between 0 and 3600"))
+        window = default.window_s
+    select = data.get("selectPolicy", default.select)
+    if select not in ("Max", "Min", "Disabled"):
+        problems.append(Problem(f"{path}.selectPolicy", select, "expected 'Max', 'Min' or 'Disabled'"))
+        select = default.select
+    policies = default.policies
+    if "policies" in data:
+        raw = data["policies"]
+        policies = ()
+        if not isinstance(raw, list):
+            problems.append(Problem(f"{path}.policies", raw, "expected a list of {type, value, periodSeconds}"))
+            raw = []
+        out = []
+        for i, p in enumerate(raw):
+            pp = f"{path}.policies[{i}]"
+            if not isinstance(p, dict) or p.get("type") not in ("Pods", "Percent"):
+                problems.append(Problem(pp, p, "expected {type: Pods|Percent, value: int > 0, periodSeconds: 1..1800}"))
+                continue
+            v, per = p.get("value"), p.get("periodSeconds")
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0 or not float(v).is_integer():
+                problems.append(Problem(f"{pp}.value", v, "expected an integer > 0"))
+                continue
+            if not isinstance(per, (int, float)) or isinstance(per, bool) or not 0 < per <= 1800:
+                problems.append(Problem(f"{pp}.periodSeconds", per, "expected seconds between 1 and 1800"))
+                continue
+            out.append(Policy(p["type"], int(v), float(per)))
+        policies = tuple(out)
+    return Rules(float(window), policies, select)

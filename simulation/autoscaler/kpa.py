@@ -1,0 +1,110 @@
+"""The KPA decider: a pure port of knative/serving `pkg/autoscaler/scaling/autoscaler.go: Scale()`.
+
+No SimPy here: the caller passes the time, the ready-pod count and the stable/panic window averages
+(revision totals, as `MetricClient.StableAndPanicConcurrency` returns them) and gets a `ScaleResult`.
+Panic state lives on the object, as in Knative. Steps, in Knative's order:
+
+    rp = max(1, ready)
+    maxUp = ceil(maxScaleUpRate·rp);  maxDown = floor(rp / maxScaleDownRate) if reachable else 0
+    dspc = ceil(stable / TargetValue); dppc = ceil(panic / TargetValue)
+    ds = clamp(dspc, maxDown, maxUp);  dp = clamp(dppc, maxDown, maxUp)
+    activation scale: ds = max(ds, aS) if dspc > 0; dp likewise
+    panic when dppc / rp >= panicThreshold (enter or extend); leave stableWindow after the last such tick
+    in panic: desired = max over the panic period of max(ds, dp)     (never scale down in panic)
+    scale-down delay: desired = max(desired over the last delay)     (aggregation/max/timewindow.go)
+    EBC = floor(ready·TotalValue − TBC − panic)   (0 if TBC = 0, −1 if TBC = −1)
+
+A panic threshold of 2 means: panic when the load is twice what the ready pods can take at target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simulation.autoscaler.aggregation import MaxWindow
+
+
+@dataclass(frozen=True)
+class DeciderSpec:
+    """Knative `scaling.DeciderSpec`: TargetValue per pod, TotalValue (= target before utilisation), TBC ..."""
+
+    target_value: float
+    total_value: float
+    target_burst_capacity: float = 211.0
+    panic_threshold: float = 2.0
+    max_scale_up_rate: float = 1000.0
+    max_scale_down_rate: float = 2.0
+    stable_window_s: float = 60.0
+    scale_down_delay_s: float = 0.0
+    activation_scale: int = 1
+    reachable: bool = True
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    desired: int
+    excess_burst_capacity: int
+    valid: bool = True
+
+
+INVALID = ScaleResult(0, 0, False)
+
+
+class KpaDecider:
+    """One revision's decider; `scale(now, ready_pods, stable, panic)` mirrors `Scale()`."""
+
+    def __init__(self, spec: DeciderSpec, ready_pods: int = 0, now: float = 0.0) -> None:
+        self.spec = spec
+        self.panic_time: float | None = None
+        self.max_panic_pods = 0
+        self.delay_window = MaxWindow(spec.scale_down_delay_s) if spec.scale_down_delay_s > 0 else None
+        # newAutoscaler: a decider created with more than one ready pod starts in panic, holding them.
+        if ready_pods > 1:
+            self.panic_time = now
+            self.max_panic_pods = ready_pods
+
+    def update(self, spec: DeciderSpec) -> None:
+        if spec.scale_down_delay_s != self.spec.scale_down_delay_s:
+            self.delay_window = MaxWindow(spec.scale_down_delay_s) if spec.scale_down_delay_s > 0 else None
+        self.spec = spec
+
+    @property
+    def in_panic(self) -> bool:
+        return self.panic_time is not None
+
+    def scale(self, now: float, ready_pods: int, stable: float, panic: float) -> ScaleResult:
+        s = self.spec
+        rp = max(1, ready_pods)
+        max_up = int(math.ceil(s.max_scale_up_rate * rp))
+        max_down = int(math.floor(rp / s.max_scale_down_rate)) if s.reachable else 0
+        dspc = int(math.ceil(stable / s.target_value))
+        dppc = int(math.ceil(panic / s.target_value))
+        ds = min(max(dspc, max_down), max_up)
+        dp = min(max(dppc, max_down), max_up)
+        if s.activation_scale > 1:
+            if dspc > 0:
+                ds = max(ds, s.activation_scale)
+            if dppc > 0:
+                dp = max(dp, s.activation_scale)
+        over = dppc / rp >= s.panic_threshold
+        if over:
+            self.panic_time = now
+        elif self.panic_time is not None and self.panic_time + s.stable_window_s < now:
+            self.panic_time = None
+            self.max_panic_pods = 0
+        desired = ds
+        if self.panic_time is not None:
+            desired = max(ds, dp)
+            self.max_panic_pods = max(self.max_panic_pods, desired)
+            desired = self.max_panic_pods
+        if s.reachable and self.delay_window is not None:
+            self.delay_window.record(now, desired)
+            desired = self.delay_window.current()
+        if s.target_burst_capacity == 0:
+            ebc = 0
+        elif s.target_burst_capacity < 0:
+            ebc = -1
+        else:
+            ebc = int(math.floor(ready_pods * s.total_value - s.target_burst_capacity - panic))
+        return ScaleResult(desired, ebc, True)

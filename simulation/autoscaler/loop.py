@@ -1,0 +1,181 @@
+"""The SimPy side of the autoscalers: KPA scrape (1 s) + tick (2 s) + PA reconcile, and the HPA sync (15 s).
+
+KPA (knative/serving, reference knative-kserve.md §1–§3):
+- scrape every 1 s (`metrics/collector.go: scrapeTickInterval`) of the ready pods, sampling
+  n = N if N ≤ 3 else ceil(N·X/(N+X−1)), X = 15.3664 (`metrics/sample_size.go`), total = Σsample/n·N; each pod
+  reports its time-weighted concurrency over the last second minus the activator-proxied part
+  (`collection.record`); the activator adds its own (queued + proxied) concurrency; no ready pods → no scrape.
+- 1 s buckets, stable window 60 s and panic window 6 s (`aggregation.WindowBuckets`); no record for a whole
+  stable window → no data → the decider's result is invalid and the scale is left alone.
+- decider tick every 2 s (`multiscaler.go: tickInterval`) and on a poke from the activator's first request.
+- PA reconcile (`pkg/reconciler/autoscaling/kpa/scaler.go: scale, handleScaleToZero`): clamp to
+  [min-scale, max-scale], initial scale until first reached; scale to zero only after the PA has been Active for
+  a stable window, then Inactive (activator in path) for max(grace 30 s, retention) — or at once if the activator
+  has been in path ≥ grace. SKS mode Serve iff want > 0 and EBC ≥ 0 (`kpa.go: ReconcileKind`).
+Simplification: the 630 s activation timeout (progress deadline + 30 s) is not modelled.
+
+HPA (kubernetes, `horizontal.go`): every 15 s, per-pod metric over the last sync period (cpu = busy fraction
+·100 %, a proxy for utilisation of a GPU server's CPU; concurrency = mean in-flight requests), then
+`HpaCalculator` (tolerance, stabilization windows, behavior policies).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simulation.autoscaler.aggregation import WindowBuckets
+from simulation.autoscaler.hpa import HpaCalculator
+from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
+
+SAMPLE_X = 1.96 * 1.96 * 100.0 / (5.0 * 5.0)   # 15.3664, metrics/sample_size.go
+
+
+def sample_size(n: int) -> int:
+    if n <= 3:
+        return n
+    return int(math.ceil(n * SAMPLE_X / (n + SAMPLE_X - 1.0)))
+
+
+class KpaLoop:
+    def __init__(self, sim: Any, cfg: Any, initial: int) -> None:
+        self.sim = sim
+        self.env = sim.env
+        self.cfg = cfg
+        spec = DeciderSpec(target_value=cfg.target_value, total_value=cfg.total_value,
+                           target_burst_capacity=cfg.target_burst_capacity, panic_threshold=cfg.panic_threshold,
+                           max_scale_up_rate=cfg.max_scale_up_rate, max_scale_down_rate=cfg.max_scale_down_rate,
+                           stable_window_s=cfg.stable_window_s, scale_down_delay_s=cfg.scale_down_delay_s,
+                           activation_scale=cfg.activation_scale, reachable=True)
+        self.decider = KpaDecider(spec, ready_pods=initial, now=0.0)
+        self.stable = WindowBuckets(cfg.stable_window_s, cfg.bucket_s)
+        self.panic = WindowBuckets(cfg.panic_window_s, cfg.bucket_s)
+        self.want = initial
+        tbc = cfg.target_burst_capacity
+        self.ebc = 0 if tbc == 0 else (-1 if tbc < 0 else int(math.floor(initial * cfg.total_value - tbc)))
+        self.active = initial > 0
+        self.active_since = 0.0
+        self.inactive_since: float | None = None if initial > 0 else 0.0
+        self.reached_initial = initial >= cfg.initial_scale
+        self.rng = sim.rng_scrape
+        self.ticks = 0
+        sim.set_proxy(not (self.want > 0 and self.ebc >= 0))
+        self.env.process(self._scrape_loop())
+        self.env.process(self._tick_loop())
+
+    # -- metrics --------------------------------------------------------------------------------------
+    def _record(self, value: float) -> None:
+        now = self.env.now
+        self.stable.record(now, value)
+        self.panic.record(now, value)
+
+    def _scrape_loop(self):
+        rps = self.cfg.metric == "rps"
+        env = self.env
+        while True:
+            yield env.timeout(1.0)
+            pods = [p for p in self.sim.pods if p.k8s_ready]
+            n_all = len(pods)
+            if n_all:
+                stats = [p.scrape(1.0) for p in pods]
+                n = sample_size(n_all)
+                idx = range(n_all) if n >= n_all else sorted(self.rng.sample(range(n_all), n))
+                total = sum(stats[i][3] if rps else stats[i][2] for i in idx)
+                self._record(total / n * n_all)
+            a_conc, a_count, active = self.sim.activator.scrape(1.0)
+            if active:
+                self._record(float(a_count) if rps else a_conc)
+
+    def poke(self) -> None:
+        """The activator's first request: an immediate {conc 1, count 1} stat; tick now if last want was 0."""
+        if self.want == 0:
+            self._record(1.0)
+            self.tick()
+
+    def _tick_loop(self):
+        env = self.env
+        while True:
+            yield env.timeout(self.cfg.tick_interval_s)
+            self.tick()
+
+    # -- decide + reconcile -------------------------------------------------------------------------
+    def tick(self) -> None:
+        now = self.env.now
+        sim = self.sim
+        cfg = self.cfg
+        ready = len(sim.endpoints)
+        self.ticks += 1
+        last = self.stable.last
+        no_data = last is None or (int(math.floor(now + 1e-9)) - last) > self.stable.n
+        if no_data:
+            want = -1
+        else:
+            sr = self.decider.scale(now, ready, self.stable.window_average(now), self.panic.window_average(now))
+            want = sr.desired
+            self.ebc = sr.excess_burst_capacity
+        cur = sim.replicas
+        if want >= 0:
+            lo = cfg.min_scale
+            if not self.reached_initial and cfg.initial_scale > 1:
+                lo = max(lo, cfg.initial_scale)
+            if want < lo:
+                want = lo
+            if cfg.max_scale and want > cfg.max_scale:
+                want = cfg.max_scale
+            if want == 0:
+                want = self._scale_to_zero(now, cur)
+            sim.set_replicas(want)
+            self.want = want
+        if ready >= cfg.initial_scale:
+            self.reached_initial = True
+        if ready >= max(cfg.min_scale, 1) and not self.active:
+            self.active = True
+            self.active_since = now
+            self.inactive_since = None
+        sim.set_proxy(not (self.want > 0 and self.ebc >= 0) or (self.inactive_since is not None))
+
+    def _scale_to_zero(self, now: float, cur: int) -> int:
+        cfg = self.cfg
+        if not cfg.enable_scale_to_zero:
+            return 1
+        if self.active:
+            if now - self.active_since >= cfg.stable_window_s:
+                self.active = False
+                self.inactive_since = now
+                self.sim.set_proxy(True)
+            return cur
+        if cur == 0:
+            return 0
+        grace = max(cfg.scale_to_zero_grace_period_s, cfg.scale_to_zero_pod_retention_s)
+        since = self.inactive_since if self.inactive_since is not None else now
+        proxy_since = self.sim.proxy_since
+        if now - since >= grace or (proxy_since is not None and now - proxy_since >= grace
+                                    and now - since >= cfg.tick_interval_s):
+            return 0
+        return cur
+
+
+class HpaLoop:
+    def __init__(self, sim: Any, spec: Any) -> None:
+        self.sim = sim
+        self.env = sim.env
+        self.spec = spec
+        self.calc = HpaCalculator(spec)
+        self.env.process(self._loop())
+
+    def _loop(self):
+        env = self.env
+        period = self.spec.sync_period_s
+        while True:
+            yield env.timeout(period)
+            sim = self.sim
+            pods = sim.endpoints
+            ready = len(pods)
+            unready = sum(1 for p in sim.pods if p.state == "Starting")
+            if self.spec.metric == "cpu":
+                total = sum(p.scrape(period)[1] * 100.0 for p in pods)
+            else:
+                total = sum(p.scrape(period)[0] for p in pods)
+            cur = sim.replicas
+            raw = self.calc.replicas_for_metric(cur, ready, unready, total) if ready else cur
+            sim.set_replicas(self.calc.decide(env.now, cur, raw))

@@ -1,0 +1,164 @@
+"""GPU nodes: placement, node provisioning, per-node image/model caches and GPU-hour accounting.
+
+Placement is first-fit over nodes in creation order, preferring nodes that are already ready (the
+kube-scheduler's scoring is richer; a simplification). A pod needs `gpus` GPUs (a pod without a GPU limit
+takes one slot). No free slot and fewer than `max_nodes` nodes → a node is provisioned (Cluster Autoscaler /
+Karpenter; `node_provision_s`); node group at max → the pod stays Pending until a slot frees up.
+A node with no pods for `node_idle_timeout_s` is removed (cluster-autoscaler `scale-down-unneeded-time`,
+10 min default).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from simulation.clock import call_later
+
+
+class Node:
+    __slots__ = ("id", "gpus", "free", "ready", "pods", "image_at", "model_at", "waiting", "created", "idle_call",
+                 "removed")
+
+    def __init__(self, nid: int, gpus: int, created: float) -> None:
+        self.id = nid
+        self.gpus = gpus
+        self.free = gpus
+        self.ready = False
+        self.pods: set = set()
+        self.image_at: float | None = None   # time the image is (or will be) on the node
+        self.model_at: float | None = None   # time the weights are (or will be) in the node cache
+        self.waiting: list = []              # pods placed here waiting for the node to be ready
+        self.created = created
+        self.idle_call = None
+        self.removed = False
+
+
+class Cluster:
+    def __init__(self, sim: Any, profile: Any) -> None:
+        self.sim = sim
+        self.env = sim.env
+        self.p = profile
+        self.nodes: list[Node] = []
+        self.pending: deque = deque()
+        self._next_id = 0
+        self.gpu_area = 0.0      # Σ node GPUs · time (billed GPU-seconds)
+        self.pod_gpu_area = 0.0  # Σ GPUs held by pods · time
+        self._gpus_alive = 0
+        self._gpus_used = 0
+        self._last = 0.0
+        self.nodes_provisioned = 0
+
+    # -- accounting ----------------------------------------------------------------------------------
+    def _tick(self) -> None:
+        now = self.env._now
+        dt = now - self._last
+        if dt:
+            self.gpu_area += self._gpus_alive * dt
+            self.pod_gpu_area += self._gpus_used * dt
+            self._last = now
+
+    def snapshot(self) -> tuple[float, float]:
+        self._tick()
+        return self.gpu_area, self.pod_gpu_area
+
+    @property
+    def node_count(self) -> int:
+        return sum(1 for n in self.nodes if not n.removed)
+
+    # -- nodes ---------------------------------------------------------------------------------------
+    def add_node(self, ready: bool, image: bool = False, model: bool = False) -> Node:
+        self._tick()
+        node = Node(self._next_id, self.p.gpus_per_node, self.env._now)
+        self._next_id += 1
+        self.nodes.append(node)
+        self._gpus_alive += node.gpus
+        if ready:
+            node.ready = True
+            if image:
+                node.image_at = 0.0
+            if model:
+                node.model_at = 0.0
+        else:
+            self.nodes_provisioned += 1
+            call_later(self.env, self.p.node_provision_s.sample(self.sim.rng_infra), self._node_ready, node)
+        return node
+
+    def _node_ready(self, node: Node) -> None:
+        node.ready = True
+        waiting, node.waiting = node.waiting, []
+        for pod in waiting:
+            pod.on_node_ready()
+
+    def _remove_if_idle(self, node: Node) -> None:
+        node.idle_call = None
+        if not node.pods and not node.removed and node.ready:
+            self._tick()
+            node.removed = True
+            self._gpus_alive -= node.gpus
+
+    # -- pods ----------------------------------------------------------------------------------------
+    def place(self, pod: Any) -> bool:
+        """Bind the pod to a node (maybe a new one); False → Pending (queued until GPUs free up)."""
+        need = pod.slots
+        best = None
+        for node in self.nodes:
+            if node.removed or node.free < need:
+                continue
+            if node.ready:
+                best = node
+                break
+            if best is None:
+                best = node
+        if best is None and self.node_count < self.p.max_nodes and need <= self.p.gpus_per_node:
+            best = self.add_node(ready=False)
+        if best is None:
+            self.pending.append(pod)
+            return False
+        self._bind(pod, best)
+        return True
+
+    def _bind(self, pod: Any, node: Node) -> None:
+        self._tick()
+        node.free -= pod.slots
+        node.pods.add(pod)
+        self._gpus_used += pod.slots
+        if node.idle_call is not None:
+            node.idle_call.cancel()
+            node.idle_call = None
+        pod.node = node
+        if node.ready:
+            pod.on_node_ready()
+        else:
+            node.waiting.append(pod)
+
+    def unpend(self, pod: Any) -> None:
+        try:
+            self.pending.remove(pod)
+        except ValueError:
+            pass
+
+    def release(self, pod: Any) -> None:
+        node = pod.node
+        if node is None:
+            return
+        self._tick()
+        pod.node = None
+        node.pods.discard(pod)
+        if pod in node.waiting:
+            node.waiting.remove(pod)
+        node.free += pod.slots
+        self._gpus_used -= pod.slots
+        while self.pending:
+            nxt = self.pending[0]
+            if nxt.slots > self.p.gpus_per_node:
+                break
+            # place() may provision a node; stop when the head cannot be placed at all
+            self.pending.popleft()
+            if not self.place(nxt):
+                # place() re-queued it at the tail; put it back at the head to keep FIFO order
+                self.pending.pop()
+                self.pending.appendleft(nxt)
+                break
+        if not node.pods and node.idle_call is None and not node.removed:
+            node.idle_call = call_later(self.env, self.p.node_idle_timeout_s, self._remove_if_idle, node)

@@ -1,0 +1,51 @@
+"""Timeouts without one timer per request.
+
+All requests under one timeout value expire in the order they started, so a FIFO of requests and a single
+pending timer (at the head's deadline) replaces a timer per request: answered requests are skipped lazily.
+Used for the client timeout, the gateway route timeout and Knative's `timeoutSeconds` (activator /
+queue-proxy, `pkg/http/handler/timeout.go`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable
+
+from simulation.clock import call_later
+
+
+class DeadlineQueue:
+    __slots__ = ("env", "timeout", "on_expire", "q", "call")
+
+    def __init__(self, env: Any, timeout: float, on_expire: Callable[[Any], None]) -> None:
+        self.env = env
+        self.timeout = timeout
+        self.on_expire = on_expire
+        self.q: deque = deque()
+        self.call = None
+
+    def add(self, req: Any) -> None:
+        q = self.q
+        while q and q[0].status:
+            q.popleft()
+        q.append(req)
+        if self.call is None:
+            self.call = call_later(self.env, req.t + self.timeout - self.env._now, self._fire)
+
+    def _fire(self) -> None:
+        self.call = None
+        q = self.q
+        now = self.env._now
+        timeout = self.timeout
+        while q:
+            req = q[0]
+            if req.status:
+                q.popleft()
+                continue
+            due = req.t + timeout
+            if due <= now + 1e-9:
+                q.popleft()
+                self.on_expire(req)
+                continue
+            self.call = call_later(self.env, due - now, self._fire)
+            return

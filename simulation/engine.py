@@ -1,0 +1,315 @@
+"""Composes the request path and runs one scenario: `run_simulation(scenario, seed) -> Report`.
+
+Request path (Knative mode):  client → gateway (token bucket, route timeout) → [activator when the SKS is in
+Proxy mode or no pod is Ready] → queue-proxy (breaker CC / 10·CC queue, timeoutSeconds) → model server.
+Standard (raw) mode: client → gateway → a Ready pod chosen at random (kube-proxy iptables mode) → model server
+(no activator, no queue-proxy; no Ready pod → 503 from the gateway, Envoy's "no healthy upstream").
+In Serve mode the ingress balances round-robin over Ready pods (its real default depends on the ingress —
+reference knative-kserve.md §2, unverified there).
+
+Everything random draws from `random.Random` streams seeded from (seed, purpose), so equal inputs and seed
+give identical results. The run stops admitting arrivals at `duration_s` and continues (up to `drain_s`) until
+every request has been answered.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import simpy
+
+from simulation.activator import Activator
+from simulation.autoscaler.loop import HpaLoop, KpaLoop
+from simulation.client import Client
+from simulation.clock import call_later
+from simulation.cluster import Cluster
+from simulation.deadlines import DeadlineQueue
+from simulation.gateway import Gateway
+from simulation.metrics import Recorder
+from simulation.pod import GONE, PENDING, READY, STARTING, TERMINATING, Pod
+from simulation.request import ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, UNAVAILABLE, Request
+from simulation.server import get_server
+from simulation.workload import arrivals
+
+BATCHES = 20
+
+
+class Sim:
+    def __init__(self, scenario: Any, seed: int) -> None:
+        self.scenario = sc = scenario
+        self.seed = seed
+        self.env = env = simpy.Environment()
+        self.knative = sc.serving.mode == "Knative"
+        self.cc = sc.serving.container_concurrency
+        self.rng_arrivals = random.Random(f"{seed}:arrivals")
+        self.rng_infra = random.Random(f"{seed}:infra")
+        self.rng_client = random.Random(f"{seed}:client")
+        self.rng_lb = random.Random(f"{seed}:lb")
+        self.rng_scrape = random.Random(f"{seed}:scrape")
+        self.server_cls = get_server(sc.server.kind)
+        self.cluster = Cluster(self, sc.cluster)
+        self.gateway = Gateway(env, sc.gateway)
+        self.client = Client(self, sc.client)
+        self.activator = Activator(self, self.cc) if self.knative else None
+        self.rec = Recorder(sc.warmup_s, sc.duration_s, BATCHES)
+        self.dq_client = DeadlineQueue(env, sc.client.timeout_s, self._expire_client) if sc.client.timeout_s else None
+        self.dq_gateway = DeadlineQueue(env, sc.gateway.timeout_s, self._expire_gateway) if sc.gateway.timeout_s else None
+        self.dq_knative = DeadlineQueue(env, sc.serving.timeout_s, self._expire_knative) if self.knative else None
+        self.pods: list[Pod] = []
+        self.endpoints: list[Pod] = []
+        self.replicas = 0
+        self.proxy = True
+        self.proxy_since: float | None = 0.0
+        self.autoscaler: Any = None
+        self._rid = 0
+        self._origin = 0
+        self._pid = 0
+        self._rr = 0
+        self.n_sys = 0
+        self.area_sys = 0.0
+        self._last = 0.0
+        self.ready_area = 0.0
+        self._ready_last = 0.0
+        self.ready_min = None
+        self.ready_max = 0
+        self.cold_starts: list[float] = []
+        self.cold_phases: list[dict] = []
+        self.restarts = 0
+        self.restart_reasons: dict[str, int] = {}
+        self.pods_created = 0
+        self.snap_sys: list[float] = []
+        self.snap_ready: list[float] = []
+        self.snap_gpu: list[tuple[float, float]] = []
+        self.series: list[tuple[float, int, int, int, int]] = []
+        self._arr = None
+
+    def pod_rng(self, pid: int) -> random.Random:
+        return random.Random(f"{self.seed}:pod:{pid}")
+
+    # -- accounting ----------------------------------------------------------------------------------
+    def _acc(self) -> None:
+        now = self.env._now
+        self.area_sys += self.n_sys * (now - self._last)
+        self._last = now
+
+    def _ready_acc(self) -> None:
+        now = self.env._now
+        t0, t1 = self.scenario.warmup_s, self.scenario.duration_s
+        a, b = max(self._ready_last, t0), min(now, t1)
+        if b > a:
+            self.ready_area += len(self.endpoints) * (b - a)
+        self._ready_last = now
+
+    def _ready_changed(self) -> None:
+        now = self.env._now
+        if self.ready_min is not None and now <= self.scenario.duration_s:
+            n = len(self.endpoints)
+            self.ready_min = n if self.ready_min is None else min(self.ready_min, n)
+            self.ready_max = max(self.ready_max, n)
+
+    # -- request path ---------------------------------------------------------------------------------
+    def send(self, origin: int, origin_t: float, attempt: int, nin: int, nout: int, measured: bool) -> None:
+        now = self.env._now
+        req = Request(self._rid, origin, origin_t, attempt, now, nin, nout, measured)
+        self._rid += 1
+        self.area_sys += self.n_sys * (now - self._last)
+        self._last = now
+        self.n_sys += 1
+        if self.dq_client is not None:
+            self.dq_client.add(req)
+        status = self.gateway.admit()
+        if status is not None:
+            self.complete(req, status, GATEWAY)
+            return
+        if self.dq_gateway is not None:
+            self.dq_gateway.add(req)
+        if self.knative:
+            self.dq_knative.add(req)
+            eps = self.endpoints
+            if self.proxy or not eps:
+                self.activator.accept(req)
+            else:
+                self._rr += 1
+                eps[self._rr % len(eps)].qp.accept(req)
+        else:
+            eps = self.endpoints
+            if not eps:
+                self.complete(req, UNAVAILABLE, GATEWAY)
+            else:
+                eps[int(self.rng_lb.random() * len(eps))].qp.accept(req)
+
+    def complete(self, req: Any, status: int, component: str) -> None:
+        if req.status:
+            return
+        now = self.env._now
+        req.status = status
+        req.component = component
+        req.t_done = now
+        pod = req.pod
+        if pod is not None:
+            pod.leave(req)
+        if req.via_activator:
+            self.activator.leave(req)
+        self.area_sys += self.n_sys * (now - self._last)
+        self._last = now
+        self.n_sys -= 1
+        self.rec.on_attempt(req)
+        if not self.client.on_response(req):
+            self.rec.on_final(req)
+
+    def _expire(self, req: Any, component: str) -> None:
+        where = req.where
+        if where is not None:
+            where.abandon(req)
+        self.complete(req, TIMEOUT, component)
+
+    def _expire_client(self, req: Any) -> None:
+        self._expire(req, CLIENT_TIMEOUT)
+
+    def _expire_gateway(self, req: Any) -> None:
+        self._expire(req, GATEWAY)
+
+    def _expire_knative(self, req: Any) -> None:
+        self._expire(req, ACTIVATOR if req.via_activator else QUEUE_PROXY)
+
+    # -- pods -----------------------------------------------------------------------------------------
+    def set_proxy(self, proxy: bool) -> None:
+        if proxy != self.proxy:
+            self.proxy = proxy
+            self.proxy_since = self.env.now if proxy else None
+
+    def set_replicas(self, n: int) -> None:
+        live = [p for p in self.pods if p.state not in (TERMINATING, GONE)]
+        cur = len(live)
+        self.replicas = n
+        if n > cur:
+            for _ in range(n - cur):
+                self._new_pod(False)
+        elif n < cur:
+            def rank(p: Pod) -> tuple:
+                r = 0 if (p.state == PENDING and p.node is None) else 1 if p.state == PENDING else \
+                    2 if p.state == STARTING else 3
+                return (r, -p.created, -p.id)
+            for p in sorted(live, key=rank)[: cur - n]:
+                p.terminate()
+
+    def _new_pod(self, warm: bool) -> Pod:
+        pod = Pod(self, self._pid, warm=warm)
+        self._pid += 1
+        self.pods.append(pod)
+        if not warm:
+            self.pods_created += 1
+        pod.start()
+        return pod
+
+    def on_pod_act_ready(self, pod: Pod) -> None:
+        if self.activator is not None:
+            self.activator.add_pod(pod)
+
+    def on_pod_ready(self, pod: Pod) -> None:
+        self._ready_acc()
+        self.endpoints.append(pod)
+        self._ready_changed()
+        if not pod.warm and pod.restarts == 0 and pod.ready_t == self.env.now:
+            self.cold_starts.append(pod.ready_t - pod.created)
+            self.cold_phases.append(dict(pod.startup_phases))
+        if self.activator is not None and not pod.act_ready:
+            pod.act_ready = True
+            self.activator.add_pod(pod)
+
+    def on_pod_unready(self, pod: Pod, was_act: bool, was_k8s: bool) -> None:
+        if was_act and self.activator is not None:
+            self.activator.remove_pod(pod)
+        if was_k8s and pod in self.endpoints:
+            self._ready_acc()
+            self.endpoints.remove(pod)
+            self._ready_changed()
+
+    def on_pod_restart(self, pod: Pod, reason: str) -> None:
+        self.restarts += 1
+        self.restart_reasons[reason] = self.restart_reasons.get(reason, 0) + 1
+
+    def on_pod_gone(self, pod: Pod) -> None:
+        if pod in self.pods:
+            self.pods.remove(pod)
+
+    # -- arrivals -------------------------------------------------------------------------------------
+    def _arrive(self, nin: int, nout: int) -> None:
+        now = self.env._now
+        oid = self._origin
+        self._origin = oid + 1
+        self.send(oid, now, 0, nin, nout, now >= self.scenario.warmup_s)
+        nxt = next(self._arr, None)
+        if nxt is not None:
+            call_later(self.env, nxt[0] - now, self._arrive, nxt[1], nxt[2])
+
+    # -- sampling -------------------------------------------------------------------------------------
+    def _snapshot(self) -> None:
+        self._acc()
+        self._ready_acc()
+        self.snap_sys.append(self.area_sys)
+        self.snap_ready.append(self.ready_area)
+        self.snap_gpu.append(self.cluster.snapshot())
+        if self.ready_min is None:
+            self.ready_min = self.ready_max = len(self.endpoints)
+
+    def _sample_series(self, interval: float) -> None:
+        now = self.env._now
+        live = sum(1 for p in self.pods if p.state not in (TERMINATING, GONE))
+        self.series.append((now, len(self.endpoints), live, self.replicas, self.cluster.node_count))
+        if now + interval <= self.scenario.duration_s + 1e-9:
+            call_later(self.env, interval, self._sample_series, interval)
+
+    # -- run ------------------------------------------------------------------------------------------
+    def initial_replicas(self) -> int:
+        sc = self.scenario
+        cfg = sc.serving.kpa
+        if sc.initial_replicas is not None:
+            return sc.initial_replicas
+        if not self.knative:
+            return sc.serving.hpa.min_replicas if sc.serving.hpa else cfg.min_scale
+        init = cfg.initial_scale if (cfg.initial_scale > 0 or cfg.allow_zero_initial_scale) else 1
+        n = max(cfg.min_scale, init)
+        return min(n, cfg.max_scale) if cfg.max_scale else n
+
+    def run(self) -> "Any":
+        sc = self.scenario
+        env = self.env
+        n0 = self.initial_replicas()
+        cp = sc.cluster
+        per_node = max(1, cp.gpus_per_node // max(1, sc.serving.gpus))
+        need = int(math.ceil(n0 / per_node)) if n0 else 0
+        warm = max(cp.warm_nodes if cp.warm_nodes is not None else need, need)
+        for _ in range(warm):
+            self.cluster.add_node(ready=True, image=cp.image_cached_on_warm_nodes, model=cp.model_cached_on_warm_nodes)
+        for _ in range(n0):
+            self._new_pod(True)
+        self.replicas = n0
+        if self.knative:
+            self.autoscaler = KpaLoop(self, sc.serving.kpa, n0)
+        elif sc.serving.hpa is not None:
+            self.autoscaler = HpaLoop(self, sc.serving.hpa)
+        # batch-boundary snapshots
+        blen = (sc.duration_s - sc.warmup_s) / BATCHES
+        for i in range(BATCHES + 1):
+            call_later(env, sc.warmup_s + i * blen, self._snapshot)
+        interval = sc.series_interval_s or max(1.0, sc.duration_s / 200.0)
+        call_later(env, 0.0, self._sample_series, interval)
+        self._arr = arrivals(sc.workload, self.rng_arrivals, sc.duration_s)
+        first = next(self._arr, None)
+        if first is not None:
+            call_later(env, first[0], self._arrive, first[1], first[2])
+        env.run(until=sc.duration_s + 1e-9)
+        end = sc.duration_s + sc.drain_s
+        while (self.n_sys > 0 or self.client.pending_retries > 0) and env.now < end:
+            env.run(until=min(end, env.now + 1.0))
+        self.rec.incomplete = self.n_sys
+        from simulation.report import build_report
+        return build_report(self)
+
+
+def run_simulation(scenario: Any, seed: int = 0) -> Any:
+    """Run one scenario with one seed; the same inputs and seed give the same Report."""
+    return Sim(scenario, seed).run()

@@ -1,0 +1,240 @@
+"""Read what the simulator needs from an InferenceService manifest (KServe v1beta1), applying KServe defaults.
+
+This is the only place the manifest is interpreted. Sources (reference knative-kserve.md §4):
+- fields: kserve `pkg/apis/serving/v1beta1/component.go: ComponentExtensionSpec`;
+- deployment mode: annotation `serving.kserve.io/deploymentMode` (`Knative`, legacy `Serverless`; `Standard`,
+  legacy `RawDeployment`; `constants.go: ParseDeploymentMode`), default `Serverless` as shipped in
+  `config/configmap/inferenceservice.yaml`;
+- Knative mode: `reconcilers/knative/ksvc_reconciler.go: createKnativeService` and
+  `pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations` — `minReplicas` nil → `min-scale "1"`
+  (`DefaultMinReplicas`, so no scale-to-zero unless `minReplicas: 0`), `maxReplicas` 0 → no max-scale,
+  `scaleTarget` → `target`, `scaleMetric` → `metric`, `containerConcurrency` → revision CC (nil → 0),
+  `timeout` → `timeoutSeconds` (nil → Knative's 300 s, `pkg/apis/config/defaults.go`);
+- Standard mode: `reconcilers/hpa/hpa_reconciler.go: createHPA` — HPA min = max(1, minReplicas),
+  max = max(maxReplicas, min), CPU target `scaleTarget` or 80 %; CC and timeout unused (no queue-proxy).
+  An accompanying autoscaling/v2 HorizontalPodAutoscaler (scenario `hpa:`) overrides min/max/metric/behavior.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from preflight.errors import Problem
+from preflight.fields import Section
+from simulation.autoscaler.config import AutoscalerConfig, HPA_CLASS, from_annotations
+from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, HpaSpec, rules_from_manifest
+
+MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
+KNATIVE_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard", "RawDeployment": "Standard"}
+DEFAULT_TIMEOUT_S = 300.0         # knative pkg/apis/config/defaults.go DefaultRevisionTimeoutSeconds
+MAX_TIMEOUT_S = 600.0             # max-revision-timeout-seconds
+DEFAULT_MIN_REPLICAS = 1          # kserve pkg/constants/constants.go
+DEFAULT_CPU_UTILIZATION = 80.0    # kserve DefaultCPUUtilization
+
+
+@dataclass(frozen=True)
+class Probe:
+    initial_delay_s: float = 0.0
+    period_s: float = 10.0
+    failure_threshold: int = 3
+
+    @property
+    def budget_s(self) -> float:
+        """Longest a container may take to pass this startup probe before the kubelet restarts it."""
+        return self.initial_delay_s + self.period_s * self.failure_threshold
+
+
+@dataclass(frozen=True)
+class ServingSpec:
+    name: str = "isvc"
+    mode: str = "Knative"                  # Knative | Standard
+    container_concurrency: int = 0
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    kpa: AutoscalerConfig = field(default_factory=AutoscalerConfig)
+    hpa: HpaSpec | None = None             # Standard mode; None = no autoscaler (class none)
+    gpus: int = 0
+    image: str = ""
+    startup_probe: Probe | None = None
+    readiness_period_s: float = 0.0        # 0 = Knative aggressive probing (Knative default TCP probe)
+    readiness_initial_delay_s: float = 0.0
+    env: dict = field(default_factory=dict)
+    args: tuple = ()
+    container: dict = field(default_factory=dict)   # the raw predictor container, for model-server plug-ins
+
+    @classmethod
+    def from_manifest(cls, manifest: Any, hpa_manifest: Any = None, path: str = "inferenceService",
+                      problems: list[Problem] | None = None) -> "ServingSpec":
+        """Build from the manifest; with `problems` given, mistakes are appended there, else InputError."""
+        own = problems is None
+        problems = [] if own else problems
+        spec = _from_manifest(manifest, hpa_manifest, path, problems)
+        if own and problems:
+            from preflight.errors import InputError
+            raise InputError(problems, "InferenceService")
+        return spec
+
+
+def _probe(sec: Section, key: str) -> tuple[Section, bool]:
+    return sec.section(key), sec.has(key)
+
+
+def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[Problem]) -> ServingSpec:
+    top = Section(manifest, path, problems)
+    kind = top.raw("kind")
+    if kind is not None and kind != "InferenceService":
+        top.problem("kind", kind, "expected 'InferenceService'")
+    meta = top.section("metadata")
+    name = meta.str("name", "isvc")
+    annotations = meta.raw("annotations") or {}
+    if not isinstance(annotations, dict):
+        meta.problem("annotations", annotations, "expected a mapping of strings")
+        annotations = {}
+    mode_raw = annotations.get(MODE_ANNOTATION, "Serverless")
+    mode = KNATIVE_MODES.get(mode_raw)
+    if mode is None:
+        problems.append(Problem(f"{path}.metadata.annotations[{MODE_ANNOTATION}]", mode_raw,
+                                "expected 'Knative' (or 'Serverless') or 'Standard' (or 'RawDeployment'); "
+                                "ModelMesh is not simulated"))
+        mode = "Knative"
+    spec_sec = top.section("spec", required=True)
+    pred = spec_sec.section("predictor", required=True)
+    min_rep = pred.int("minReplicas", None, min=0)
+    max_rep = pred.int("maxReplicas", 0, min=0)
+    cc = pred.int("containerConcurrency", 0, min=0, max=1000)
+    timeout = pred.float("timeout", None, min=1, max=MAX_TIMEOUT_S)
+    scale_metric = pred.choice("scaleMetric", ["concurrency", "rps", "cpu", "memory"], None)
+    scale_target = pred.float("scaleTarget", None, min=0.01)
+
+    # The container: spec.predictor.model (a serving runtime) or spec.predictor.containers[0].
+    container_raw: Any = None
+    if pred.has("containers"):
+        conts = pred.raw("containers")
+        if not isinstance(conts, list) or not conts or not isinstance(conts[0], dict):
+            pred.problem("containers", conts, "expected a non-empty list of containers")
+        else:
+            container_raw = conts[0]
+        cpath = f"{pred.path}.containers[0]"
+    else:
+        for k, v in pred.data.items():
+            if isinstance(v, dict) and ("modelFormat" in v or "storageUri" in v or "runtime" in v) or k == "model":
+                container_raw = v
+                cpath = f"{pred.path}.{k}"
+                break
+        else:
+            cpath = f"{pred.path}.model"
+    cont = Section(container_raw, cpath, problems)
+    image = cont.raw("image") or ""
+    limits = cont.section("resources").section("limits")
+    gpus_raw = limits.raw("nvidia.com/gpu", 0)
+    try:
+        gpus_f = float(gpus_raw)
+        if not gpus_f.is_integer() or gpus_f < 0:
+            raise ValueError
+        gpus = int(gpus_f)
+    except (TypeError, ValueError):
+        limits.problem("nvidia.com/gpu", gpus_raw, "expected a whole number of GPUs")
+        gpus = 0
+    startup = None
+    if cont.has("startupProbe"):
+        sp = cont.section("startupProbe")
+        startup = Probe(sp.float("initialDelaySeconds", 0.0, min=0), sp.float("periodSeconds", 10.0, min=1),
+                        sp.int("failureThreshold", 3, min=1))
+    rp = cont.section("readinessProbe")
+    has_rp = cont.has("readinessProbe")
+    r_period = rp.float("periodSeconds", 10.0 if mode == "Standard" or has_rp else 0.0, min=0)
+    r_delay = rp.float("initialDelaySeconds", 0.0, min=0)
+    env_raw = cont.raw("env") or []
+    env = {}
+    if isinstance(env_raw, list):
+        for e in env_raw:
+            if isinstance(e, dict) and "name" in e:
+                env[str(e["name"])] = e.get("value")
+    args = cont.raw("args") or []
+    args = tuple(str(a) for a in args) if isinstance(args, list) else ()
+
+    kpa = AutoscalerConfig(container_concurrency=cc)
+    hpa: HpaSpec | None = None
+    if mode == "Knative":
+        kpa = from_annotations(annotations, cc, problems, f"{path}.metadata.annotations",
+                               min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep,
+                               max_scale=max_rep or None, target=scale_target, metric=scale_metric)
+        # kserve SetAutoScalingAnnotations writes min-scale from minReplicas (overriding an annotation).
+        from dataclasses import replace
+        kpa = replace(kpa, min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep)
+        if kpa.autoscaler_class == HPA_CLASS or kpa.metric in ("cpu", "memory"):
+            problems.append(Problem(f"{path}.metadata.annotations[autoscaling.knative.dev/class]",
+                                    kpa.autoscaler_class,
+                                    "only the KPA is simulated in Knative mode (metric concurrency or rps); "
+                                    "use deploymentMode Standard for an HPA"))
+        if kpa.metric == "rps" and kpa.target is not None and kpa.target < 1:
+            problems.append(Problem(f"{pred.path}.scaleTarget", kpa.target, "rps target must be >= 1"))
+    else:
+        cls_name = annotations.get(CLASS_ANNOTATION, "hpa")
+        if cls_name not in ("hpa", "none"):
+            problems.append(Problem(f"{path}.metadata.annotations[{CLASS_ANNOTATION}]", cls_name,
+                                    "expected 'hpa' or 'none' (KEDA/external autoscalers are not simulated)"))
+        lo = max(1, min_rep if min_rep is not None else 1)
+        hi = max(max_rep, lo)
+        metric = scale_metric or "cpu"
+        if metric not in ("cpu", "concurrency"):
+            problems.append(Problem(f"{pred.path}.scaleMetric", metric,
+                                    "Standard mode simulates 'cpu' (utilisation) or 'concurrency' (in-flight requests)"))
+            metric = "cpu"
+        target = scale_target if scale_target is not None else (DEFAULT_CPU_UTILIZATION if metric == "cpu" else 1.0)
+        hpa = HpaSpec(min_replicas=lo, max_replicas=hi, metric=metric, target=target)
+        if hpa_manifest is not None:
+            hpa = _hpa_override(hpa, hpa_manifest, "hpa", problems)
+        if cls_name == "none":
+            hpa = None
+        kpa = AutoscalerConfig(container_concurrency=0, min_scale=lo, max_scale=hi, initial_scale=lo)
+    return ServingSpec(name=name, mode=mode, container_concurrency=cc if mode == "Knative" else 0,
+                       timeout_s=timeout if timeout is not None else DEFAULT_TIMEOUT_S, kpa=kpa, hpa=hpa,
+                       gpus=gpus, image=str(image), startup_probe=startup, readiness_period_s=r_period,
+                       readiness_initial_delay_s=r_delay, env=env, args=args,
+                       container=dict(container_raw) if isinstance(container_raw, dict) else {})
+
+
+def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Problem]) -> HpaSpec:
+    """Apply an autoscaling/v2 HorizontalPodAutoscaler: min/max replicas, the first metric, behavior."""
+    from dataclasses import replace
+    top = Section(manifest, path, problems)
+    if top.raw("kind") not in (None, "HorizontalPodAutoscaler"):
+        top.problem("kind", top.data.get("kind"), "expected 'HorizontalPodAutoscaler'")
+    spec = top.section("spec")
+    lo = spec.int("minReplicas", base.min_replicas, min=1)
+    hi = spec.int("maxReplicas", base.max_replicas, min=1)
+    metric, target = base.metric, base.target
+    metrics = spec.raw("metrics")
+    if isinstance(metrics, list) and metrics:
+        m = metrics[0] if isinstance(metrics[0], dict) else {}
+        mp = f"{spec.path}.metrics[0]"
+        if m.get("type") == "Resource" and (m.get("resource") or {}).get("name") == "cpu":
+            t = ((m.get("resource") or {}).get("target") or {}).get("averageUtilization")
+            if not isinstance(t, (int, float)) or isinstance(t, bool) or t <= 0:
+                problems.append(Problem(f"{mp}.resource.target.averageUtilization", t, "expected a percentage > 0"))
+            else:
+                metric, target = "cpu", float(t)
+        elif m.get("type") == "Pods":
+            t = ((m.get("pods") or {}).get("target") or {}).get("averageValue")
+            try:
+                tv = float(t)
+                if not tv > 0:
+                    raise ValueError
+                metric, target = "concurrency", tv
+            except (TypeError, ValueError):
+                problems.append(Problem(f"{mp}.pods.target.averageValue", t,
+                                        "expected a number > 0 (read as in-flight requests per pod)"))
+        else:
+            problems.append(Problem(mp, m, "simulated metrics: Resource cpu averageUtilization, or a Pods metric "
+                                           "(read as in-flight requests per pod)"))
+    behavior = spec.raw("behavior") or {}
+    if not isinstance(behavior, dict):
+        problems.append(Problem(f"{spec.path}.behavior", behavior, "expected a mapping"))
+        behavior = {}
+    up = rules_from_manifest(behavior.get("scaleUp"), DEFAULT_UP, f"{spec.path}.behavior.scaleUp", problems)
+    down = rules_from_manifest(behavior.get("scaleDown"), DEFAULT_DOWN, f"{spec.path}.behavior.scaleDown", problems)
+    return replace(base, min_replicas=lo, max_replicas=max(hi, lo), metric=metric, target=target,
+                   scale_up=up, scale_down=down)

@@ -1,0 +1,270 @@
+"""Pod lifecycle and cold start: Pending → (node) → image pull → model download → load → warm-up → Ready.
+
+Each step is a scheduled callback whose duration comes from the cluster/model profile:
+- Pending while no GPU slot is free; a new node takes `node_provision_s` (cluster.py).
+- Image pull: `image_gib / image_pull_mib_s`, skipped when the node already has the image (pods starting on
+  the same node wait for the one pull).
+- Model download (KServe storage-initializer, an init container, so not under the startup probe):
+  `weights_gib / model_download_mib_s`, skipped on a node-cache hit (`model_cache: node`) or with probability
+  `model_cache_hit_ratio`.
+- Main container: load `weights_gib / load_gib_s` + `warmup_s` + the server's `startup_extra_s()`. With a
+  startupProbe whose budget (initialDelaySeconds + periodSeconds·failureThreshold) is shorter, the kubelet kills
+  the container at the budget and restarts it with the kubelet's back-off (10 s doubling to 300 s,
+  kubernetes `pkg/kubelet/kubelet.go` MaxContainerBackOff); weights already downloaded stay (emptyDir).
+- Readiness: the activator sees the pod within one probe period (0.2 s, knative
+  `pkg/activator/net/revision_backends.go`); Kubernetes marks it Ready at the next kubelet readiness probe
+  (period = readinessProbe.periodSeconds, or 10 s when Knative's aggressive default probe (period 0) is used —
+  reference knative-kserve.md §1, marked unverified there).
+A crash (`crash(reason)`, called by model servers) fails in-flight work with 502 and restarts the container with
+back-off; `startup_error()` from the server makes the container exit at start-up (never Ready).
+Termination drains: no new requests, in-flight work finishes, then after Knative's 30 s drain quiet period
+(`drainSleepDuration`) the GPUs are released.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simulation.clock import call_later
+from simulation.queue_proxy import QueueProxy
+
+PENDING, STARTING, READY, TERMINATING, GONE = "Pending", "Starting", "Ready", "Terminating", "Gone"
+BACKOFF_INITIAL_S = 10.0
+BACKOFF_MAX_S = 300.0
+DRAIN_QUIET_S = 30.0
+
+
+class Pod:
+    __slots__ = ("sim", "env", "id", "name", "slots", "gpus", "node", "state", "created", "container_start",
+                 "ready_t", "act_ready", "k8s_ready", "server", "qp", "restarts", "warm", "act_n",
+                 "n", "n_direct", "area_n", "area_busy", "area_direct", "count_direct", "last", "mark",
+                 "_calls", "_backoff_n", "startup_phases", "rng", "term_t")
+
+    def __init__(self, sim: Any, pid: int, warm: bool = False) -> None:
+        self.sim = sim
+        self.env = sim.env
+        self.id = pid
+        self.name = f"{sim.scenario.serving.name}-predictor-{pid:05d}"
+        self.gpus = sim.scenario.serving.gpus
+        self.slots = max(1, self.gpus)
+        self.node = None
+        self.state = PENDING
+        self.created = self.env._now
+        self.container_start = -1.0
+        self.ready_t = -1.0
+        self.act_ready = False
+        self.k8s_ready = False
+        self.rng = sim.pod_rng(pid)
+        cfg = sim.scenario.server
+        self.server = sim.server_cls(self.env, self, cfg.spec, self.rng)
+        knative = sim.knative
+        self.qp = QueueProxy(sim, self, self.server, sim.cc if knative else 0, sim.scenario.queue_depth_factor)
+        self.restarts = 0
+        self.warm = warm
+        self.act_n = 0            # requests the activator has proxied here and not yet answered
+        self.n = 0                # requests in the pod (queued + running)
+        self.n_direct = 0         # of which not proxied by the activator
+        self.area_n = 0.0
+        self.area_busy = 0.0
+        self.area_direct = 0.0
+        self.count_direct = 0
+        self.last = self.env._now
+        self.mark = (0.0, 0.0, 0.0, 0)   # areas at the last scrape
+        self._calls: list = []
+        self._backoff_n = 0
+        self.startup_phases: dict[str, float] = {}
+        self.term_t = -1.0
+
+    # -- load accounting (time-weighted concurrency for the autoscalers) --------------------------------
+    def _acc(self) -> None:
+        now = self.env._now
+        dt = now - self.last
+        if dt:
+            n = self.n
+            if n:
+                self.area_n += n * dt
+                self.area_busy += dt
+                self.area_direct += self.n_direct * dt
+            self.last = now
+
+    def enter(self, req: Any) -> None:
+        self._acc()
+        self.n += 1
+        if not req.via_activator:
+            self.n_direct += 1
+            self.count_direct += 1
+
+    def leave(self, req: Any) -> None:
+        self._acc()
+        self.n -= 1
+        if not req.via_activator:
+            self.n_direct -= 1
+        if self.state == TERMINATING and self.n == 0:
+            self._maybe_release()
+
+    def scrape(self, period: float) -> tuple[float, float, float, int]:
+        """(avg concurrency, busy fraction, avg non-proxied concurrency, non-proxied requests) since last scrape."""
+        self._acc()
+        a_n, a_b, a_d, c_d = self.mark
+        self.mark = (self.area_n, self.area_busy, self.area_direct, self.count_direct)
+        return ((self.area_n - a_n) / period, (self.area_busy - a_b) / period, (self.area_direct - a_d) / period,
+                self.count_direct - c_d)
+
+    # -- start-up pipeline ----------------------------------------------------------------------------
+    def _later(self, delay: float, fn: Any, *args: Any) -> None:
+        self._calls.append(call_later(self.env, delay, fn, *args))
+
+    def start(self) -> None:
+        """Warm pods are Ready at once; others go through the cluster (maybe Pending)."""
+        if self.warm:
+            self.state = STARTING
+            self.container_start = self.env._now
+            self._app_ready(initial=True)
+            return
+        if not self.sim.cluster.place(self):
+            self.state = PENDING
+
+    def on_node_ready(self) -> None:
+        if self.state in (TERMINATING, GONE):
+            return
+        self.state = STARTING
+        now = self.env._now
+        p = self.sim.scenario.cluster
+        node = self.node
+        if node.image_at is None:
+            pull = p.image_gib * 1024.0 / p.image_pull_mib_s
+            node.image_at = now + pull
+        delay = max(0.0, node.image_at - now)
+        self.startup_phases["node_s"] = now - self.created
+        self.startup_phases["image_pull_s"] = delay
+        self._later(delay, self._download)
+
+    def _download(self) -> None:
+        now = self.env._now
+        p = self.sim.scenario.cluster
+        weights = self.sim.scenario.model.weights_gib
+        node = self.node
+        if p.model_cache == "node" and node.model_at is not None:
+            delay = max(0.0, node.model_at - now)
+        elif p.model_cache_hit_ratio > 0 and self.rng.random() < p.model_cache_hit_ratio:
+            delay = 0.0
+        else:
+            delay = weights * 1024.0 / p.model_download_mib_s
+            if p.model_cache == "node":
+                node.model_at = now + delay
+        self.startup_phases["download_s"] = delay
+        self._later(delay, self._container_start)
+
+    def _container_start(self) -> None:
+        if self.state in (TERMINATING, GONE):
+            return
+        now = self.env._now
+        self.container_start = now
+        self.qp.dead = False
+        p = self.sim.scenario.cluster
+        load = self.sim.scenario.model.weights_gib / p.load_gib_s
+        warm = p.warmup_s.sample(self.rng) + self.server.startup_extra_s()
+        self.startup_phases["load_s"] = load
+        self.startup_phases["warmup_s"] = warm
+        total = load + warm
+        probe = self.sim.scenario.serving.startup_probe
+        if probe is not None and total > probe.budget_s:
+            self._later(probe.budget_s, self._restart, "startupProbe failed")
+            return
+        self._later(total, self._loaded)
+
+    def _loaded(self) -> None:
+        reason = self.server.startup_error()
+        if reason:
+            self._restart(reason)
+            return
+        self._app_ready()
+
+    def _app_ready(self, initial: bool = False) -> None:
+        now = self.env._now
+        sim = self.sim
+        if initial:
+            self._set_act_ready()
+            self._set_k8s_ready()
+            return
+        probe = sim.scenario.cluster.activator_probe_s
+        if sim.knative:
+            self._later(self.rng.random() * probe if probe > 0 else 0.0, self._set_act_ready)
+        serving = sim.scenario.serving
+        period = serving.readiness_period_s or 10.0
+        first = self.container_start + serving.readiness_initial_delay_s
+        k = max(0, math.ceil((now - first) / period - 1e-9))
+        self._later(max(0.0, first + k * period - now), self._set_k8s_ready)
+
+    def _set_act_ready(self) -> None:
+        if self.state in (TERMINATING, GONE) or self.act_ready:
+            return
+        self.act_ready = True
+        self.sim.on_pod_act_ready(self)
+
+    def _set_k8s_ready(self) -> None:
+        if self.state in (TERMINATING, GONE):
+            return
+        self.state = READY
+        self.k8s_ready = True
+        self._backoff_n = 0
+        if self.ready_t < 0:
+            self.ready_t = self.env._now
+        self.sim.on_pod_ready(self)
+
+    # -- failures -------------------------------------------------------------------------------------
+    def crash(self, reason: str = "crash") -> None:
+        """The container died: fail in-flight work (502), restart with the kubelet's back-off."""
+        if self.state not in (STARTING, READY):
+            return
+        self._restart(reason)
+
+    def _restart(self, reason: str) -> None:
+        self.restarts += 1
+        self.sim.on_pod_restart(self, reason)
+        self._unready()
+        self.qp.fail_all(502)
+        self.state = STARTING
+        delay = min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** self._backoff_n)
+        self._backoff_n += 1
+        self._later(delay, self._container_start)
+
+    def _unready(self) -> None:
+        was_act, was_k8s = self.act_ready, self.k8s_ready
+        self.act_ready = False
+        self.k8s_ready = False
+        for c in self._calls:
+            c.cancel()
+        self._calls.clear()
+        if was_act or was_k8s:
+            self.sim.on_pod_unready(self, was_act, was_k8s)
+
+    # -- termination ----------------------------------------------------------------------------------
+    def terminate(self) -> None:
+        if self.state in (TERMINATING, GONE):
+            return
+        prev = self.state
+        self._unready()
+        self.state = TERMINATING
+        self.term_t = self.env._now
+        if prev == PENDING and self.node is None:
+            self.sim.cluster.unpend(self)
+            self.state = GONE
+            return
+        if prev != READY:
+            self.qp.fail_all(502)
+            self._release()
+            return
+        self._later(DRAIN_QUIET_S, self._maybe_release)
+
+    def _maybe_release(self) -> None:
+        if self.state != TERMINATING:
+            return
+        if self.n == 0 and self.env._now - self.term_t >= DRAIN_QUIET_S - 1e-9:
+            self._release()
+
+    def _release(self) -> None:
+        self.state = GONE
+        self.sim.cluster.release(self)
+        self.sim.on_pod_gone(self)

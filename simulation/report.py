@@ -1,0 +1,192 @@
+"""The run's summary: `Report.to_dict()` (the `--json` object) and a `rich` table.
+
+Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see docs/simulation.md):
+- requests: user requests whose first attempt arrived in W; status_counts: status of each one's final attempt.
+- error_rates[code] = count/requests; `ci95` is the wider of a batch-means t-interval (20 time batches by
+  arrival) and a Wilson score interval — batch means cover correlation between neighbouring requests, Wilson
+  covers rare events (a batch-means interval collapses to a point when no batch saw an error).
+- latency_s / ttfb_s: percentiles of successful requests, from first arrival to the last byte / first byte.
+- littles_law: L = time-average number of attempts in the system over W; λ = attempts sent in W / T;
+  W̄ = their mean sojourn; rel_diff = |L − λW̄| / L.
+- replicas: Ready pods (time-weighted mean, min, max over W); gpu_hours: node GPUs × time over W (billed);
+  pod_gpu_hours: GPUs held by pods × time over W.
+Floats are rounded to 6 significant digits and keys sorted, so equal runs give byte-identical JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simulation.analytic import batch_means_ci, wilson
+
+
+def _r(x: float) -> float | None:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return float(f"{x:.6g}")
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    return _r(float(obj))
+
+
+def _pct(values: list[float]) -> dict:
+    if not values:
+        return {"p50": None, "p95": None, "p99": None, "mean": None, "max": None, "count": 0}
+    a = np.asarray(values, dtype=float)
+    p50, p95, p99 = np.percentile(a, [50, 95, 99])
+    return {"p50": p50, "p95": p95, "p99": p99, "mean": float(a.mean()), "max": float(a.max()), "count": len(values)}
+
+
+@dataclass
+class Report:
+    data: dict
+
+    def to_dict(self) -> dict:
+        return json.loads(self.to_json())
+
+    def to_json(self) -> str:
+        return json.dumps(_clean(self.data), sort_keys=True, separators=(",", ":"))
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def render(self, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.table import Table
+        d = self.to_dict()
+        console = console or Console()
+        t = Table(title=f"{d['scenario']} — {d['mode']} mode, seed {d['seed']}, {d['duration_s']:g} s simulated")
+        t.add_column("metric")
+        t.add_column("value", justify="right")
+        t.add_row("requests", f"{d['requests']}" + (f" (+{d['incomplete']} unanswered)" if d["incomplete"] else ""))
+        for code, n in sorted(d["status_counts"].items()):
+            comps = d["errors_by_component"].get(code, {})
+            who = ", ".join(f"{c} {k}" for c, k in sorted(comps.items()))
+            rate = d["error_rates"].get(code)
+            extra = f"  {rate['rate']:.4%} [{rate['ci95'][0]:.4%}, {rate['ci95'][1]:.4%}]" if rate else ""
+            t.add_row(f"HTTP {code}", f"{n}{extra}" + (f"  ({who})" if who else ""))
+        lat = d["latency_s"]
+        if lat["count"]:
+            t.add_row("latency p50/p95/p99 (s)", f"{lat['p50']:.3f} / {lat['p95']:.3f} / {lat['p99']:.3f}")
+            tt = d["ttfb_s"]
+            t.add_row("time to first byte p50/p99 (s)", f"{tt['p50']:.3f} / {tt['p99']:.3f}")
+        t.add_row("attempts (retries)", f"{d['attempts']['count']} ({d['attempts']['retries']})")
+        t.add_row("cold starts / pod restarts", f"{d['cold_starts']} / {d['pod_restarts']}")
+        r = d["replicas"]
+        t.add_row("ready replicas min/mean/max", f"{r['min']} / {r['mean']:.2f} / {r['max']}")
+        t.add_row("GPU-hours (nodes / pods)", f"{d['gpu_hours']:.3f} / {d['pod_gpu_hours']:.3f}")
+        ll = d["littles_law"]
+        if ll["L"]:
+            t.add_row("Little's law L vs λW", f"{ll['L']:.3f} vs {ll['lambda_W']:.3f}")
+        console.print(t)
+
+
+def _counts(table: dict[tuple[int, str], int]) -> tuple[dict, dict]:
+    status: dict[str, int] = {}
+    comps: dict[str, dict[str, int]] = {}
+    for (code, comp), n in sorted(table.items()):
+        status[str(code)] = status.get(str(code), 0) + n
+        if code != 200:
+            comps.setdefault(str(code), {})[comp] = comps.get(str(code), {}).get(comp, 0) + n
+    return status, comps
+
+
+def _rate(k: int, n: int, batch_k: list[int], batch_n: list[int]) -> dict:
+    rate = k / n if n else 0.0
+    lo, hi = wilson(k, n)
+    vals = [bk / bn for bk, bn in zip(batch_k, batch_n) if bn > 0]
+    if len(vals) >= 10:
+        _, blo, bhi = batch_means_ci(vals)
+        lo, hi = min(lo, max(0.0, blo)), max(hi, min(1.0, bhi))
+    return {"rate": rate, "ci95": [lo, hi], "count": k}
+
+
+def build_report(sim: Any) -> Report:
+    sc = sim.scenario
+    rec = sim.rec
+    T = sc.duration_s - sc.warmup_s
+    status, comps = _counts(rec.final)
+    a_status, a_comps = _counts(rec.attempts)
+    n = rec.n_final
+    rates = {}
+    for code, arr in sorted(rec.b_err.items()):
+        k = sum(arr)
+        rates[str(code)] = _rate(k, n, arr, rec.b_req)
+    if rec.b_err:
+        tot = [sum(v[i] for v in rec.b_err.values()) for i in range(rec.nb)]
+        rates["any"] = _rate(sum(tot), n, tot, rec.b_req)
+    # queue wait (arrival → server start), batch means over attempts that reached a server
+    waits = [w / c for w, c in zip(rec.b_wait, rec.b_wait_n) if c > 0]
+    w_all = sum(rec.b_wait_n)
+    _, wlo, whi = batch_means_ci(waits)
+    wait = {"mean": (sum(rec.b_wait) / w_all) if w_all else 0.0, "ci95": [wlo, whi], "count": w_all}
+    # Little's law over W, with batch means for L
+    snaps = sim.snap_sys
+    blen = T / rec.nb
+    L_b = [(snaps[i + 1] - snaps[i]) / blen for i in range(len(snaps) - 1)]
+    L = (snaps[-1] - snaps[0]) / T if len(snaps) > 1 else 0.0
+    _, llo, lhi = batch_means_ci(L_b)
+    lam = rec.n_attempts / T
+    Wbar = sum(rec.b_soj) / rec.n_attempts if rec.n_attempts else 0.0
+    little = {"L": L, "L_ci95": [llo, lhi], "lambda": lam, "W": Wbar, "lambda_W": lam * Wbar,
+              "rel_diff": abs(L - lam * Wbar) / L if L > 0 else 0.0}
+    gpu = sim.snap_gpu
+    gpu_h = (gpu[-1][0] - gpu[0][0]) / 3600.0 if len(gpu) > 1 else 0.0
+    pod_gpu_h = (gpu[-1][1] - gpu[0][1]) / 3600.0 if len(gpu) > 1 else 0.0
+    ready_mean = (sim.snap_ready[-1] - sim.snap_ready[0]) / T if len(sim.snap_ready) > 1 else 0.0
+    phases: dict[str, float] = {}
+    for ph in sim.cold_phases:
+        for k, v in ph.items():
+            phases[k] = phases.get(k, 0.0) + v
+    phases = {k: v / len(sim.cold_phases) for k, v in sorted(phases.items())} if sim.cold_phases else {}
+    cs = _pct(sim.cold_starts)
+    series = sim.series
+    data = {
+        "scenario": sc.name,
+        "seed": sim.seed,
+        "mode": sc.serving.mode,
+        "duration_s": sc.duration_s,
+        "warmup_s": sc.warmup_s,
+        "requests": n,
+        "incomplete": rec.incomplete,
+        "status_counts": status,
+        "errors_by_component": comps,
+        "error_rates": rates,
+        "throughput_rps": status.get("200", 0) / T,
+        "latency_s": _pct(rec.latency),
+        "ttfb_s": _pct(rec.ttfb),
+        "attempts": {"count": rec.n_attempts, "retries": sim.client.retries,
+                     "retries_denied_by_budget": sim.client.retries_denied,
+                     "status_counts": a_status, "errors_by_component": a_comps},
+        "queue_wait_s": wait,
+        "littles_law": little,
+        "cold_starts": len(sim.cold_starts),
+        "cold_start_s": {"p50": cs["p50"], "mean": cs["mean"], "max": cs["max"]},
+        "cold_start_phases_mean_s": phases,
+        "pod_restarts": sim.restarts,
+        "restart_reasons": dict(sorted(sim.restart_reasons.items())),
+        "pods_created": sim.pods_created,
+        "nodes_provisioned": sim.cluster.nodes_provisioned,
+        "replicas": {"min": sim.ready_min if sim.ready_min is not None else 0, "mean": ready_mean,
+                     "max": sim.ready_max},
+        "replica_series": {"t": [s[0] for s in series], "ready": [s[1] for s in series],
+                           "pods": [s[2] for s in series], "desired": [s[3] for s in series],
+                           "nodes": [s[4] for s in series]},
+        "gpu_hours": gpu_h,
+        "pod_gpu_hours": pod_gpu_h,
+    }
+    return Report(data)

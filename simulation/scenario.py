@@ -1,0 +1,345 @@
+"""Scenario files: the InferenceService manifest + workload + client + gateway + cluster + model + server.
+
+Every mistake becomes a `preflight.errors.Problem` naming its key; `load_scenario` raises one `InputError`
+with all of them before anything is simulated. Units are in key names (`_s` seconds, `_gib` GiB,
+`_mib_s` MiB per second, `_gib_s` GiB per second).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from preflight.errors import InputError, Problem
+from preflight.fields import Section
+from simulation.isvc import ServingSpec
+from simulation.server import get_server, server_kinds
+from simulation.workload import WorkloadSpec, parse_workload
+
+
+# ---------------------------------------------------------------------------------------------------
+# Duration distributions (node provisioning, warm-up ...)
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Dist:
+    """A non-negative random duration: fixed value, uniform [low, high], lognormal (median, sigma), exponential."""
+
+    kind: str = "fixed"
+    a: float = 0.0
+    b: float = 0.0
+
+    def sample(self, rng: random.Random) -> float:
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "uniform":
+            return rng.uniform(self.a, self.b)
+        if self.kind == "lognormal":
+            return math.exp(rng.gauss(math.log(self.a), self.b)) if self.a > 0 else 0.0
+        return rng.expovariate(1.0 / self.a) if self.a > 0 else 0.0
+
+    @property
+    def mean(self) -> float:
+        if self.kind == "uniform":
+            return (self.a + self.b) / 2
+        if self.kind == "lognormal":
+            return self.a * math.exp(self.b * self.b / 2)
+        return self.a
+
+
+def parse_dist(sec: Section, key: str, default: Dist) -> Dist:
+    raw = sec.raw(key)
+    if raw is None:
+        return default
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        if raw < 0 or not math.isfinite(raw):
+            sec.problem(key, raw, "expected seconds >= 0, or {dist: fixed|uniform|lognormal|exponential, ...}")
+            return default
+        return Dist("fixed", float(raw))
+    s = sec.section(key)
+    kind = s.choice("dist", ["fixed", "uniform", "lognormal", "exponential"], required=True)
+    out = default
+    if kind == "fixed":
+        out = Dist("fixed", s.float("value", 0.0, min=0, required=True))
+    elif kind == "uniform":
+        lo = s.float("low", 0.0, min=0, required=True)
+        hi = s.float("high", 0.0, min=0, required=True)
+        if hi < lo:
+            s.problem("high", hi, f"expected >= low ({lo})")
+            hi = lo
+        out = Dist("uniform", lo, hi)
+    elif kind == "lognormal":
+        out = Dist("lognormal", s.float("median", 1.0, min=0, min_exclusive=True, required=True),
+                   s.float("sigma", 0.5, min=0, max=5, required=True))
+    elif kind == "exponential":
+        out = Dist("exponential", s.float("mean", 0.0, min=0, required=True))
+    s.done()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Profiles
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    """GPU node group and the cold-start pipeline (reference knative-kserve.md §6 for ranges)."""
+
+    instance_type: str = ""
+    gpus_per_node: int = 1
+    max_nodes: int = 10
+    warm_nodes: int | None = None            # ready at t = 0; None = as many as the initial pods need
+    node_provision_s: Dist = Dist("uniform", 60.0, 180.0)
+    node_idle_timeout_s: float = 600.0       # cluster-autoscaler scale-down-unneeded-time 10 min
+    image_gib: float = 10.0
+    image_pull_mib_s: float = 100.0
+    image_cached_on_warm_nodes: bool = True
+    model_cache: str = "node"                # none | node (a node keeps weights it has downloaded)
+    model_cached_on_warm_nodes: bool = True
+    model_cache_hit_ratio: float = 0.0       # chance a download is skipped anyway (shared cache / PVC)
+    model_download_mib_s: float = 500.0
+    load_gib_s: float = 2.0                  # weights → GPU memory
+    warmup_s: Dist = Dist("fixed", 10.0)     # engine init, CUDA graphs, warm-up requests
+    activator_probe_s: float = 0.2           # knative activator/net/revision_backends.go probe period
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str = "model"
+    weights_gib: float = 0.0
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """Client behaviour: timeout, retries with exponential back-off and jitter, and a retry budget.
+
+    Back-off before retry n (n = 1, 2 ...): d = min(backoff_max_s, backoff_base_s · multiplier^(n−1)); jitter
+    `full` draws U(0, d), `equal` d/2 + U(0, d/2), `none` d (AWS Architecture Blog, "Exponential Backoff And
+    Jitter"). The budget is gRPC's retry throttling (gRFC A6): tokens start at max_tokens, a failed attempt
+    takes 1, a success gives token_ratio back; retries are allowed only while tokens > max_tokens / 2.
+    """
+
+    timeout_s: float | None = None
+    max_retries: int = 0
+    retry_on: tuple[int, ...] = (429, 502, 503, 504)
+    backoff_base_s: float = 0.5
+    backoff_multiplier: float = 2.0
+    backoff_max_s: float = 30.0
+    jitter: str = "full"
+    budget_max_tokens: float | None = None
+    budget_token_ratio: float = 0.1
+
+
+@dataclass(frozen=True)
+class GatewaySpec:
+    """Ingress gateway: optional token bucket (Envoy local rate limit → 429) and a route timeout (→ 504)."""
+
+    rate_limit_per_s: float | None = None
+    burst: float = 1.0
+    limit_status: int = 429
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    kind: str = "simple"
+    spec: Any = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    serving: ServingSpec
+    workload: WorkloadSpec
+    client: ClientSpec = ClientSpec()
+    gateway: GatewaySpec = GatewaySpec()
+    cluster: ClusterProfile = ClusterProfile()
+    model: ModelProfile = ModelProfile()
+    server: ServerConfig = ServerConfig()
+    duration_s: float = 600.0
+    warmup_s: float = 0.0
+    drain_s: float = 900.0
+    seed: int | None = None
+    name: str = "scenario"
+    initial_replicas: int | None = None      # pods ready at t = 0 (None = max(min, initial scale))
+    queue_depth_factor: int = 10             # what-if: queue-proxy queue = factor · CC (Knative: 10)
+    series_interval_s: float | None = None
+    manifest: dict = field(default_factory=dict)
+
+
+def parse_cluster(sec: Section) -> ClusterProfile:
+    d = ClusterProfile()
+    cache = sec.choice("model_cache", ["none", "node"], d.model_cache)
+    out = ClusterProfile(
+        instance_type=sec.str("instance_type", d.instance_type),
+        gpus_per_node=sec.int("gpus_per_node", d.gpus_per_node, min=1, max=64),
+        max_nodes=sec.int("max_nodes", d.max_nodes, min=0, max=10000),
+        warm_nodes=sec.int("warm_nodes", None, min=0, max=10000),
+        node_provision_s=parse_dist(sec, "node_provision_s", d.node_provision_s),
+        node_idle_timeout_s=sec.float("node_idle_timeout_s", d.node_idle_timeout_s, min=0),
+        image_gib=sec.float("image_gib", d.image_gib, min=0),
+        image_pull_mib_s=sec.float("image_pull_mib_s", d.image_pull_mib_s, min=0, min_exclusive=True),
+        image_cached_on_warm_nodes=sec.bool("image_cached_on_warm_nodes", d.image_cached_on_warm_nodes),
+        model_cache=cache,
+        model_cached_on_warm_nodes=sec.bool("model_cached_on_warm_nodes", d.model_cached_on_warm_nodes),
+        model_cache_hit_ratio=sec.float("model_cache_hit_ratio", d.model_cache_hit_ratio, min=0, max=1),
+        model_download_mib_s=sec.float("model_download_mib_s", d.model_download_mib_s, min=0, min_exclusive=True),
+        load_gib_s=sec.float("load_gib_s", d.load_gib_s, min=0, min_exclusive=True),
+        warmup_s=parse_dist(sec, "warmup_s", d.warmup_s),
+        activator_probe_s=sec.float("activator_probe_s", d.activator_probe_s, min=0),
+    )
+    if out.warm_nodes is not None and out.warm_nodes > out.max_nodes:
+        sec.problem("warm_nodes", out.warm_nodes, f"expected <= max_nodes ({out.max_nodes})")
+    sec.done()
+    return out
+
+
+def parse_model(sec: Section) -> ModelProfile:
+    out = ModelProfile(name=sec.str("name", "model"), weights_gib=sec.float("weights_gib", 0.0, min=0))
+    sec.done()
+    return out
+
+
+def parse_client(sec: Section) -> ClientSpec:
+    d = ClientSpec()
+    retry_on = sec.raw("retry_on")
+    codes = d.retry_on
+    if retry_on is not None:
+        if not isinstance(retry_on, list) or not all(c in (429, 500, 502, 503, 504) for c in retry_on):
+            sec.problem("retry_on", retry_on, "expected a list of status codes from 429, 500, 502, 503, 504")
+        else:
+            codes = tuple(int(c) for c in retry_on)
+    budget = sec.section("retry_budget")
+    has_budget = sec.has("retry_budget")
+    out = ClientSpec(
+        timeout_s=sec.float("timeout_s", None, min=0, min_exclusive=True),
+        max_retries=sec.int("max_retries", 0, min=0, max=20),
+        retry_on=codes,
+        backoff_base_s=sec.float("backoff_base_s", d.backoff_base_s, min=0),
+        backoff_multiplier=sec.float("backoff_multiplier", d.backoff_multiplier, min=1),
+        backoff_max_s=sec.float("backoff_max_s", d.backoff_max_s, min=0),
+        jitter=sec.choice("jitter", ["full", "equal", "none"], d.jitter),
+        budget_max_tokens=budget.float("max_tokens", 10.0 if has_budget else None, min=1) if has_budget else None,
+        budget_token_ratio=budget.float("token_ratio", d.budget_token_ratio, min=0, max=1) if has_budget else d.budget_token_ratio,
+    )
+    if has_budget:
+        budget.done()
+    sec.done()
+    return out
+
+
+def parse_gateway(sec: Section) -> GatewaySpec:
+    rl = sec.section("rate_limit")
+    has_rl = sec.has("rate_limit")
+    out = GatewaySpec(
+        rate_limit_per_s=rl.float("rate_per_s", None, min=0, min_exclusive=True, required=True) if has_rl else None,
+        burst=rl.float("burst", 1.0, min=1) if has_rl else 1.0,
+        limit_status=int(rl.choice("status", [429, 503], 429)) if has_rl else 429,
+        timeout_s=sec.float("timeout_s", None, min=0, min_exclusive=True),
+    )
+    if has_rl:
+        rl.done()
+    sec.done()
+    return out
+
+
+def parse_server(sec: Section, model: ModelProfile) -> ServerConfig:
+    kind = sec.str("kind", "simple")
+    cls = get_server(kind)
+    if cls is None:
+        sec.problem("kind", kind, "expected one of " + ", ".join(repr(k) for k in server_kinds()))
+        return ServerConfig(kind, None)
+    spec = cls.parse_spec(sec, model)
+    sec.done()
+    return ServerConfig(kind, spec)
+
+
+TOP_KEYS = ("name", "inferenceService", "inferenceServiceFile", "hpa", "workload", "client", "gateway", "cluster",
+            "model", "server", "duration_s", "warmup_s", "drain_s", "seed", "initial_replicas", "what_if",
+            "series_interval_s")
+
+
+def _read_yaml(path: Path, key: str, problems: list[Problem], multi: bool = False) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        problems.append(Problem(key, str(path), f"cannot read the file ({exc.strerror or exc})"))
+        return None
+    try:
+        return list(yaml.safe_load_all(text)) if multi else yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problems.append(Problem(key, str(path), f"not valid YAML{where}: {getattr(exc, 'problem', exc)}"))
+        return None
+
+
+def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
+    """Parse a scenario file path or an already-loaded mapping; raises InputError listing every problem."""
+    problems: list[Problem] = []
+    source = ""
+    if isinstance(path_or_mapping, (str, os.PathLike)):
+        path = Path(path_or_mapping)
+        source = str(path)
+        data = _read_yaml(path, "(scenario file)", problems)
+        if problems:
+            raise InputError(problems, source)
+        base = str(path.resolve().parent) if base_dir is None else str(base_dir)
+    else:
+        data = path_or_mapping
+        base = str(base_dir) if base_dir is not None else os.getcwd()
+    top = Section(data, "", problems)
+
+    manifest = top.raw("inferenceService")
+    hpa_manifest = top.raw("hpa")
+    isvc_file = top.str("inferenceServiceFile", None)
+    if manifest is None and isvc_file is None:
+        problems.append(Problem("inferenceService", None,
+                                "required: embed the InferenceService manifest, or name it with inferenceServiceFile"))
+    elif manifest is not None and isvc_file is not None:
+        problems.append(Problem("inferenceServiceFile", isvc_file, "give either inferenceService or inferenceServiceFile, not both"))
+    elif isvc_file is not None:
+        docs = _read_yaml(Path(base) / isvc_file, "inferenceServiceFile", problems, multi=True) or []
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") == "InferenceService" and manifest is None:
+                manifest = doc
+            elif isinstance(doc, dict) and doc.get("kind") == "HorizontalPodAutoscaler" and hpa_manifest is None:
+                hpa_manifest = doc
+        if manifest is None and not any(p.path == "inferenceServiceFile" for p in problems):
+            problems.append(Problem("inferenceServiceFile", isvc_file, "the file holds no document with kind: InferenceService"))
+    serving = ServingSpec.from_manifest(manifest or {"spec": {"predictor": {}}}, hpa_manifest,
+                                        "inferenceService" if isvc_file is None else f"inferenceServiceFile({isvc_file})",
+                                        problems)
+    workload = parse_workload(top.section("workload", required=True), base_dir=base)
+    client = parse_client(top.section("client"))
+    gateway = parse_gateway(top.section("gateway"))
+    cluster = parse_cluster(top.section("cluster"))
+    model = parse_model(top.section("model"))
+    server = parse_server(top.section("server"), model)
+    duration = top.float("duration_s", 600.0, min=1.0, max=30 * 86400.0, required=True)
+    warmup = top.float("warmup_s", 0.0, min=0.0)
+    if duration is not None and warmup is not None and warmup >= duration:
+        top.problem("warmup_s", warmup, f"expected less than duration_s ({duration})")
+    what_if = top.section("what_if")
+    qdf = what_if.int("queue_depth_factor", 10, min=0, max=1000)
+    what_if.done()
+    initial = top.int("initial_replicas", None, min=0, max=10000)
+    sc = Scenario(
+        serving=serving, workload=workload, client=client, gateway=gateway, cluster=cluster, model=model,
+        server=server, duration_s=duration, warmup_s=warmup, drain_s=top.float("drain_s", 900.0, min=0.0),
+        seed=top.int("seed", None, min=0), name=top.str("name", Path(source).stem if source else "scenario"),
+        initial_replicas=initial, queue_depth_factor=qdf,
+        series_interval_s=top.float("series_interval_s", None, min=0.1),
+        manifest=manifest if isinstance(manifest, dict) else {},
+    )
+    if initial is not None and serving.kpa.max_scale and initial > serving.kpa.max_scale:
+        top.problem("initial_replicas", initial, f"expected <= the service's max replicas ({serving.kpa.max_scale})")
+    top.done()
+    if problems:
+        raise InputError(problems, source)
+    return sc
