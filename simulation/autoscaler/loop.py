@@ -53,13 +53,13 @@ class KpaLoop:
         self.want = initial
         tbc = cfg.target_burst_capacity
         self.ebc = 0 if tbc == 0 else (-1 if tbc < 0 else int(math.floor(initial * cfg.total_value - tbc)))
-        self.active = initial > 0
-        self.active_since = 0.0
-        self.inactive_since: float | None = None if initial > 0 else 0.0
+        self.state = "active" if initial > 0 else "inactive"   # PA Active condition
+        self.since = 0.0
         self.reached_initial = initial >= cfg.initial_scale
         self.rng = sim.rng_scrape
         self.ticks = 0
         sim.set_proxy(not (self.want > 0 and self.ebc >= 0))
+        sim.proxy_since = 0.0 if sim.proxy else None
         self.env.process(self._scrape_loop())
         self.env.process(self._tick_loop())
 
@@ -115,6 +115,7 @@ class KpaLoop:
             self.ebc = sr.excess_burst_capacity
         cur = sim.replicas
         if want >= 0:
+            # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero.
             lo = cfg.min_scale
             if not self.reached_initial and cfg.initial_scale > 1:
                 lo = max(lo, cfg.initial_scale)
@@ -122,37 +123,52 @@ class KpaLoop:
                 want = lo
             if cfg.max_scale and want > cfg.max_scale:
                 want = cfg.max_scale
+            apply = True
             if want == 0:
-                want = self._scale_to_zero(now, cur)
-            sim.set_replicas(want)
-            self.want = want
+                want, apply = self._scale_to_zero(now)
+            if apply and want >= 0:
+                sim.set_replicas(want)
         if ready >= cfg.initial_scale:
             self.reached_initial = True
-        if ready >= max(cfg.min_scale, 1) and not self.active:
-            self.active = True
-            self.active_since = now
-            self.inactive_since = None
-        sim.set_proxy(not (self.want > 0 and self.ebc >= 0) or (self.inactive_since is not None))
+        self._active_condition(now, want, ready)
+        self.want = want if want >= 0 else self.want
+        # kpa.go ReconcileKind: activator in path iff want == 0, EBC < 0, or unknown while inactive.
+        sim.set_proxy(want == 0 or self.ebc < 0 or (want < 0 and self.state == "inactive"))
 
-    def _scale_to_zero(self, now: float, cur: int) -> int:
+    def _active_condition(self, now: float, want: int, ready: int) -> None:
+        """kpa.go: computeActiveCondition."""
+        min_ready = max(1, self.cfg.min_scale)
+        new = self.state
+        if want == 0:
+            new = "inactive"
+        elif ready < min_ready:
+            if want > 0 or self.state != "inactive":
+                new = "activating"
+        elif want > 0 or self.state != "inactive":
+            new = "active"
+        if new != self.state:
+            self.state = new
+            self.since = now
+
+    def _scale_to_zero(self, now: float) -> tuple[int, bool]:
+        """scaler.go: handleScaleToZero for desired 0 → (want, apply)."""
         cfg = self.cfg
         if not cfg.enable_scale_to_zero:
-            return 1
-        if self.active:
-            if now - self.active_since >= cfg.stable_window_s:
-                self.active = False
-                self.inactive_since = now
-                self.sim.set_proxy(True)
-            return cur
-        if cur == 0:
-            return 0
-        grace = max(cfg.scale_to_zero_grace_period_s, cfg.scale_to_zero_pod_retention_s)
-        since = self.inactive_since if self.inactive_since is not None else now
+            return 1, True
+        if self.state == "activating":
+            return -1, False                       # scaleUnknown until activation (timeout not modelled)
+        if self.state == "active":
+            if now - self.since >= cfg.stable_window_s:
+                return 0, False                    # mark Inactive (activator in path), don't scale yet
+            return 1, True                         # at most 1 for the rest of the idle period
+        retention = cfg.scale_to_zero_pod_retention_s
+        grace = max(cfg.scale_to_zero_grace_period_s, retention)
+        inactive_for = now - self.since
         proxy_since = self.sim.proxy_since
-        if now - since >= grace or (proxy_since is not None and now - proxy_since >= grace
-                                    and now - since >= cfg.tick_interval_s):
-            return 0
-        return cur
+        if inactive_for >= grace or (proxy_since is not None and now - proxy_since >= cfg.scale_to_zero_grace_period_s
+                                     and inactive_for >= retention):
+            return 0, True
+        return 0, False
 
 
 class HpaLoop:
