@@ -1,0 +1,118 @@
+"""Readable policy report for people without the Pulumi CLI.
+
+    python -m policy.report --stack prod          # one stack
+    python -m policy.report                       # every stack in stacks/
+    python -m policy.report --stack prod --mandatory-only
+    python -m policy.report --rules               # the rule table
+
+Runs the real program under mocks (the stack tests' harness), evaluates every rule in `policy.rules` and prints a
+`rich` table per stack. Exit status: 0 when no mandatory rule fails (advisory findings are shown but do not fail),
+1 when a mandatory rule fails, 2 for a bad `--stack` or a stack config the program rejects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from preflight.errors import InputError, Problem, exit_with  # noqa: E402
+from policy.rules import MANDATORY, RULES, Violation, evaluate  # noqa: E402
+
+
+def rules_table() -> Table:
+    table = Table(title="kserve-preflight policy rules", show_lines=False)
+    for col in ("id", "severity", "scope", "checks", "guides"):
+        table.add_column(col, overflow="fold")
+    for r in RULES:
+        table.add_row(r.id, _sev(r.severity), "stack" if r.stack else "resource", r.title, r.source)
+    return table
+
+
+def _sev(severity: str) -> str:
+    return "[bold red]mandatory[/]" if severity == MANDATORY else "[yellow]advisory[/]"
+
+
+def violations_table(stack: str, violations: list[Violation]) -> Table:
+    table = Table(title=f"stack {stack}: policy findings", show_lines=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("rule", no_wrap=True)
+    table.add_column("resource", overflow="fold")
+    table.add_column("what to change", overflow="fold")
+    order = sorted(violations, key=lambda v: (v.severity != MANDATORY, v.rule, v.resource_name))
+    for v in order:
+        table.add_row(_sev(v.severity), v.rule, f"{v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}", v.message)
+    return table
+
+
+def check_stack(stack: str) -> list[Violation]:
+    """Every rule over `stack`; raises InputError for an unknown stack or a config the program rejects."""
+    import pulumi
+
+    from policy.stack import stack_resources
+
+    try:
+        return evaluate(stack_resources(stack))
+    except pulumi.RunError as err:
+        raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", "(rejected by the program)", str(err))]) from None
+
+
+def _close_event_loop() -> None:
+    """Close the event loops the mocks ran on now, not at interpreter shutdown (where `BaseEventLoop.__del__`
+    can hit an already-closed self-pipe and print a spurious traceback)."""
+    import asyncio
+    import gc
+
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.AbstractEventLoop) and not obj.is_closed() and not obj.is_running():
+            obj.close()
+
+
+def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None) -> int:
+    from stackconfig.load import stack_names
+
+    parser = argparse.ArgumentParser(prog="python -m policy.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", action="append", help="stack name (repeatable; default: every stack in stacks/)")
+    parser.add_argument("--mandatory-only", action="store_true", help="hide advisory findings")
+    parser.add_argument("--rules", action="store_true", help="print the rule table and exit")
+    args = parser.parse_args(argv)
+    console = console or Console(width=None if sys.stdout.isatty() else 140)
+    if args.rules:
+        console.print(rules_table())
+        return 0
+    known = stack_names()
+    stacks = args.stack or known
+    unknown = [s for s in stacks if s not in known]
+    if unknown:
+        exit_with(InputError([Problem("--stack", s, "expected one of " + ", ".join(known)) for s in unknown]))
+    failed = False
+    for stack in stacks:
+        try:
+            found = check_stack(stack)
+        except InputError as err:
+            exit_with(err)
+        shown = [v for v in found if v.severity == MANDATORY] if args.mandatory_only else found
+        n_mandatory = sum(v.severity == MANDATORY for v in found)
+        if shown:
+            console.print(violations_table(stack, shown))
+        status = "[bold red]FAIL[/]" if n_mandatory else "[bold green]PASS[/]"
+        console.print(f"{status} stack {stack}: {n_mandatory} mandatory, {len(found) - n_mandatory} advisory "
+                      f"finding(s) over {len(RULES)} rules")
+        failed = failed or bool(n_mandatory)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        status = main()
+    finally:
+        _close_event_loop()
+    sys.exit(status)

@@ -1,0 +1,41 @@
+"""The resources of a shipped stack as the policies see them, from the real program run under mocks.
+
+Uses the same offline harness as the stack tests (tests/harness.py: `run_program`), so pytest and the report
+check exactly what `pulumi preview` would register: the wire-format inputs plus the options captured by the
+harness's stack transformation (`protect`, `ignore_changes`). URNs are built the way the engine spells them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from policy.rules import Resource
+
+PROJECT = "kserve-preflight"
+
+
+def urn(stack: str, typ: str, name: str, project: str = PROJECT) -> str:
+    return f"urn:pulumi:{stack}::{project}::{typ}::{name}"
+
+
+def resources_from_run(run: Any, stack: str) -> list[Resource]:
+    """Custom resources (components and providers are not policy subjects) recorded by a `tests.harness.Run`."""
+    out = []
+    for rec in run.resources:
+        if not rec.custom or rec.typ.startswith("pulumi:providers:"):
+            continue
+        opts = run.options.get(rec.name)
+        out.append(Resource(rec.typ, rec.name, rec.inputs, urn(stack, rec.typ, rec.name),
+                            bool(getattr(opts, "protect", None)),
+                            tuple(getattr(opts, "ignore_changes", None) or ())))
+    return out
+
+
+def stack_resources(stack: str, edit: Optional[Callable[[dict], None]] = None) -> list[Resource]:
+    """Run program.main() for `stack` under mocks and return its resources.
+
+    Raises `preflight.errors.InputError` for an unknown stack and `pulumi.RunError` for an invalid stack config.
+    """
+    from tests.harness import run_program
+
+    return resources_from_run(run_program(stack, edit=edit), stack)
