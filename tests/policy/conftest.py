@@ -1,0 +1,8 @@
+"""Make the policy fixtures module importable (`import policy_fixtures`) under --import-mode=importlib."""
+
+import sys
+from pathlib import Path
+
+HERE = str(Path(__file__).resolve().parent)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
