@@ -98,7 +98,7 @@ class Cluster:
             self._gpus_alive -= node.gpus
 
     # -- pods ----------------------------------------------------------------------------------------
-    def place(self, pod: Any) -> bool:
+    def place(self, pod: Any, notify: bool = True) -> bool:
         """Bind the pod to a node (maybe a new one); False → Pending (queued until GPUs free up)."""
         need = pod.slots
         best = None
@@ -115,10 +115,10 @@ class Cluster:
         if best is None:
             self.pending.append(pod)
             return False
-        self._bind(pod, best)
+        self._bind(pod, best, notify)
         return True
 
-    def _bind(self, pod: Any, node: Node) -> None:
+    def _bind(self, pod: Any, node: Node, notify: bool = True) -> None:
         self._tick()
         node.free -= pod.slots
         node.pods.add(pod)
@@ -127,6 +127,8 @@ class Cluster:
             node.idle_call.cancel()
             node.idle_call = None
         pod.node = node
+        if not notify:
+            return
         if node.ready:
             pod.on_node_ready()
         else:

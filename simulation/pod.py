@@ -118,8 +118,15 @@ class Pod:
     def start(self) -> None:
         """Warm pods are Ready at once; others go through the cluster (maybe Pending)."""
         if self.warm:
+            # Ready at t = 0 on a warm node (image and weights there) — unless the server says it cannot start.
+            if not self.sim.cluster.place(self, notify=False):
+                return
             self.state = STARTING
             self.container_start = self.env._now
+            reason = self.server.startup_error()
+            if reason:
+                self._restart(reason)
+                return
             self._app_ready(initial=True)
             return
         if not self.sim.cluster.place(self):
