@@ -30,8 +30,6 @@ ADVISORY = "advisory"
 ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 HPA_TYPES = ("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler")
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
-PVC_TYPE = "kubernetes:core/v1:PersistentVolumeClaim"
-DAEMONSET_TYPE = "kubernetes:apps/v1:DaemonSet"
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 KNATIVE_MAX_TIMEOUT_S = 600  # knative/serving pkg/apis/config/defaults.go: max-revision-timeout-seconds
@@ -500,9 +498,7 @@ def _max_replicas(res: Resource, ctx: Context) -> Iterator[str]:
 @rule("isvc-gpu-limit", MANDATORY, "The predictor container has an nvidia.com/gpu limit",
       "001 §7, §10-3; 000 §7", is_gpu_isvc)
 def _gpu_limit(res: Resource, ctx: Context) -> Iterator[str]:
-    model = [c for c in containers(res) if c.get("image") or c.get("modelFormat") or c.get("storageUri")
-             or c.get("resources") is not None] or containers(res)
-    if not any(gpu_limit(c) >= 1 for c in model):
+    if not any(gpu_limit(c) >= 1 for c in containers(res)):
         yield (f"{res.label}: no container has resources.limits[\"{GPU_RESOURCE}\"], so the pod is scheduled "
                "without a GPU (or lands next to another model and OOMs). Set resources.limits "
                f"{GPU_RESOURCE}: \"1\" (extended resources must be in limits; requests alone do not count).")
@@ -563,6 +559,7 @@ def _serving_containers(res: Resource) -> list[Mapping]:
       "A startupProbe whose budget (initialDelay + period × failureThreshold) covers the expected model load",
       "001 §4, §10-1; 004 §2", is_gpu_isvc)
 def _startup_probe(res: Resource, ctx: Context) -> Iterator[str]:
+    """Budget against `preflight.kserve.io/expected-load-seconds`; without that annotation only presence is checked."""
     load = num(annotations(res).get(ANN + "expected-load-seconds"))
     for c in _serving_containers(res)[:1]:
         probe = c.get("startupProbe")
@@ -639,10 +636,12 @@ def _batch_caps(res: Resource, ctx: Context) -> Iterator[str]:
 
 
 def _is_pytorch(res: Resource) -> bool:
+    """vLLM, TGI and plain Transformers run on PyTorch; without the engine annotation, go by the model format."""
     engine = str(annotations(res).get(ANN + "engine", ""))
-    fmt_name = str(_map(predictor(res).get("model")).get("modelFormat", {}).get("name", "")) \
-        if isinstance(_map(predictor(res).get("model")).get("modelFormat"), Mapping) else ""
-    return engine in PYTORCH_ENGINES or (not engine and fmt_name in PYTORCH_FORMATS)
+    if engine:
+        return engine in PYTORCH_ENGINES
+    model_format = _map(_map(predictor(res).get("model")).get("modelFormat")).get("name", "")
+    return str(model_format) in PYTORCH_FORMATS
 
 
 @rule("isvc-pytorch-alloc-conf", MANDATORY,

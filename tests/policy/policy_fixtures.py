@@ -14,8 +14,10 @@ from typing import Callable
 
 from policy.rules import Resource
 from policy.stack import resources_from_run
+from stackconfig.load import stack_names
 
-STACKS = ["dev", "staging", "prod"]
+SHIPPED = ["dev", "staging", "prod"]
+STACKS = stack_names()  # every stack in stacks/, including ones added later
 
 
 @functools.lru_cache(maxsize=None)
