@@ -164,3 +164,27 @@ def test_azure_trace_replays_end_to_end_on_vllm_with_rate_scaling():
     assert r["requests"] > 900  # the trace's ~5.5 req/s doubled, for 120 s
     assert r["status_counts"]["200"] > 0.9 * r["requests"]
     assert r["ttfb_s"]["p50"] < r["latency_s"]["p50"]
+
+
+def test_triton_vision_through_the_core_with_an_image_size_cap():
+    data = {
+        "name": "vision",
+        "inferenceService": {
+            "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "vit", "annotations": {"autoscaling.knative.dev/target-burst-capacity": "0"}},
+            "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 1, "containerConcurrency": 8,
+                                   "containers": [{"name": "c", "image": "nvcr.io/nvidia/tritonserver:24.08-py3",
+                                                   "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+        # input_tokens carries the image's pixel count for vision models (median 224 × 224)
+        "workload": {"kind": "poisson", "rate": 50.0, "output_tokens": 1,
+                     "input_tokens": {"dist": "lognormal", "median": 50176, "sigma": 1.0}},
+        "model": {"name": "vit-large-16", "weights_gib": 0.6},
+        "server": {"kind": "triton", "gpu": "A10G", "max_batch_size": 8, "preferred_batch_size": [4, 8],
+                   "max_queue_delay_microseconds": 2000, "max_pixels": 1024 * 1024},
+        "duration_s": 60,
+    }
+    r = run_simulation(load_scenario(data), seed=1).to_dict()
+    assert r["status_counts"]["400"] > 0 and r["errors_by_component"]["400"] == {"server": r["status_counts"]["400"]}
+    assert r["status_counts"]["200"] > 2500 and r["pod_restarts"] == 0
+    assert r["latency_s"]["p50"] == pytest.approx(r["ttfb_s"]["p50"])  # not streamed: first byte = last byte
+    assert r["latency_s"]["p50"] < 0.05
