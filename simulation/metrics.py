@@ -34,6 +34,7 @@ class Recorder:
         self.n_final = 0
         self.n_attempts = 0
         self.incomplete = 0
+        self.overlap = 0.0   # Σ over all attempts of the part of their sojourn inside the window
 
     def _batch(self, t: float) -> int:
         b = int((t - self.t0) / self.blen)
@@ -42,7 +43,10 @@ class Recorder:
     def on_attempt(self, req: Any) -> None:
         t = req.t
         if t < self.t0 or t >= self.t1:
+            if t < self.t1 and req.t_done > self.t0:
+                self.overlap += min(req.t_done, self.t1) - max(t, self.t0)
             return
+        self.overlap += min(req.t_done, self.t1) - t
         key = (req.status, req.component)
         self.attempts[key] = self.attempts.get(key, 0) + 1
         self.n_attempts += 1

@@ -259,7 +259,7 @@ class Pod:
             self.sim.cluster.unpend(self)
             self.state = GONE
             return
-        if prev != READY:
+        if prev != READY and self.n == 0:
             self.qp.fail_all(502)
             self._release()
             return

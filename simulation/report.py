@@ -6,8 +6,10 @@ Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see
   arrival) and a Wilson score interval — batch means cover correlation between neighbouring requests, Wilson
   covers rare events (a batch-means interval collapses to a point when no batch saw an error).
 - latency_s / ttfb_s: percentiles of successful requests, from first arrival to the last byte / first byte.
-- littles_law: L = time-average number of attempts in the system over W; λ = attempts sent in W / T;
-  W̄ = their mean sojourn; rel_diff = |L − λW̄| / L.
+- littles_law: L = time-average number of attempts in the system over W (from the running count); λ = attempts
+  sent in W / T; W̄ = their mean sojourn; rel_diff = |L − λW̄| / L (small when T ≫ W̄, the steady-state law);
+  L_from_requests = Σ over attempts of the part of their sojourn inside W, / T — equal to L exactly when no
+  request is lost or double counted (bookkeeping_rel_diff), whatever the load.
 - replicas: Ready pods (time-weighted mean, min, max over W); gpu_hours: node GPUs × time over W (billed);
   pod_gpu_hours: GPUs held by pods × time over W.
 Floats are rounded to 6 significant digits and keys sorted, so equal runs give byte-identical JSON.
@@ -142,8 +144,10 @@ def build_report(sim: Any) -> Report:
     _, llo, lhi = batch_means_ci(L_b)
     lam = rec.n_attempts / T
     Wbar = sum(rec.b_soj) / rec.n_attempts if rec.n_attempts else 0.0
+    L_req = rec.overlap / T
     little = {"L": L, "L_ci95": [llo, lhi], "lambda": lam, "W": Wbar, "lambda_W": lam * Wbar,
-              "rel_diff": abs(L - lam * Wbar) / L if L > 0 else 0.0}
+              "rel_diff": abs(L - lam * Wbar) / L if L > 0 else 0.0,
+              "L_from_requests": L_req, "bookkeeping_rel_diff": abs(L - L_req) / L if L > 0 else 0.0}
     gpu = sim.snap_gpu
     gpu_h = (gpu[-1][0] - gpu[0][0]) / 3600.0 if len(gpu) > 1 else 0.0
     pod_gpu_h = (gpu[-1][1] - gpu[0][1]) / 3600.0 if len(gpu) > 1 else 0.0
