@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from manifests.common import labels, restricted_security_context
 from manifests.model_cache import cache_uri
-from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig
+from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
 
@@ -72,6 +72,7 @@ def _annotations(svc: ServiceConfig) -> dict[str, str]:
         ANNOTATION_PREFIX + "engine": svc.engine,
         ANNOTATION_PREFIX + "model": svc.model.name,
         ANNOTATION_PREFIX + "expected-load-seconds": f"{svc.expected_load_s:g}",
+        ANNOTATION_PREFIX + "traffic": traffic_shape(svc.workload),
     })
     if svc.slo:
         out[ANNOTATION_PREFIX + "slo-p99-latency-seconds"] = f"{svc.slo.p99_latency_s:g}"

@@ -3,7 +3,7 @@
 Each `Rule` has an id, a severity (mandatory blocks, advisory warns), the guide it encodes, and a `check(res, ctx)`
 that yields one message per problem, each naming what to change. The same rules run in three places:
 
-- pytest (`tests/policy/`), over the resources the real program registers under mocks (tests/harness.py);
+- pytest (`tests/policy/`), over the resources the real program registers under mocks (preflight/offline.py);
 - the CrossGuard pack (`policy/pack.py`, wrapped by `policy/__main__.py` for `pulumi preview --policy-pack policy`);
 - the report command (`python -m policy.report --stack prod`).
 
@@ -655,13 +655,14 @@ def _alloc_conf(res: Resource, ctx: Context) -> Iterator[str]:
                "expandable_segments:True (stack: pytorchCudaAllocConf).")
 
 
-@rule("isvc-scale-down-stabilization", ADVISORY,
-      "A scale-down delay / stable window (Knative) or scaleDown stabilization window (HPA)", "004 §5, §8; 001 §5",
-      is_gpu_isvc, stack=True)
+@rule("isvc-scale-down-stabilization", MANDATORY,
+      "Spiky traffic: a scale-down delay / stable window (Knative) or scaleDown stabilization window (HPA)",
+      "004 §5, §8; 001 §5", lambda res: is_gpu_isvc(res) and annotations(res).get(
+          "preflight.kserve.io/traffic", "spiky") == "spiky", stack=True)
 def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
-    """Every GPU service is treated as spiky: the workload shape (gamma cv>1, spike, trace) lives in the stack
-    config, not in the manifest, and a GPU replica costs minutes to bring back, so flapping is always expensive.
-    Advisory for that reason (it cannot tell a steady service from a spiky one)."""
+    """Applies where traffic is spiky: the `preflight.kserve.io/traffic` annotation, derived from the service's
+    workload by `stackconfig.schema.traffic_shape` (gamma CV > 1, step, spike, trace; a missing annotation counts
+    as spiky). A GPU replica takes minutes to bring back, so removing it right after a burst makes it flap."""
     ann = annotations(res)
     if deployment_mode(res) == "Knative":
         delay = duration_s(ann.get("autoscaling.knative.dev/scale-down-delay"))

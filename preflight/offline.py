@@ -1,5 +1,7 @@
 """Run the real Pulumi program offline under `pulumi.runtime` mocks, with a stack's config loaded as the CLI would.
 
+Used by the tests, the policy report and `python -m preflight check`; nothing in `program.py` depends on it.
+
 Follows ../shared/reference/pulumi-offline-testing.md §1: reset the root stack, install config, keep the
 MockMonitor to list registered URNs, answer only the invokes the program uses and fail loudly on any other.
 """
@@ -48,7 +50,7 @@ class Mocks(pulumi.runtime.Mocks):
             name = args.args["name"]
             return {"name": name, "endpoint": f"https://{name}.eks.example.test",
                     "certificateAuthorities": [{"data": FAKE_CA}], "version": "1.31"}
-        raise NotImplementedError(f"the mocks do not answer invoke {args.token!r}; add it to tests/harness.py")
+        raise NotImplementedError(f"the mocks do not answer invoke {args.token!r}; add it to preflight/offline.py")
 
 
 @dataclass

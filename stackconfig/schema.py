@@ -376,6 +376,23 @@ def _cold_start(sec: Section) -> ColdStartProfile:
     return out
 
 
+def traffic_shape(workload: dict | None) -> str:
+    """"spiky" or "steady" from the simulation workload mapping; a trace or no workload counts as spiky.
+
+    Gamma inter-arrivals with CV > 1, steps and spikes are bursty by construction; real traces (the Azure code
+    trace has CV 13) are assumed bursty; Poisson, CV ≤ 1 gamma and slow diurnal curves are steady.
+    """
+    if not isinstance(workload, dict):
+        return "spiky"
+    kind = workload.get("kind")
+    if kind in ("poisson", "diurnal"):
+        return "steady"
+    if kind == "gamma":
+        cv = workload.get("cv", 1.0)
+        return "steady" if isinstance(cv, (int, float)) and cv <= 1.0 else "spiky"
+    return "spiky"
+
+
 def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool) -> float:
     """Container start → model ready: download (skipped on a cache hit) + weights to GPU + engine init."""
     gib = model.weights_gib

@@ -8,30 +8,15 @@ from policy.rules import (ADVISORY, MANDATORY, RULES, RULES_BY_ID, Context, Reso
                           image_pinned, mandatory, tolerates)
 from policy_fixtures import BAD, SHIPPED, STACKS, Stack, bad_stack, broken, shipped
 
-# Shipped stacks that violate a mandatory rule because of their config; reported to the lead (docs/policy.md).
-KNOWN_STACK_VIOLATIONS = {
-    "staging": "vision (Standard mode) scales on CPU: stacks/Pulumi.staging.yaml services[vision] needs "
-               "scaleMetric: concurrency (HPA Pods metric) — isvc-scale-metric",
-}
-
-
 def _fired(resources: list[Resource], rule_id: str) -> list[str]:
     return [v.message for v in evaluate(resources, [RULES_BY_ID[rule_id]])]
 
 
-@pytest.mark.parametrize("stack", [
-    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN_STACK_VIOLATIONS[s]))
-    if s in KNOWN_STACK_VIOLATIONS else s for s in STACKS])
+@pytest.mark.parametrize("stack", STACKS)
 def test_shipped_stack_passes_every_mandatory_rule(stack):
     failures = mandatory(evaluate(shipped(stack)))
     assert not failures, f"{len(failures)} mandatory violation(s) in stack {stack}:\n" + "\n".join(
         f"  - [{v.rule}] {v.resource_type} {v.resource_name}: {v.message}" for v in failures)
-
-
-def test_staging_violation_is_exactly_the_known_one():
-    """Pins what the lead has to fix in staging, so nothing else slips in behind the xfail."""
-    found = [(v.rule, v.resource_name) for v in mandatory(evaluate(shipped("staging")))]
-    assert found in ([("isvc-scale-metric", "vision-isvc")], [])
 
 
 @pytest.mark.parametrize("stack", SHIPPED)
@@ -96,12 +81,12 @@ def test_environment_comes_from_node_group_tag_then_urn():
 
 
 def test_scale_metric_standard_mode_cases():
-    staging = Stack(shipped("staging"))
+    staging = Stack(shipped("staging"))  # ships an HPA on the in-flight Pods metric
+    assert _fired(staging.resources, "isvc-scale-metric") == []
+    staging.props("vision-hpa")["spec"]["metrics"] = [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]
     assert any("HorizontalPodAutoscaler/vision-predictor scales the GPU predictor on Resource cpu" in m
                for m in _fired(staging.resources, "isvc-scale-metric"))
-    staging.props("vision-hpa")["spec"]["metrics"] = [{"type": "Pods", "pods": {
-        "metric": {"name": "inflight_requests"}, "target": {"type": "AverageValue", "averageValue": "8"}}}]
-    assert _fired(staging.resources, "isvc-scale-metric") == []
     orphan = Stack([r for r in shipped("staging") if r.name != "vision-hpa"])
     assert any("no HorizontalPodAutoscaler targets Deployment vision-predictor" in m
                for m in _fired(orphan.resources, "isvc-scale-metric"))
@@ -149,6 +134,19 @@ def test_hpa_without_stabilization_window_is_flagged():
     s.props("vision-hpa")["spec"].pop("behavior")
     assert any("no behavior.scaleDown.stabilizationWindowSeconds" in m
                for m in _fired(s.resources, "isvc-scale-down-stabilization"))
+
+
+def test_stabilization_is_only_required_where_traffic_is_spiky():
+    s = Stack(shipped("prod"))
+    annotations = s.props("chat-isvc")["metadata"]["annotations"]
+    for key in ("autoscaling.knative.dev/scale-down-delay", "autoscaling.knative.dev/window"):
+        annotations.pop(key)
+    assert annotations["preflight.kserve.io/traffic"] == "spiky"  # a trace replay
+    assert len(_fired(s.resources, "isvc-scale-down-stabilization")) == 1
+    annotations["preflight.kserve.io/traffic"] = "steady"
+    assert _fired(s.resources, "isvc-scale-down-stabilization") == []
+    annotations.pop("preflight.kserve.io/traffic")  # unknown counts as spiky
+    assert len(_fired(s.resources, "isvc-scale-down-stabilization")) == 1
 
 
 def test_taint_toleration_covers_device_plugin_and_model_cache():

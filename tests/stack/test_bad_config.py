@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 from stackconfig.load import ROOT
-from harness import run_program
+from preflight.offline import run_program
 
 P = "kserve-preflight"
 
@@ -63,7 +63,7 @@ def test_bad_config_is_refused_before_any_resource(edit, where, allowed):
 
 
 def test_no_resource_is_registered_on_a_bad_config():
-    from harness import Mocks
+    from preflight.offline import Mocks
 
     seen = []
     original = Mocks.new_resource

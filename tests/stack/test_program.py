@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import run_program
+from preflight.offline import run_program
 from manifests.validate import normalise, validation_errors
 from stackconfig.load import load_stack, stack_names
 
