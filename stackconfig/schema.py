@@ -243,7 +243,9 @@ def _catalog(sec: Section) -> Catalog:
                     kv_heads=m.int("kvHeads", 0, min=0), head_dim=m.int("headDim", 0, min=0),
                     max_context=m.int("maxContext", 0, min=0), sliding_window=m.int("slidingWindow", 0, min=0),
                     activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0),
-                    weights_gib_override=m.float("weightsGib", 0.0, min=0))
+                    weights_gib_override=m.float("weightsGib", 0.0, min=0),
+                    hidden_size=m.int("hiddenSize", 0, min=0), vocab_size=m.int("vocabSize", 0, min=0),
+                    gflops_per_item=m.float("gflopsPerItem", 0.0, min=0))
               for name, m in _named(sec.section("models"))]
     sec.done()
     catalog = DEFAULT_CATALOG.extended(gpus, instances, models)

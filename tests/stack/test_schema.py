@@ -71,12 +71,14 @@ def test_startup_probe_budget_is_sized_from_the_load_time():
 
 def test_user_catalog_entries_extend_the_built_in_tables():
     cfg = dict(MINIMAL, catalog={
-        "models": {"my-3b": {"paramsB": 3.2, "layers": 28, "kvHeads": 8, "headDim": 128, "maxContext": 8192}},
+        "models": {"my-3b": {"paramsB": 3.2, "layers": 28, "kvHeads": 8, "headDim": 128, "maxContext": 8192,
+                             "hiddenSize": 3072, "vocabSize": 128256}},
         "instanceTypes": {"x9.gpu": {"gpu": "H100-80GB", "gpus": 2}}},
         gpuNodeGroup={"instanceTypes": ["x9.gpu"], "maxSize": 2},
         services=[dict(MINIMAL["services"][0], model={"name": "my-3b", "storageUri": "s3://b/m"})])
     parsed = parse_stack_config(cfg, "p", "dev")
     assert parsed.services[0].model.kv_bytes_per_token == 2 * 28 * 8 * 128 * 2
+    assert (parsed.services[0].model.hidden_size, parsed.services[0].model.vocab_size) == (3072, 128256)
     assert parsed.node_group.gpus_per_node == 2 and parsed.node_group.gpu.name == "H100-80GB"
 
 
