@@ -17,6 +17,7 @@ is the same).
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from typing import Any
 
@@ -35,6 +36,7 @@ class Activator:
         self.last = 0.0
         self.mark = (0.0, 0)
         self._rr = 0
+        self._free: list = []         # heap of (pod id, pod) that may have room (first-available, CC ≤ 3)
         self.rng = sim.rng_lb
 
     def _acc(self) -> None:
@@ -74,6 +76,8 @@ class Activator:
         pod = req.pod
         if pod is not None:
             pod.act_n -= 1
+            if pod.act_n == self.cc - 1 and 0 < self.cc <= 3 and pod.act_ready:
+                heapq.heappush(self._free, (pod.id, pod))
             if self.nwait:
                 self._drain()
 
@@ -92,9 +96,13 @@ class Activator:
             a, b = self.rng.sample(pods, 2)
             return a if a.act_n <= b.act_n else b
         if cc <= 3:
-            for p in pods:
-                if p.act_n < cc:
+            # first available in address order: the lowest id with room (lazy heap of candidates)
+            free = self._free
+            while free:
+                p = free[0][1]
+                if p.act_ready and p.act_n < cc:
                     return p
+                heapq.heappop(free)
             return None
         n = len(pods)
         for i in range(n):
@@ -122,6 +130,8 @@ class Activator:
         pods = self.pods
         pods.append(pod)
         pods.sort(key=lambda p: p.id)
+        if 0 < self.cc <= 3:
+            heapq.heappush(self._free, (pod.id, pod))
         if self.nwait:
             self._drain()
 
