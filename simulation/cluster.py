@@ -89,6 +89,8 @@ class Cluster:
         waiting, node.waiting = node.waiting, []
         for pod in waiting:
             pod.on_node_ready()
+        if not node.pods and node.idle_call is None:
+            node.idle_call = call_later(self.env, self.p.node_idle_timeout_s, self._remove_if_idle, node)
 
     def _remove_if_idle(self, node: Node) -> None:
         node.idle_call = None

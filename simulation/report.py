@@ -2,7 +2,7 @@
 
 Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see docs/simulation.md):
 - requests: user requests whose first attempt arrived in W; status_counts: status of each one's final attempt.
-- error_rates[code] = count/requests; `ci95` is the wider of a batch-means t-interval (20 time batches by
+- error_rates[code] = count/requests (error_rate_total: all non-200); `ci95` is the wider of a batch-means t-interval (20 time batches by
   arrival) and a Wilson score interval — batch means cover correlation between neighbouring requests, Wilson
   covers rare events (a batch-means interval collapses to a point when no batch saw an error).
 - latency_s / ttfb_s: percentiles of successful requests, from first arrival to the last byte / first byte.
@@ -128,9 +128,8 @@ def build_report(sim: Any) -> Report:
     for code, arr in sorted(rec.b_err.items()):
         k = sum(arr)
         rates[str(code)] = _rate(k, n, arr, rec.b_req)
-    if rec.b_err:
-        tot = [sum(v[i] for v in rec.b_err.values()) for i in range(rec.nb)]
-        rates["any"] = _rate(sum(tot), n, tot, rec.b_req)
+    tot = [sum(v[i] for v in rec.b_err.values()) for i in range(rec.nb)]
+    total_rate = _rate(sum(tot), n, tot, rec.b_req)
     # queue wait (arrival → server start), batch means over attempts that reached a server
     waits = [w / c for w, c in zip(rec.b_wait, rec.b_wait_n) if c > 0]
     w_all = sum(rec.b_wait_n)
@@ -170,6 +169,7 @@ def build_report(sim: Any) -> Report:
         "status_counts": status,
         "errors_by_component": comps,
         "error_rates": rates,
+        "error_rate_total": total_rate,
         "throughput_rps": status.get("200", 0) / T,
         "latency_s": _pct(rec.latency),
         "ttfb_s": _pct(rec.ttfb),

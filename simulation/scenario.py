@@ -315,6 +315,9 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
     serving = ServingSpec.from_manifest(manifest or {"spec": {"predictor": {}}}, hpa_manifest,
                                         "inferenceService" if isvc_file is None else f"inferenceServiceFile({isvc_file})",
                                         problems)
+    if top.has("hpa") and serving.mode != "Standard":
+        top.problem("hpa", "(HorizontalPodAutoscaler)", "an HPA manifest is only used in Standard (RawDeployment) "
+                    "mode; this InferenceService is in Knative mode")
     workload = parse_workload(top.section("workload", required=True), base_dir=base)
     client = parse_client(top.section("client"))
     gateway = parse_gateway(top.section("gateway"))

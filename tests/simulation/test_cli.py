@@ -125,3 +125,20 @@ def test_example_scenarios_load():
             if "trace file not found" in str(err):
                 continue   # the shared data folder is optional
             raise
+
+
+def test_byte_identical_across_processes(tmp_path, scn):
+    path = str(small(tmp_path, scn))
+    outs = set()
+    for hashseed in ("1", "2"):
+        p = subprocess.run([sys.executable, "-m", "simulation", "run", path, "--json", "--seed", "5"], cwd=ROOT,
+                           capture_output=True, text=True, env={"PYTHONHASHSEED": hashseed, "PATH": "/usr/bin:/bin"})
+        assert p.returncode == 0, p.stderr
+        outs.add(p.stdout)
+    assert len(outs) == 1
+
+
+def test_hpa_key_in_knative_mode_is_reported(tmp_path, scn, capsys):
+    with pytest.raises(SystemExit):
+        main(["run", str(small(tmp_path, scn, hpa={"kind": "HorizontalPodAutoscaler"}))])
+    assert "hpa:" in capsys.readouterr().err
