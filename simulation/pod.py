@@ -9,8 +9,9 @@ Each step is a scheduled callback whose duration comes from the cluster/model pr
   `model_cache_hit_ratio`.
 - Main container: load `weights_gib / load_gib_s` + `warmup_s` + the server's `startup_extra_s()`. With a
   startupProbe whose budget (initialDelaySeconds + periodSeconds·failureThreshold) is shorter, the kubelet kills
-  the container at the budget and restarts it with the kubelet's back-off (10 s doubling to 300 s,
-  kubernetes `pkg/kubelet/kubelet.go` MaxContainerBackOff); weights already downloaded stay (emptyDir).
+  the container at the budget and restarts it with the kubelet's back-off (10 s doubling to 300 s, reset after
+  10 min without a restart; kubernetes `pkg/kubelet/kubelet.go` MaxContainerBackOff, `pod.backoff`); weights
+  already downloaded stay (emptyDir).
 - Readiness: the activator sees the pod within one probe period (0.2 s, knative
   `pkg/activator/net/revision_backends.go`); Kubernetes marks it Ready at the next kubelet readiness probe
   (period = readinessProbe.periodSeconds, or 10 s when Knative's aggressive default probe (period 0) is used —
@@ -32,14 +33,42 @@ from simulation.queue_proxy import QueueProxy
 PENDING, STARTING, READY, TERMINATING, GONE = "Pending", "Starting", "Ready", "Terminating", "Gone"
 BACKOFF_INITIAL_S = 10.0
 BACKOFF_MAX_S = 300.0
+BACKOFF_RESET_S = 600.0
 DRAIN_QUIET_S = 30.0
+
+
+class _KubeletBackoff:
+    """Kubelet restart back-off: 10 s doubling to 300 s, reset after 10 min without a restart
+    (`pkg/kubelet/kubelet.go` backOffPeriod / MaxContainerBackOff, client-go `flowcontrol.Backoff`)."""
+
+    def __init__(self) -> None:
+        self.delay = 0.0
+        self.last: float | None = None
+
+    def on_crash(self, now: float) -> float:
+        expired = self.last is None or now - self.last > BACKOFF_RESET_S
+        self.delay = BACKOFF_INITIAL_S if expired else min(self.delay * 2.0, BACKOFF_MAX_S)
+        self.last = now
+        return self.delay
+
+
+def _backoff_factory():
+    """The GPU package's CrashLoopBackOff when present (same semantics, configurable), else the built-in one."""
+    try:
+        from simulation.gpu.crashloop import CrashLoopBackOff
+    except ImportError:
+        return _KubeletBackoff
+    return CrashLoopBackOff
+
+
+BACKOFF = _backoff_factory()
 
 
 class Pod:
     __slots__ = ("sim", "env", "id", "name", "slots", "gpus", "node", "state", "created", "container_start",
                  "ready_t", "act_ready", "k8s_ready", "server", "qp", "restarts", "warm", "act_n",
                  "n", "n_direct", "area_n", "area_busy", "area_direct", "count_direct", "last", "mark",
-                 "_calls", "_backoff_n", "startup_phases", "rng", "term_t")
+                 "_calls", "backoff", "startup_phases", "rng", "term_t")
 
     def __init__(self, sim: Any, pid: int, warm: bool = False) -> None:
         self.sim = sim
@@ -72,7 +101,7 @@ class Pod:
         self.last = self.env._now
         self.mark = (0.0, 0.0, 0.0, 0)   # areas at the last scrape
         self._calls: list = []
-        self._backoff_n = 0
+        self.backoff = BACKOFF()         # `on_crash(now) -> delay`; replaceable per pod
         self.startup_phases: dict[str, float] = {}
         self.term_t = -1.0
 
@@ -215,7 +244,6 @@ class Pod:
             return
         self.state = READY
         self.k8s_ready = True
-        self._backoff_n = 0
         if self.ready_t < 0:
             self.ready_t = self.env._now
         self.sim.on_pod_ready(self)
@@ -233,9 +261,7 @@ class Pod:
         self._unready()
         self.qp.fail_all(502)
         self.state = STARTING
-        delay = min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** self._backoff_n)
-        self._backoff_n += 1
-        self._later(delay, self._container_start)
+        self._later(self.backoff.on_crash(self.env._now), self._container_start)
 
     def _unready(self) -> None:
         was_act, was_k8s = self.act_ready, self.k8s_ready

@@ -90,3 +90,25 @@ def test_startup_probe_budget_restarts_the_container(tmp_path, scn):
     d = scn.run(m)
     assert d["pod_restarts"] >= 2 and d["restart_reasons"] == {"startupProbe failed": d["pod_restarts"]}
     assert d["cold_starts"] == 0
+
+
+def test_restart_backoff_doubles(tmp_path, scn):
+    m = one_request(tmp_path, scn, {"autoscaling.knative.dev/target-utilization-percentage": "100"})
+    m["inferenceService"]["spec"]["predictor"]["model"]["startupProbe"] = {
+        "initialDelaySeconds": 0, "periodSeconds": 5, "failureThreshold": 4}
+    m["duration_s"] = 600
+    m["drain_s"] = 0
+    from simulation import load_scenario
+    from simulation.engine import Sim
+    sim = Sim(load_scenario(m, base_dir=scn.root), 1)
+    times = []
+    orig = sim.on_pod_restart
+
+    def spy(pod, reason):
+        times.append(sim.env.now)
+        orig(pod, reason)
+    sim.on_pod_restart = spy
+    sim.run()
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # each attempt runs 20 s (the probe budget) then waits 10, 20, 40, 80 ... s
+    assert gaps[:4] == pytest.approx([30, 40, 60, 100])
