@@ -157,6 +157,9 @@ def build_report(sim: Any) -> Report:
             phases[k] = phases.get(k, 0.0) + v
     phases = {k: v / len(sim.cold_phases) for k, v in sorted(phases.items())} if sim.cold_phases else {}
     cs = _pct(sim.cold_starts)
+    latency = _pct(rec.latency)
+    _, llo2, lhi2 = batch_means_ci([a / c for a, c in zip(rec.b_lat, rec.b_lat_n) if c > 0])
+    latency["mean_ci95"] = [llo2, lhi2]
     series = sim.series
     data = {
         "scenario": sc.name,
@@ -171,7 +174,7 @@ def build_report(sim: Any) -> Report:
         "error_rates": rates,
         "error_rate_total": total_rate,
         "throughput_rps": status.get("200", 0) / T,
-        "latency_s": _pct(rec.latency),
+        "latency_s": latency,
         "ttfb_s": _pct(rec.ttfb),
         "attempts": {"count": rec.n_attempts, "retries": sim.client.retries,
                      "retries_denied_by_budget": sim.client.retries_denied,

@@ -150,6 +150,7 @@ class SimpleServerSpec:
     max_concurrent: int | None = None
     reject_status: int = 503
     max_input_tokens: int | None = None
+    parallelism: int | None = None
 
 
 @register_server
@@ -172,28 +173,37 @@ class SimpleServer(ModelServer):
             max_concurrent=max_conc,
             reject_status=int(section.choice("reject_status", [429, 503], 503)),
             max_input_tokens=section.int("max_input_tokens", None, min=1),
+            parallelism=section.int("parallelism", None, min=1),
         )
 
     def __init__(self, env: Any, pod: Any, spec: SimpleServerSpec, rng: random.Random) -> None:
         super().__init__(env, pod, spec, rng)
-        self._calls: dict[Any, Any] = {}
+        self._calls: dict[Any, Any] = {}     # in service: request → completion Call
+        self._queue: dict[Any, tuple] = {}    # waiting (parallelism reached): request → (on_done, submit time)
         self._expo = rng.expovariate
         self._dist = spec.distribution
         self._mu = -spec.sigma * spec.sigma / 2.0  # lognormal with mean 1
+        self._par = spec.parallelism
 
     @property
     def in_flight(self) -> int:
-        return len(self._calls)
+        return len(self._calls) + len(self._queue)
 
     def check(self, request: Any) -> int | None:
         spec = self.spec
         if spec.max_input_tokens is not None and request.input_tokens > spec.max_input_tokens:
             return 400
-        if spec.max_concurrent is not None and len(self._calls) >= spec.max_concurrent:
+        if spec.max_concurrent is not None and self.in_flight >= spec.max_concurrent:
             return spec.reject_status
         return None
 
     def submit(self, request: Any, on_done: OnDone) -> None:
+        if self._par is not None and len(self._calls) >= self._par:
+            self._queue[request] = (on_done, self.env._now)
+            return
+        self._start(request, on_done, 0.0)
+
+    def _start(self, request: Any, on_done: OnDone, waited: float) -> None:
         spec = self.spec
         if self._dist == "exponential":
             x = self._expo(1.0)
@@ -205,20 +215,35 @@ class SimpleServer(ModelServer):
             x *= 1.0 + spec.slowdown_per_concurrent * len(self._calls)
         first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
         total = first + spec.per_output_token_s * request.output_tokens * x
-        self._calls[request] = call_later(self.env, total, self._finish, request, on_done, first)
+        self._calls[request] = call_later(self.env, total, self._finish, request, on_done, waited + first)
 
     def _finish(self, request: Any, on_done: OnDone, ttfb: float) -> None:
         del self._calls[request]
+        if self._queue:
+            self._next()
         on_done(request, 200, ttfb)
 
+    def _next(self) -> None:
+        while self._queue and len(self._calls) < self._par:
+            request = next(iter(self._queue))
+            on_done, t = self._queue.pop(request)
+            self._start(request, on_done, self.env._now - t)
+
     def cancel(self, request: Any) -> None:
+        if self._queue.pop(request, None) is not None:
+            return
         call = self._calls.pop(request, None)
         if call is not None:
             call.cancel()
+            if self._queue:
+                self._next()
 
     def fail_all(self, status: int) -> None:
         calls, self._calls = self._calls, {}
+        queued, self._queue = self._queue, {}
         for request, call in list(calls.items()):
             on_done = call.args[1]
             call.cancel()
+            on_done(request, status, None)
+        for request, (on_done, _) in list(queued.items()):
             on_done(request, status, None)

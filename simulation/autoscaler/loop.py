@@ -12,7 +12,8 @@ KPA (knative/serving, reference knative-kserve.md §1–§3):
   [min-scale, max-scale], initial scale until first reached; scale to zero only after the PA has been Active for
   a stable window, then Inactive (activator in path) for max(grace 30 s, retention) — or at once if the activator
   has been in path ≥ grace. SKS mode Serve iff want > 0 and EBC ≥ 0 (`kpa.go: ReconcileKind`).
-Simplification: the 630 s activation timeout (progress deadline + 30 s) is not modelled.
+Activation that does not produce a Ready pod within 630 s (progress deadline + 30 s) while the decider wants 0
+scales back to 0.
 
 HPA (kubernetes, `horizontal.go`): every 15 s, per-pod metric over the last sync period (cpu = busy fraction
 ·100 %, a proxy for utilisation of a GPU server's CPU; concurrency = mean in-flight requests), then
@@ -28,6 +29,7 @@ from simulation.autoscaler.aggregation import WindowBuckets
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
 
+ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
 SAMPLE_X = 1.96 * 1.96 * 100.0 / (5.0 * 5.0)   # 15.3664, metrics/sample_size.go
 
 
@@ -156,7 +158,9 @@ class KpaLoop:
         if not cfg.enable_scale_to_zero:
             return 1, True
         if self.state == "activating":
-            return -1, False                       # scaleUnknown until activation (timeout not modelled)
+            if now - self.since >= ACTIVATION_TIMEOUT_S:
+                return 0, True                     # could not activate within progress deadline + 30 s
+            return -1, False                       # scaleUnknown while activating
         if self.state == "active":
             if now - self.since >= cfg.stable_window_s:
                 return 0, False                    # mark Inactive (activator in path), don't scale yet

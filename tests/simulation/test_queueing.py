@@ -63,3 +63,15 @@ def test_littles_law_on_example_scenarios(scn, name):
     assert d["incomplete"] == 0
     assert ll["bookkeeping_rel_diff"] < 1e-6, ll      # the window form holds exactly on every run
     assert ll["rel_diff"] < 0.15, ll                  # λW̄ ≈ L up to the edge effect W̄/T (overload: W̄ ≈ 120 s)
+
+
+def test_server_parallelism_one_is_mm1_erlang_c(scn):
+    # CC 0 (no breaker) and a server that serves one at a time with an unbounded queue: M/M/1, W = 1/(μ − λ)
+    from simulation.analytic import erlang_c
+    m = scn.mmck_scenario(0.6, 1, 20000.0)
+    m["inferenceService"]["spec"]["predictor"]["containerConcurrency"] = 0
+    m["server"]["parallelism"] = 1
+    d = scn.run(m)
+    w = erlang_c(1, 0.6) / (1.0 - 0.6) + 1.0
+    assert_in(w, d["latency_s"]["mean_ci95"], "M/M/1 sojourn")
+    assert "503" not in d["status_counts"]
