@@ -81,16 +81,15 @@ class HpaCalculator:
         self.recommendations = [(t, r) for t, r in self.recommendations if t > now - keep - 1e-9]
         up = min([r for t, r in self.recommendations if t > now - s.scale_up.window_s - 1e-9] or [desired])
         down = max([r for t, r in self.recommendations if t > now - s.scale_down.window_s - 1e-9] or [desired])
-        up = min(up, desired) if s.scale_up.window_s == 0 else up
         rec = current
         if rec < up:
             rec = up
         if rec > down:
             rec = down
         if rec > current:
-            rec = min(rec, self._up_limit(now, current))
+            rec = min(rec, max(current, self._up_limit(now, current)))
         elif rec < current:
-            rec = max(rec, self._down_limit(now, current))
+            rec = max(rec, min(current, self._down_limit(now, current)))
         rec = max(s.min_replicas, min(s.max_replicas, rec))
         if rec != current:
             self.events.append((now, rec - current))
@@ -98,14 +97,19 @@ class HpaCalculator:
         self.events = [(t, d) for t, d in self.events if t > now - horizon - 1e-9]
         return rec
 
+    def _period_start(self, now: float, current: int, period_s: float) -> int:
+        """periodStartReplicas = current − added + deleted within the policy period (getReplicasChangePerPeriod)."""
+        added = sum(d for t, d in self.events if d > 0 and t > now - period_s)
+        deleted = -sum(d for t, d in self.events if d < 0 and t > now - period_s)
+        return current - added + deleted
+
     def _up_limit(self, now: float, current: int) -> int:
         r = self.spec.scale_up
         if r.select == "Disabled":
             return current
         limits = []
         for p in r.policies:
-            added = sum(d for t, d in self.events if d > 0 and t > now - p.period_s)
-            start = current - added
+            start = self._period_start(now, current, p.period_s)
             limits.append(start + p.value if p.type == "Pods" else int(math.ceil(start * (1 + p.value / 100.0))))
         if not limits:
             return current
@@ -117,8 +121,7 @@ class HpaCalculator:
             return current
         limits = []
         for p in r.policies:
-            removed = -sum(d for t, d in self.events if d < 0 and t > now - p.period_s)
-            start = current + removed
+            start = self._period_start(now, current, p.period_s)
             limits.append(start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100.0)))
         if not limits:
             return current
