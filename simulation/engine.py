@@ -155,9 +155,11 @@ class Sim:
         self.area_sys += self.n_sys * (now - self._last)
         self._last = now
         self.n_sys -= 1
-        self.rec.on_attempt(req)
-        if not self.client.on_response(req):
-            self.rec.on_final(req)
+        client = self.client
+        if client.tokens is None and (status == 200 or status not in client.retry_on):
+            self.rec.record(req, True)          # fast path: nothing for the client to decide
+        else:
+            self.rec.record(req, not client.on_response(req))
 
     def _expire(self, req: Any, component: str) -> None:
         where = req.where

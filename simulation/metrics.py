@@ -36,35 +36,39 @@ class Recorder:
         self.incomplete = 0
         self.overlap = 0.0   # Σ over all attempts of the part of their sojourn inside the window
 
-    def _batch(self, t: float) -> int:
-        b = int((t - self.t0) / self.blen)
-        return b if b < self.nb else self.nb - 1
-
-    def on_attempt(self, req: Any) -> None:
+    def record(self, req: Any, final: bool) -> None:
+        """One answered attempt; `final` when it is the user's last attempt (no retry follows)."""
         t = req.t
-        if t < self.t0 or t >= self.t1:
-            if t < self.t1 and req.t_done > self.t0:
-                self.overlap += min(req.t_done, self.t1) - max(t, self.t0)
-            return
-        self.overlap += min(req.t_done, self.t1) - t
-        key = (req.status, req.component)
-        self.attempts[key] = self.attempts.get(key, 0) + 1
-        self.n_attempts += 1
-        b = self._batch(t)
-        self.b_att[b] += 1
-        self.b_soj[b] += req.t_done - t
-        if req.t_start >= 0:
-            self.b_wait[b] += req.t_start - t
-            self.b_wait_n[b] += 1
+        t0 = self.t0
+        t_done = req.t_done
+        if t0 <= t < self.t1:
+            self.overlap += (t_done if t_done < self.t1 else self.t1) - t
+            key = (req.status, req.component)
+            att = self.attempts
+            att[key] = att.get(key, 0) + 1
+            self.n_attempts += 1
+            b = int((t - t0) / self.blen)
+            if b >= self.nb:
+                b = self.nb - 1
+            self.b_att[b] += 1
+            self.b_soj[b] += t_done - t
+            if req.t_start >= 0:
+                self.b_wait[b] += req.t_start - t
+                self.b_wait_n[b] += 1
+        elif t < self.t1 and t_done > t0:
+            self.overlap += min(t_done, self.t1) - max(t, t0)
+        if final and req.measured:
+            self._final(req)
 
-    def on_final(self, req: Any) -> None:
-        if not req.measured:
-            return
+    def _final(self, req: Any) -> None:
         status = req.status
         key = (status, req.component if status != 200 else "")
-        self.final[key] = self.final.get(key, 0) + 1
+        fin = self.final
+        fin[key] = fin.get(key, 0) + 1
         self.n_final += 1
-        b = self._batch(req.origin_t)
+        b = int((req.origin_t - self.t0) / self.blen)
+        if b >= self.nb:
+            b = self.nb - 1
         self.b_req[b] += 1
         if status == 200:
             lat = req.t_done - req.origin_t

@@ -118,15 +118,28 @@ class Pod:
             self.last = now
 
     def enter(self, req: Any) -> None:
-        self._acc()
-        self.n += 1
+        now = self.env._now
+        n = self.n
+        if n:
+            dt = now - self.last
+            self.area_n += n * dt
+            self.area_busy += dt
+            self.area_direct += self.n_direct * dt
+        self.last = now
+        self.n = n + 1
         if not req.via_activator:
             self.n_direct += 1
             self.count_direct += 1
 
     def leave(self, req: Any) -> None:
-        self._acc()
-        self.n -= 1
+        now = self.env._now
+        n = self.n
+        dt = now - self.last
+        self.area_n += n * dt
+        self.area_busy += dt
+        self.area_direct += self.n_direct * dt
+        self.last = now
+        self.n = n - 1
         if not req.via_activator:
             self.n_direct -= 1
         if self.state == TERMINATING and self.n == 0:

@@ -201,6 +201,13 @@ class SimpleServer(ModelServer):
         if self._par is not None and len(self._calls) >= self._par:
             self._queue[request] = (on_done, self.env._now)
             return
+        spec = self.spec
+        if self._dist == "exponential" and not spec.slowdown_per_concurrent:   # the common fast path
+            x = self._expo(1.0)
+            first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
+            total = first + spec.per_output_token_s * request.output_tokens * x
+            self._calls[request] = call_later(self.env, total, self._finish, request, on_done, first)
+            return
         self._start(request, on_done, 0.0)
 
     def _start(self, request: Any, on_done: OnDone, waited: float) -> None:
