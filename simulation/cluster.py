@@ -5,7 +5,7 @@ kube-scheduler's scoring is richer; a simplification). A pod needs `gpus` GPUs (
 takes one slot). No free slot and fewer than `max_nodes` nodes → a node is provisioned (Cluster Autoscaler /
 Karpenter; `node_provision_s`); node group at max → the pod stays Pending until a slot frees up.
 A node with no pods for `node_idle_timeout_s` is removed (cluster-autoscaler `scale-down-unneeded-time`,
-10 min default).
+10 min default), down to the number of warm nodes (treated as the node group's minimum size).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ class Cluster:
         self._gpus_used = 0
         self._last = 0.0
         self.nodes_provisioned = 0
+        self.min_nodes = 0           # set by the engine to the number of warm nodes
 
     # -- accounting ----------------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -94,6 +95,8 @@ class Cluster:
 
     def _remove_if_idle(self, node: Node) -> None:
         node.idle_call = None
+        if self.node_count <= self.min_nodes:
+            return   # the node group's minimum (the warm nodes) stays
         if not node.pods and not node.removed and node.ready:
             self._tick()
             node.removed = True

@@ -284,6 +284,7 @@ class Sim:
         per_node = max(1, cp.gpus_per_node // max(1, sc.serving.gpus))
         need = int(math.ceil(n0 / per_node)) if n0 else 0
         warm = max(cp.warm_nodes if cp.warm_nodes is not None else need, need)
+        self.cluster.min_nodes = warm
         for _ in range(warm):
             self.cluster.add_node(ready=True, image=cp.image_cached_on_warm_nodes, model=cp.model_cached_on_warm_nodes)
         for _ in range(n0):

@@ -340,6 +340,10 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
         series_interval_s=top.float("series_interval_s", None, min=0.1),
         manifest=manifest if isinstance(manifest, dict) else {},
     )
+    if serving.gpus > cluster.gpus_per_node:
+        problems.append(Problem("cluster.gpus_per_node", cluster.gpus_per_node,
+                                f"the predictor asks for {serving.gpus} GPUs per pod (resources.limits nvidia.com/gpu); "
+                                "no node could ever hold it"))
     if initial is not None and serving.kpa.max_scale and initial > serving.kpa.max_scale:
         top.problem("initial_replicas", initial, f"expected <= the service's max replicas ({serving.kpa.max_scale})")
     top.done()

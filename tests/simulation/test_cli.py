@@ -142,3 +142,9 @@ def test_hpa_key_in_knative_mode_is_reported(tmp_path, scn, capsys):
     with pytest.raises(SystemExit):
         main(["run", str(small(tmp_path, scn, hpa={"kind": "HorizontalPodAutoscaler"}))])
     assert "hpa:" in capsys.readouterr().err
+
+
+def test_pod_larger_than_a_node_is_reported(tmp_path, scn, capsys):
+    with pytest.raises(SystemExit):
+        main(["run", str(small(tmp_path, scn, inferenceService=scn.isvc(gpus=2), cluster={"gpus_per_node": 1}))])
+    assert "cluster.gpus_per_node" in capsys.readouterr().err
