@@ -164,6 +164,8 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         # kserve SetAutoScalingAnnotations writes min-scale from minReplicas (overriding an annotation).
         from dataclasses import replace
         kpa = replace(kpa, min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep)
+        if max_rep:
+            kpa = replace(kpa, max_scale=max_rep)   # likewise max-scale from a non-zero maxReplicas
         if kpa.autoscaler_class == HPA_CLASS or kpa.metric in ("cpu", "memory"):
             problems.append(Problem(f"{path}.metadata.annotations[autoscaling.knative.dev/class]",
                                     kpa.autoscaler_class,

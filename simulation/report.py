@@ -161,7 +161,23 @@ def build_report(sim: Any) -> Report:
     _, llo2, lhi2 = batch_means_ci([a / c for a, c in zip(rec.b_lat, rec.b_lat_n) if c > 0])
     latency["mean_ci95"] = [llo2, lhi2]
     series = sim.series
+    sv = sc.serving
+    if sv.mode == "Knative":
+        k = sv.kpa
+        service = {"name": sv.name, "mode": sv.mode, "container_concurrency": sv.container_concurrency,
+                   "timeout_s": sv.timeout_s, "autoscaler": "kpa", "metric": k.metric, "min_scale": k.min_scale,
+                   "max_scale": k.max_scale, "initial_scale": k.initial_scale, "target_value": k.target_value,
+                   "total_value": k.total_value, "target_burst_capacity": k.target_burst_capacity,
+                   "stable_window_s": k.stable_window_s, "panic_window_s": k.panic_window_s,
+                   "scale_down_delay_s": k.scale_down_delay_s, "gpus_per_pod": sv.gpus}
+    else:
+        h = sv.hpa
+        service = {"name": sv.name, "mode": sv.mode, "autoscaler": "hpa" if h else "none", "gpus_per_pod": sv.gpus}
+        if h:
+            service.update({"metric": h.metric, "target": h.target, "min_replicas": h.min_replicas,
+                            "max_replicas": h.max_replicas, "scale_down_window_s": h.scale_down.window_s})
     data = {
+        "service": service,
         "scenario": sc.name,
         "seed": sim.seed,
         "mode": sc.serving.mode,
