@@ -7,7 +7,9 @@ This is the only place the manifest is interpreted. Sources (reference knative-k
   `config/configmap/inferenceservice.yaml`;
 - Knative mode: `reconcilers/knative/ksvc_reconciler.go: createKnativeService` and
   `pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations` — `minReplicas` nil → `min-scale "1"`
-  (`DefaultMinReplicas`, so no scale-to-zero unless `minReplicas: 0`), `maxReplicas` 0 → no max-scale,
+  (`DefaultMinReplicas`, so no scale-to-zero unless `minReplicas: 0`); the min-scale annotation is always
+  written from `minReplicas` (a user's min-scale annotation is overwritten), max-scale only when
+  `maxReplicas` ≠ 0 (else the annotation, else unlimited),
   `scaleTarget` → `target`, `scaleMetric` → `metric`, `containerConcurrency` → revision CC (nil → 0),
   `timeout` → `timeoutSeconds` (nil → Knative's 300 s, `pkg/apis/config/defaults.go`);
 - Standard mode: `reconcilers/hpa/hpa_reconciler.go: createHPA` — HPA min = max(1, minReplicas),
@@ -160,12 +162,16 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
     if mode == "Knative":
         kpa = from_annotations(annotations, cc, problems, f"{path}.metadata.annotations",
                                min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep,
-                               max_scale=max_rep or None, target=scale_target, metric=scale_metric)
+                               max_scale=max_rep or None, target=scale_target, metric=scale_metric,
+                               check_bounds=False)
         # kserve SetAutoScalingAnnotations writes min-scale from minReplicas (overriding an annotation).
         from dataclasses import replace
         kpa = replace(kpa, min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep)
         if max_rep:
             kpa = replace(kpa, max_scale=max_rep)   # likewise max-scale from a non-zero maxReplicas
+        if kpa.max_scale and kpa.min_scale > kpa.max_scale:
+            problems.append(Problem(f"{pred.path}.minReplicas", kpa.min_scale,
+                                    f"must not exceed the maximum ({kpa.max_scale}, from maxReplicas or max-scale)"))
         if kpa.autoscaler_class == HPA_CLASS or kpa.metric in ("cpu", "memory"):
             problems.append(Problem(f"{path}.metadata.annotations[autoscaling.knative.dev/class]",
                                     kpa.autoscaler_class,

@@ -106,7 +106,7 @@ def _num(v: Any) -> float | None:
 def from_annotations(annotations: dict[str, Any], container_concurrency: int, problems: list[Problem],
                      path: str = "metadata.annotations", *, min_scale: int | None = None,
                      max_scale: int | None = None, target: float | None = None, metric: str | None = None,
-                     autoscaler_class: str | None = None) -> AutoscalerConfig:
+                     autoscaler_class: str | None = None, check_bounds: bool = True) -> AutoscalerConfig:
     """Overlay annotations (and KServe's translated fields passed as keywords) on the defaults.
 
     Annotation values are strings in Kubernetes (`"60s"`, `"3"`); numbers are accepted too. Every bad value
@@ -217,7 +217,7 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     if "metric-aggregation-algorithm" in ann and ann["metric-aggregation-algorithm"] not in ("linear", "weighted-exponential"):
         bad("metric-aggregation-algorithm", "expected 'linear' or 'weighted-exponential'")
     c = replace(c, **upd)
-    if c.max_scale and c.min_scale > c.max_scale:
+    if check_bounds and c.max_scale and c.min_scale > c.max_scale:
         problems.append(Problem(f"{path}[{PREFIX}min-scale]", c.min_scale,
                                 f"min-scale must not exceed max-scale ({c.max_scale})"))
     return c
