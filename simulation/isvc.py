@@ -181,9 +181,12 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
             problems.append(Problem(f"{pred.path}.scaleTarget", kpa.target, "rps target must be >= 1"))
     else:
         cls_name = annotations.get(CLASS_ANNOTATION, "hpa")
-        if cls_name not in ("hpa", "none"):
+        # `external`: KServe creates no HPA and another one scales the Deployment; simulated when that
+        # HorizontalPodAutoscaler comes with the scenario (kserve-preflight renders its own this way).
+        if cls_name not in ("hpa", "none") and not (cls_name == "external" and hpa_manifest is not None):
             problems.append(Problem(f"{path}.metadata.annotations[{CLASS_ANNOTATION}]", cls_name,
-                                    "expected 'hpa' or 'none' (KEDA/external autoscalers are not simulated)"))
+                                    "expected 'hpa' or 'none', or 'external' with its HorizontalPodAutoscaler "
+                                    "under `hpa:` (KEDA is not simulated)"))
         lo = max(1, min_rep if min_rep is not None else 1)
         hi = max(max_rep, lo)
         metric = scale_metric or "cpu"
@@ -246,3 +249,63 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
     down = rules_from_manifest(behavior.get("scaleDown"), DEFAULT_DOWN, f"{spec.path}.behavior.scaleDown", problems)
     return replace(base, min_replicas=lo, max_replicas=max(hi, lo), metric=metric, target=target,
                    scale_up=up, scale_down=down)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Model-server settings the manifest already states
+# ---------------------------------------------------------------------------------------------------
+ENGINE_ANNOTATION = "preflight.kserve.io/engine"
+MODEL_ANNOTATION = "preflight.kserve.io/model"
+# preflight.kserve.io/engine → simulated server kind. TGI pre-allocates its KV cache and batches continuously
+# like vLLM (its 429 above max_concurrent_requests is not modelled).
+ENGINE_KINDS = {"vllm": "vllm", "tgi": "vllm", "naive": "naive", "triton": "triton"}
+_FLAGS = {  # runtime flag → server key, per simulated kind
+    "vllm": {"--max-num-seqs": "max_num_seqs", "--max-batch-size": "max_num_seqs",
+             "--max-model-len": "max_model_len", "--max-total-tokens": "max_model_len",
+             "--gpu-memory-utilization": "gpu_memory_utilization",
+             "--max-num-batched-tokens": "max_num_batched_tokens",
+             "--tensor-parallel-size": "tensor_parallel_size", "--max-input-tokens": "max_input_tokens"},
+    "naive": {"--max_length": "max_input_tokens"},
+    "triton": {},
+}
+_ENV = {
+    "vllm": {"MAX_INPUT_TOKENS": "max_input_tokens", "MAX_NEW_TOKENS": "max_new_tokens"},
+    "naive": {"MAX_INPUT_TOKENS": "max_input_tokens", "MAX_NEW_TOKENS": "max_new_tokens"},
+    "triton": {"MAX_BATCH_SIZE": "max_batch_size", "MAX_IMAGE_PIXELS": "max_pixels"},
+}
+
+
+def _number(text: Any) -> int | float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return int(value) if value.is_integer() else value
+
+
+def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
+    """`server:` keys read from the manifest: the engine and model annotations, the caps the runtime's flags
+    and env set, and tensor parallelism from the GPU limit. A scenario's own `server:` keys override these
+    (a what-if); a scenario that names another server kind gets none of them."""
+    meta = manifest.get("metadata") if isinstance(manifest, dict) else None
+    annotations = (meta or {}).get("annotations") or {}
+    kind = ENGINE_KINDS.get(annotations.get(ENGINE_ANNOTATION))
+    if kind is None:
+        return {}
+    out: dict[str, Any] = {"kind": kind}
+    if annotations.get(MODEL_ANNOTATION):
+        out["model"] = annotations[MODEL_ANNOTATION]
+    if kind != "triton" and serving.gpus > 1:
+        out["tensor_parallel_size"] = serving.gpus
+    flags = _FLAGS[kind]
+    args = list(serving.args)
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if not eq:
+            value = args[i + 1] if i + 1 < len(args) else ""
+        if name in flags and _number(value) is not None:
+            out[flags[name]] = _number(value)
+    for name, key in _ENV[kind].items():
+        if _number(serving.env.get(name)) is not None:
+            out[key] = _number(serving.env[name])
+    return out

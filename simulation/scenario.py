@@ -18,7 +18,7 @@ import yaml
 
 from preflight.errors import InputError, Problem
 from preflight.fields import Section
-from simulation.isvc import ServingSpec
+from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
 from simulation.workload import WorkloadSpec, parse_workload
 
@@ -248,6 +248,18 @@ def parse_gateway(sec: Section) -> GatewaySpec:
     return out
 
 
+def _server_section(top: Section, manifest: Any, serving: ServingSpec, cluster: ClusterProfile) -> Section:
+    """The scenario's `server:` over what the manifest states (simulation.isvc.server_from_manifest), with the
+    cluster's instance type as the GPU when a GPU server names none."""
+    explicit = top.section("server")
+    derived = server_from_manifest(manifest, serving)
+    if not derived or explicit.data.get("kind", derived["kind"]) != derived["kind"]:
+        return explicit
+    if cluster.instance_type and not {"gpu", "instance_type"} & set(explicit.data):
+        derived["instance_type"] = cluster.instance_type
+    return Section({**derived, **explicit.data}, explicit.path, explicit.problems)
+
+
 def parse_server(sec: Section, model: ModelProfile) -> ServerConfig:
     kind = sec.str("kind", "simple")
     cls = get_server(kind)
@@ -323,7 +335,7 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
     gateway = parse_gateway(top.section("gateway"))
     cluster = parse_cluster(top.section("cluster"))
     model = parse_model(top.section("model"))
-    server = parse_server(top.section("server"), model)
+    server = parse_server(_server_section(top, manifest, serving, cluster), model)
     duration = top.float("duration_s", 600.0, min=1.0, max=30 * 86400.0, required=True)
     warmup = top.float("warmup_s", 0.0, min=0.0)
     if duration is not None and warmup is not None and warmup >= duration:

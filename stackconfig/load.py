@@ -14,9 +14,8 @@ from typing import Any, Mapping
 import yaml
 
 from preflight.errors import InputError, Problem
+from stackconfig.schema import PROJECT_ROOT as ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def read_project(root: Path = ROOT) -> dict:

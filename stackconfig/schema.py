@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, InstanceType, Model
 from preflight.errors import InputError, Problem
 from preflight.fields import Section
+from simulation.scenario import parse_client
+from simulation.workload import parse_workload
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # relative trace paths resolve here
 
 KNATIVE_MAX_TIMEOUT_S = 600  # knative/serving pkg/apis/config/defaults.go: max-revision-timeout-seconds
 KNATIVE_CC_MAX = 1000  # container-concurrency-max-limit
@@ -174,6 +179,7 @@ class Slo:
     max_error_rate: float
     max_503_rate: float
     max_cold_start_s: float | None
+    p99_ttft_s: float | None  # time to first token (first byte) of successful requests
 
 
 @dataclass(frozen=True)
@@ -209,9 +215,20 @@ class ServiceConfig:
     tolerations: list[Toleration]
     node_selector: dict[str, str]
     workload: dict | None  # the simulation's workload mapping, checked by the gate
+    client: dict | None  # the simulation's client mapping (timeout, retries, back-off), for the gate
     slo: Slo | None
     allow_scale_to_zero: bool
     expected_load_s: float  # cold-start estimate the probes were sized from
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The SLO gate `pulumi up` runs before registering anything (preflight/gate.py)."""
+
+    enabled: bool
+    enforce: bool  # false: report misses as warnings and deploy anyway
+    duration_s: float
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -225,6 +242,7 @@ class StackConfig:
     model_cache: ModelCacheConfig
     cold_start: ColdStartProfile
     services: list[ServiceConfig]
+    gate: GateConfig
     catalog: Catalog = field(repr=False, default=DEFAULT_CATALOG)
 
 
@@ -450,6 +468,14 @@ def _annotations(sec: Section) -> dict[str, str]:
     return annotations
 
 
+def _gate(sec: Section) -> GateConfig:
+    out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
+                     duration_s=sec.float("durationS", 900.0, min=60, max=86400),
+                     seed=sec.int("seed", 1, min=0, max=2**31 - 1))
+    sec.done()
+    return out
+
+
 def _slo(sec: Section) -> Slo | None:
     if not sec.data:
         sec.done()
@@ -457,7 +483,8 @@ def _slo(sec: Section) -> Slo | None:
     out = Slo(p99_latency_s=sec.float("p99LatencyS", 0.0, min=0, min_exclusive=True, required=True),
               max_error_rate=sec.float("maxErrorRate", 0.01, min=0, max=1),
               max_503_rate=sec.float("max503Rate", 0.01, min=0, max=1),
-              max_cold_start_s=sec.float("maxColdStartS", None, min=0, min_exclusive=True))
+              max_cold_start_s=sec.float("maxColdStartS", None, min=0, min_exclusive=True),
+              p99_ttft_s=sec.float("p99TtftS", None, min=0, min_exclusive=True))
     sec.done()
     return out
 
@@ -575,9 +602,12 @@ def _service(sec: Section, ctx: "StackConfigContext") -> ServiceConfig:
         if ng.labels.get(key) != value:
             sec.problem(f"nodeSelector.{key}", value, f"expected a label the GPU node group sets: {ng.labels}")
 
-    workload = sec.raw("workload")
-    if workload is not None and not isinstance(workload, dict):
-        sec.problem("workload", workload, "expected a mapping in the simulation's workload format (kind, rate, ...)")
+    # The gate's inputs, checked now with the simulation's own parsers so a mistake stops `pulumi up` early.
+    workload, client = sec.raw("workload"), sec.raw("client")
+    if workload is not None:
+        parse_workload(Section(workload, sec.key_path("workload"), sec.problems), base_dir=str(PROJECT_ROOT))
+    if client is not None:
+        parse_client(Section(client, sec.key_path("client"), sec.problems))
     slo = _slo(sec.section("slo"))
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
     if min_r == 0 and not allow_zero:
@@ -592,7 +622,7 @@ def _service(sec: Section, ctx: "StackConfigContext") -> ServiceConfig:
         storage_uri=storage_uri, gpus=gpus, cpu=cpu, memory=memory, startup_probe=startup,
         readiness_probe=readiness, liveness_probe=liveness, caps=caps, gpu_memory_utilization=util,
         pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
-        workload=workload, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
+        workload=workload, client=client, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
     )
 
 
@@ -604,10 +634,6 @@ class StackConfigContext:
     model_cache: ModelCacheConfig
     cold_start: ColdStartProfile
     catalog: Catalog
-
-
-TOP_LEVEL_KEYS = ["environment", "cluster", "gpuNodeGroup", "devicePlugin", "modelCache", "coldStart",
-                  "services", "catalog"]
 
 
 def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, source: str = "") -> StackConfig:
@@ -624,6 +650,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     cold_start = _cold_start(top.section("coldStart"))
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog)
     services = [_service(s, ctx) for s in top.sections("services", required=True)]
+    gate = _gate(top.section("gate"))
     names = [s.name for s in services]
     for i, name in enumerate(names):
         if name and names.index(name) != i:
@@ -639,4 +666,4 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     if problems:
         raise InputError([Problem(f"{project}:{p.path}", p.value, p.allowed) for p in problems], source)
     return StackConfig(project, stack, environment, cluster, node_group, device_plugin, model_cache, cold_start,
-                       services, catalog)
+                       services, gate, catalog)

@@ -112,7 +112,7 @@ def test_startup_probe_missing_and_timeout_below_p99():
     assert any("no startupProbe" in m for m in _fired(s.resources, "isvc-startup-probe"))
     s = Stack(shipped("prod"))
     s.pred("chat-isvc")["timeout"] = 10.0
-    assert any("below the expected p99 latency 30 s" in m for m in _fired(s.resources, "isvc-timeout"))
+    assert any("below the expected p99 latency 60 s" in m for m in _fired(s.resources, "isvc-timeout"))
 
 
 def test_timeout_unset_uses_knative_default():
@@ -177,7 +177,7 @@ def test_image_pinning_rules():
 def test_node_group_capacity_below_warm_replicas():
     s = Stack(shipped("staging"))
     s.props("gpu-ng")["scalingConfig"].update(minSize=1.0, maxSize=1.0)
-    assert any("minReplicas need 2 GPUs" in m for m in _fired(s.resources, "nodegroup-capacity"))
+    assert any("minReplicas need 3 GPUs" in m for m in _fired(s.resources, "nodegroup-capacity"))
 
 
 def test_helpers():
