@@ -1,7 +1,8 @@
 """The Pulumi program: typed config → GPU node group, device plugin, model cache and tuned InferenceServices.
 
-`__main__.py` only calls `main()`; tests call it under `pulumi.runtime` mocks. A config mistake raises
-`pulumi.RunError` (one `error:` line, no traceback) before any resource is registered.
+`__main__.py` only calls `main()`; tests call it under `pulumi.runtime` mocks. A config mistake, or a service
+that the simulation predicts will miss its SLO (the gate, `preflight/gate.py`), raises `pulumi.RunError` (one
+`error:` line, no traceback) before any resource is registered.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheAr
 from components.kubernetes_object import kubernetes_object
 from manifests.common import namespace
 from preflight.errors import InputError
+from preflight.gate import check_stack, gate_failure
 from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
 
@@ -50,8 +52,28 @@ def load_config() -> StackConfig:
         raise pulumi.RunError(f"invalid stack config: {err}") from None
 
 
+def run_gate(cfg: StackConfig) -> None:
+    """Simulate every service as configured; fail before any resource is registered if one misses its SLO."""
+    if not cfg.gate.enabled:
+        return
+    try:
+        verdicts = check_stack(cfg)
+    except InputError as err:
+        raise pulumi.RunError(f"invalid stack config: {err}") from None
+    for verdict in verdicts:
+        pulumi.log.info(f"SLO gate: {verdict.service}: " + ", ".join(
+            f"{c.name} {c.observed if c.observed is None else round(c.observed, 4)} (SLO {c.limit:g})"
+            for c in verdict.checks))
+    failure = gate_failure(verdicts)
+    if failure and cfg.gate.enforce:
+        raise pulumi.RunError(failure)
+    if failure:
+        pulumi.log.warn(failure + "\n(gate.enforce is false: deploying anyway)")
+
+
 def main() -> None:
     cfg = load_config()
+    run_gate(cfg)
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
     provider = kubernetes_provider(cfg)
     on_cluster = pulumi.ResourceOptions(provider=provider)

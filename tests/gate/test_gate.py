@@ -1,0 +1,129 @@
+"""The SLO gate: every service simulated exactly as the stack would deploy it, before anything is registered."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from manifests.inference_service import inference_service
+from preflight import gate
+from preflight.errors import InputError
+from preflight.offline import run_program
+from simulation import load_scenario
+from stackconfig.load import ROOT, load_stack, project_values, stack_config_values
+from stackconfig.schema import parse_stack_config
+
+P = "kserve-preflight"
+
+
+def _chat(c):
+    return c[f"{P}:services"][0]
+
+
+def _config(stack: str, edit=None):
+    project, values = stack_config_values(stack)
+    values = project_values(values, project)
+    if edit:
+        edit(values)
+    return parse_stack_config(values, project, stack)
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_shipped_stacks_meet_their_slos(stack):
+    verdicts = gate.check_stack(load_stack(stack))
+    assert [v.service for v in verdicts] == [s.name for s in load_stack(stack).services]
+    assert all(v.passed for v in verdicts), [m for v in verdicts for m in v.misses()]
+
+
+def test_the_simulation_reads_the_manifest_the_component_deploys():
+    cfg = load_stack("prod")
+    svc = cfg.services[0]
+    scenario = gate.scenario_for(cfg, svc)
+    assert scenario["inferenceService"] == inference_service(cfg, svc)
+    parsed = load_scenario(scenario, base_dir=ROOT)
+    # Engine, caps and memory settings come from the manifest's annotation, flags and env, not a second copy.
+    assert parsed.server.kind == "vllm"
+    assert parsed.server.spec.max_num_seqs == svc.caps.max_batch_size
+    assert parsed.server.spec.max_model_len == svc.caps.max_input_tokens + svc.caps.max_new_tokens
+    assert parsed.server.spec.gpu_memory_utilization == svc.gpu_memory_utilization
+    assert parsed.server.spec.max_input_tokens == svc.caps.max_input_tokens
+    assert parsed.serving.container_concurrency == svc.container_concurrency
+    assert parsed.serving.kpa.min_scale == svc.min_replicas and parsed.serving.kpa.max_scale == svc.max_replicas
+
+
+def test_cluster_profile_leaves_other_services_their_minimum():
+    cfg = load_stack("prod")  # 4 nodes × 4 L40S; code holds 1 GPU at minReplicas, chat 4
+    chat, code = cfg.services
+    assert gate.cluster_profile(cfg, chat)["max_nodes"] == (16 - 1) // 4
+    assert gate.cluster_profile(cfg, code)["max_nodes"] == (16 - 4) // 4
+    assert gate.cluster_profile(cfg, chat)["model_cache_hit_ratio"] == 1.0
+
+
+def test_a_service_that_misses_its_slo_stops_the_program_before_any_resource():
+    def undersized(c):  # one pod at most for ~11 req/s of chat traffic
+        _chat(c).update(minReplicas=1, maxReplicas=1)
+        _chat(c)["annotations"].pop("autoscaling.knative.dev/initial-scale")
+
+    with pytest.raises(pulumi.RunError) as err:
+        run = run_program("prod", edit=undersized)
+        pytest.fail(f"registered {len(run.resources)} resources")
+    text = str(err.value)
+    assert text.startswith("SLO gate: the simulation predicts that this configuration misses its SLO")
+    assert "chat: p99 latency (s)" in text and "> SLO 60" in text
+
+
+def test_gate_enforce_false_warns_and_deploys():
+    def undersized(c):
+        _chat(c).update(minReplicas=1, maxReplicas=1)
+        _chat(c)["annotations"].pop("autoscaling.knative.dev/initial-scale")
+        c[f"{P}:gate"] = {"enforce": False}
+
+    assert run_program("prod", edit=undersized).of_type("kubernetes:serving.kserve.io/v1beta1:InferenceService")
+
+
+def test_gate_disabled_simulates_nothing(monkeypatch):
+    monkeypatch.setattr(gate, "check_stack", lambda cfg: pytest.fail("the gate ran"))
+    run_program("dev", edit=lambda c: c.__setitem__(f"{P}:gate", {"enabled": False}))
+
+
+def test_verdicts_are_reproducible_and_seeded():
+    cfg = load_stack("staging")
+    first = gate.check_service(cfg, cfg.services[0])
+    gate._simulate.cache_clear()
+    again = gate.check_service(cfg, cfg.services[0])
+    assert first.report == again.report and first.passed == again.passed
+    other = _config("staging", lambda v: v.__setitem__("gate", {"seed": 7}))
+    assert gate.check_service(other, other.services[0]).report != first.report
+
+
+def test_a_bad_workload_is_a_config_error_with_its_key_path():
+    with pytest.raises(InputError) as err:
+        _config("dev", lambda v: v["services"][0]["workload"].update(kind="possion"))
+    assert "kserve-preflight:services[0].workload.kind: got 'possion'" in str(err.value)
+    with pytest.raises(pulumi.RunError, match=r"services\[0\]\.workload\.rate: got -1"):
+        run_program("dev", edit=lambda c: _chat(c)["workload"].update(rate=-1))
+
+
+def test_services_without_workload_or_slo_are_not_simulated():
+    cfg = _config("dev", lambda v: v["services"][0].pop("slo"))
+    assert gate.check_stack(cfg) == []
+
+
+def test_the_gate_sees_the_oom_spiral_and_the_safe_preset_does_not_crash():
+    """A naive PyTorch server, CC 4, no input cap: CUDA OOM crash loops fail the gate; the guides' caps and CC 1
+    remove the crashes (a naive server stays too slow for this SLO either way: that is the gate's other finding)."""
+    def naive(v, safe):
+        chat = v["services"][0]
+        chat["runtime"]["engine"] = "naive"
+        chat.update(containerConcurrency=1 if safe else 4, scaleTarget=1 if safe else 4, minReplicas=1)
+        chat["limits"] = {"maxInputTokens": 4096, "maxNewTokens": 1024} if safe else {}
+        chat["workload"].update(rate=1.0)
+        v["gpuNodeGroup"]["instanceTypes"] = ["g5.xlarge"]  # 24 GB A10G
+        v["gate"] = {"durationS": 600}
+
+    spiral = gate.check_stack(_config("dev", lambda v: naive(v, safe=False)))[0]
+    assert not spiral.passed
+    assert spiral.report["restart_reasons"] == {"CUDA out of memory": spiral.report["pod_restarts"]}
+    assert spiral.report["status_counts"].get("502", 0) > 0  # in-flight requests die with the process
+    safe = gate.check_stack(_config("dev", lambda v: naive(v, safe=True)))[0]
+    assert safe.report["pod_restarts"] == 0
