@@ -146,7 +146,7 @@ def check_service(cfg: StackConfig, svc: ServiceConfig) -> Verdict | None:
         Check("p99 latency (s)", (report.get("latency_s") or {}).get("p99"), slo.p99_latency_s),
         Check("error rate", failed / n if n else 0.0, slo.max_error_rate, wilson(failed, n)),
         Check("503 rate", rates.get("503", {}).get("rate", 0.0), slo.max_503_rate,
-              tuple(rates["503"]["ci95"]) if "503" in rates else None),
+              tuple(rates["503"]["ci95"]) if "503" in rates else wilson(0, n)),
     ]
     if slo.p99_ttft_s is not None:
         checks.append(Check("p99 time to first token (s)", (report.get("ttfb_s") or {}).get("p99"), slo.p99_ttft_s))

@@ -1,0 +1,169 @@
+"""`python -m preflight check --stack dev`: everything `pulumi up` would check, offline, in one report.
+
+1. the stack config (typed, every mistake at once);
+2. the real Pulumi program under mocks: what it would register;
+3. every Kubernetes manifest against its schema (kubernetes-validate strict, the InferenceService schema);
+4. the policy rules (the same functions as the CrossGuard pack);
+5. the SLO gate: each service simulated as deployed, against its SLO.
+
+Exit status: 0 all clear, 1 a manifest, a mandatory policy or an SLO fails, 2 a user mistake (unknown stack, bad
+config). `--json` prints one machine-readable object instead of tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from preflight.errors import InputError, Problem, exit_with
+from preflight.gate import Verdict, check_service
+from stackconfig.load import load_stack, stack_names
+
+
+@dataclass
+class StackCheck:
+    stack: str
+    resources: int = 0
+    manifest_errors: list[str] = field(default_factory=list)
+    violations: list = field(default_factory=list)  # policy.rules.Violation
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def mandatory(self) -> list:
+        from policy.rules import MANDATORY
+
+        return [v for v in self.violations if v.severity == MANDATORY]
+
+    @property
+    def passed(self) -> bool:
+        return not self.manifest_errors and not self.mandatory and all(v.passed for v in self.verdicts)
+
+    def to_dict(self) -> dict:
+        return {
+            "stack": self.stack, "passed": self.passed, "resources": self.resources,
+            "manifest_errors": self.manifest_errors,
+            "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "message": v.message}
+                       for v in self.violations],
+            "slo": {v.service: {"passed": v.passed, "checks": [
+                {"name": c.name, "observed": c.observed, "limit": c.limit, "ci95": c.ci95, "ok": c.ok}
+                for c in v.checks], "simulation": v.report} for v in self.verdicts},
+        }
+
+
+def check(stack: str, console: Console | None = None, plot_dir: Path | None = None) -> StackCheck:
+    """Run every stage for one stack; raises InputError for a user's mistake."""
+    import pulumi
+
+    from manifests.validate import validation_errors
+    from policy.rules import evaluate
+    from policy.stack import resources_from_run
+    from preflight.offline import run_program
+
+    cfg = load_stack(stack)
+    result = StackCheck(stack)
+    try:  # the gate runs below, with a progress bar and the full table, so the program skips it here
+        run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", {"enabled": False}))
+    except pulumi.RunError as err:
+        raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", "(rejected by the program)", str(err))]) from None
+    result.resources = len(run.resources)
+    result.manifest_errors = [e for m in run.kubernetes_manifests()
+                              for e in validation_errors(m, cfg.cluster.kubernetes_version)]
+    result.violations = evaluate(resources_from_run(run, stack))
+    if cfg.gate.enabled:
+        result.verdicts = _simulate_all(cfg, console)
+    if plot_dir is not None:
+        from preflight.plots import plot_verdicts
+
+        plot_verdicts(stack, result.verdicts, plot_dir)
+    return result
+
+
+def _simulate_all(cfg, console: Console | None) -> list[Verdict]:
+    from rich.progress import Progress
+
+    simulated = [s for s in cfg.services if s.workload is not None and s.slo is not None]
+    verdicts = []
+    with Progress(console=console, transient=True, disable=console is None) as progress:
+        task = progress.add_task(f"simulating {cfg.stack}", total=len(simulated))
+        for svc in simulated:
+            progress.update(task, description=f"simulating {cfg.stack}/{svc.name}")
+            verdicts.append(check_service(cfg, svc))
+            progress.advance(task)
+    return verdicts
+
+
+def _ok(flag: bool) -> str:
+    return "[bold green]pass[/]" if flag else "[bold red]FAIL[/]"
+
+
+def slo_table(stack: str, verdicts: list[Verdict]) -> Table:
+    table = Table(title=f"stack {stack}: SLO gate (simulated {verdicts[0].report['duration_s']:g} s)"
+                  if verdicts else f"stack {stack}: SLO gate")
+    for col in ("service", "check", "simulated", "95% CI", "SLO", ""):
+        table.add_column(col)
+    for v in verdicts:
+        for i, c in enumerate(v.checks):
+            ci = f"{c.ci95[0]:.3g}–{c.ci95[1]:.3g}" if c.ci95 else ""
+            table.add_row(v.service if i == 0 else "", c.name, "n/a" if c.observed is None else f"{c.observed:.4g}",
+                          ci, f"{c.limit:g}", _ok(c.ok))
+        table.add_section()
+    return table
+
+
+def summary_line(v: Verdict) -> str:
+    r = v.report
+    return (f"  {v.service}: {r['requests']} requests {r['status_counts']}, replicas {r['replicas']['min']}–"
+            f"{r['replicas']['max']} (mean {r['replicas']['mean']:.3g}), cold starts {r['cold_starts']}, "
+            f"restarts {r['pod_restarts']}, GPU-hours {r['gpu_hours']:.3g}")
+
+
+def print_result(result: StackCheck, console: Console) -> None:
+    from policy.report import violations_table
+
+    console.print(f"[bold]stack {result.stack}[/]: program registers {result.resources} resources offline")
+    console.print(f"  manifests: {_ok(not result.manifest_errors)}"
+                  + "".join(f"\n    - {e}" for e in result.manifest_errors))
+    console.print(f"  policies: {_ok(not result.mandatory)} ({len(result.mandatory)} mandatory, "
+                  f"{len(result.violations) - len(result.mandatory)} advisory finding(s))")
+    if result.violations:
+        console.print(violations_table(result.stack, result.violations))
+    if result.verdicts:
+        console.print(slo_table(result.stack, result.verdicts))
+        for v in result.verdicts:
+            console.print(summary_line(v), markup=False)
+    console.print(f"{_ok(result.passed)} stack {result.stack}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m preflight", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("check", help="config, manifests, policies and the SLO gate for a stack, offline")
+    cmd.add_argument("--stack", action="append", help="stack name (repeatable; default: dev)")
+    cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    cmd.add_argument("--plot", type=Path, metavar="DIR", help="also write replica/latency plots (PNG) to DIR")
+    args = parser.parse_args(argv)
+    known = stack_names()
+    stacks = args.stack or ["dev"]
+    unknown = [s for s in stacks if s not in known]
+    if unknown:
+        exit_with(InputError([Problem("--stack", s, "expected one of " + ", ".join(known)) for s in unknown]))
+    console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 140)
+    results = []
+    for stack in stacks:
+        try:
+            results.append(check(stack, console, args.plot))
+        except InputError as err:
+            exit_with(err)
+        if not args.json:
+            print_result(results[-1], console)
+    if args.json:
+        print(json.dumps({"passed": all(r.passed for r in results), "stacks": [r.to_dict() for r in results]},
+                         sort_keys=True))
+    return 0 if all(r.passed for r in results) else 1

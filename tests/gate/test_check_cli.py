@@ -1,0 +1,67 @@
+"""`python -m preflight check`: the offline preflight report and its exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+from rich.console import Console
+
+from preflight import check as cli
+from preflight import gate
+from stackconfig.load import ROOT, project_values, stack_config_values
+from stackconfig.schema import parse_stack_config
+
+
+def test_the_default_stack_passes_every_stage(capsys):
+    assert cli.main(["check", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    [dev] = out["stacks"]
+    assert out["passed"] and dev["stack"] == "dev" and dev["resources"] > 10
+    assert dev["manifest_errors"] == [] and dev["policy"] == []
+    assert dev["slo"]["chat"]["passed"] and dev["slo"]["chat"]["simulation"]["requests"] > 0
+
+
+def test_the_readme_command_runs_as_a_user_would():
+    proc = subprocess.run([sys.executable, "-m", "preflight", "check", "--stack", "dev"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "pass stack dev" in proc.stdout and "SLO gate" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_unknown_stack_exits_2_without_a_traceback():
+    proc = subprocess.run([sys.executable, "-m", "preflight", "check", "--stack", "qa"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "--stack: got 'qa'; expected one of dev, prod, staging" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _failing_check() -> cli.StackCheck:
+    project, values = stack_config_values("prod")
+    values = project_values(values, project)
+    values["services"][0].update(minReplicas=1, maxReplicas=1)
+    values["services"][0]["annotations"].pop("autoscaling.knative.dev/initial-scale")
+    cfg = parse_stack_config(values, project, "prod")
+    return cli.StackCheck("prod", resources=13, verdicts=gate.check_stack(cfg))
+
+
+def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
+    failing = _failing_check()
+    assert not failing.passed
+    monkeypatch.setattr(cli, "check", lambda stack, console, plot: failing)
+    assert cli.main(["check", "--stack", "prod"]) == 1
+    buf = io.StringIO()
+    cli.print_result(failing, Console(file=buf, width=160))
+    text = buf.getvalue()
+    assert "FAIL stack prod" in text and "p99 latency (s)" in text
+
+
+def test_plots_are_written(tmp_path):
+    from preflight.plots import plot_verdicts
+
+    [path, _] = plot_verdicts("prod", _failing_check().verdicts, tmp_path)
+    assert path.name == "prod-chat-replicas.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
