@@ -1,8 +1,9 @@
 """Time-bucketed window averages and the sliding max window (Knative `pkg/autoscaler/aggregation`).
 
 `WindowBuckets` ports `aggregation/bucketing.go: TimedFloat64Buckets` (each bucket is the SUM of values
-recorded in that granule; `window_average` divides by min(window, time since first write + 1 granule)
-and treats seconds with no record as 0; after a gap of a whole window it starts over).
+recorded in that granule; `window_average` divides by min(window, lastWrite − firstWrite + 1 granule);
+seconds with no record between writes count as 0, seconds after the last write are left out of the window
+(divisor min(…, window − d)); after a gap of a whole window it starts over).
 `MaxWindow` is the scale-down-delay window of `aggregation/max/timewindow.go` (maximum over the last
 `window` in 2 s granules).
 """
@@ -57,10 +58,12 @@ class WindowBuckets:
             nb = min(self.last - self.first + 1, self.n)
             return self.total / nb
         if d < self.n:
+            # Stale seconds after the last write are left out, not counted as 0: Knative divides by
+            # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first 50 s").
             ret = self.total
             for i in range(self.last + 1, now_idx + 1):
                 ret -= self.buckets[i % self.n]
-            nb = min(now_idx - self.first + 1, self.n)
+            nb = min(self.last - self.first + 1, self.n - d)
             return ret / nb
         return 0.0
 

@@ -98,10 +98,26 @@ def test_window_buckets_partial_and_gap():
     b.record(0.2, 10.0)
     b.record(1.5, 20.0)
     assert b.window_average(1.9) == pytest.approx(15.0)   # two buckets so far
-    assert b.window_average(3.0) == pytest.approx(30.0 / 4)  # gaps count as zero
+    assert b.window_average(3.0) == pytest.approx(15.0)   # seconds after the last write are left out
+    b.record(3.0, 0.0)
+    assert b.window_average(3.0) == pytest.approx(30.0 / 4)  # gaps between writes count as zero
     assert b.window_average(200.0) == 0.0
     b.record(300.0, 6.0)                                       # after a whole-window gap: starts over
     assert b.window_average(300.0) == pytest.approx(6.0)
+
+
+def test_window_average_leaves_out_stale_seconds():
+    # bucketing.go WindowAverage, case d < window: "if the window is 60 seconds but we last received data 10
+    # seconds ago, the window average will be the average over the first 50 seconds".
+    b = WindowBuckets(60.0)
+    for t in range(60):
+        b.record(float(t), 1.0)
+    assert b.window_average(69.0) == pytest.approx(1.0)
+    # The 2 s decider tick fires before that second's scrape: the panic average must not read 5/6 of the load.
+    p = WindowBuckets(6.0)
+    for t in range(1, 10):
+        p.record(float(t), 6.0)
+    assert p.window_average(10.0) == pytest.approx(6.0)
 
 
 def test_max_window():
