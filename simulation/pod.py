@@ -9,9 +9,9 @@ Each step is a scheduled callback whose duration comes from the cluster/model pr
   `model_cache_hit_ratio`.
 - Main container: load `weights_gib / load_gib_s` + `warmup_s` + the server's `startup_extra_s()`. With a
   startupProbe whose budget (initialDelaySeconds + periodSeconds·failureThreshold) is shorter, the kubelet kills
-  the container at the budget and restarts it with the kubelet's back-off (10 s doubling to 300 s, reset after
-  10 min without a restart; kubernetes `pkg/kubelet/kubelet.go` MaxContainerBackOff, `pod.backoff`); weights
-  already downloaded stay (emptyDir).
+  the container at the budget and restarts it with the kubelet's CrashLoopBackOff (first restart at once, then
+  10 s doubling to 300 s, reset after 10 min without a restart; `gpu/crashloop.py`); weights already
+  downloaded stay (emptyDir).
 - Readiness: the activator sees the pod within one probe period (0.2 s, knative
   `pkg/activator/net/revision_backends.go`); Kubernetes marks it Ready at the next kubelet readiness probe
   (period = readinessProbe.periodSeconds, or 10 s when Knative's aggressive default probe (period 0) is used —
@@ -28,40 +28,11 @@ import math
 from typing import Any
 
 from simulation.clock import call_later
+from simulation.gpu.crashloop import CrashLoopBackOff
 from simulation.queue_proxy import QueueProxy
 
 PENDING, STARTING, READY, TERMINATING, GONE = "Pending", "Starting", "Ready", "Terminating", "Gone"
-BACKOFF_INITIAL_S = 10.0
-BACKOFF_MAX_S = 300.0
-BACKOFF_RESET_S = 600.0
 DRAIN_QUIET_S = 30.0
-
-
-class _KubeletBackoff:
-    """Kubelet restart back-off: 10 s doubling to 300 s, reset after 10 min without a restart
-    (`pkg/kubelet/kubelet.go` backOffPeriod / MaxContainerBackOff, client-go `flowcontrol.Backoff`)."""
-
-    def __init__(self) -> None:
-        self.delay = 0.0
-        self.last: float | None = None
-
-    def on_crash(self, now: float) -> float:
-        expired = self.last is None or now - self.last > BACKOFF_RESET_S
-        self.delay = BACKOFF_INITIAL_S if expired else min(self.delay * 2.0, BACKOFF_MAX_S)
-        self.last = now
-        return self.delay
-
-
-def _backoff_factory():
-    """The GPU package's CrashLoopBackOff when present (same semantics, configurable), else the built-in one."""
-    try:
-        from simulation.gpu.crashloop import CrashLoopBackOff
-    except ImportError:
-        return _KubeletBackoff
-    return CrashLoopBackOff
-
-
-BACKOFF = _backoff_factory()
 
 
 class Pod:
@@ -101,7 +72,7 @@ class Pod:
         self.last = self.env._now
         self.mark = (0.0, 0.0, 0.0, 0)   # areas at the last scrape
         self._calls: list = []
-        self.backoff = BACKOFF()         # `on_crash(now) -> delay`; replaceable per pod
+        self.backoff = CrashLoopBackOff()   # `on_crash(now) -> delay`; replaceable per pod
         self.startup_phases: dict[str, float] = {}
         self.term_t = -1.0
 

@@ -2,15 +2,17 @@
 
 The kubelet keeps one exponential back-off per container (`pkg/kubelet/kubelet.go`:
 `flowcontrol.NewBackOff(backOffPeriod, MaxContainerBackOff)` with `backOffPeriod = 10 * time.Second` and
-`MaxContainerBackOff = 300 * time.Second`; `k8s.io/client-go/util/flowcontrol/backoff.go: Backoff.Next`
-doubles the delay up to the cap, and starts again from the initial delay when the entry has not been
-touched for `2 × maxDuration` = 10 minutes — "once a container has executed for 10 minutes without any
-problems, the kubelet resets the restart backoff timer" (Kubernetes docs, Pod Lifecycle, Container restarts).
-So consecutive crashes wait 10, 20, 40, 80, 160, 300, 300, … seconds.
+`MaxContainerBackOff = 300 * time.Second`). `pkg/kubelet/kuberuntime/kuberuntime_manager.go: doBackOff`
+restarts an exited container at once unless `IsInBackOffSince(key, finishedAt)` (entry present, not
+expired, less than the current back-off since the crash); when it restarts it calls `Backoff.Next`, which
+creates the entry at 10 s, or doubles it up to the cap, and stamps `lastUpdate` with the restart time
+(`k8s.io/client-go/util/flowcontrol/backoff.go`). An entry expires when the crash comes more than
+2 × maxDuration = 10 minutes after that stamp. So the first crash restarts at once (the docs' "initial
+crash: immediate restart") and consecutive crashes then wait 10, 20, 40, 80, 160, 300, 300, … seconds.
 
-Simplifications: the 10-minute reset is measured from the last restart (the last back-off update), as in
-`flowcontrol.Backoff`; the alpha/beta gates of Kubernetes ≥ 1.32 (`KubeletCrashLoopBackOffMax`,
-`ReduceDefaultCrashLoopBackOffDecay`: 1 s initial, 60 s cap) are configurable through the constructor.
+Simplifications: no kubelet sync latency and no jitter (the kubelet's back-off has none); the alpha/beta
+gates of Kubernetes ≥ 1.32 (`KubeletCrashLoopBackOffMax`, `ReduceDefaultCrashLoopBackOffDecay`: 1 s
+initial, 60 s cap) are configurable through the constructor.
 """
 
 from __future__ import annotations
@@ -35,11 +37,15 @@ class CrashLoopBackOff:
 
     def on_crash(self, now: float) -> float:
         """Record a crash at `now`; the seconds until the kubelet starts the container again."""
-        expired = self._last_update is None or now - self._last_update > self.reset_after_s
-        self._delay = self.initial_s if expired else min(self._delay * 2.0, self.max_s)
-        self._last_update = now
         self.restarts += 1
-        return self._delay
+        if self._last_update is None or now - self._last_update > self.reset_after_s:
+            self._delay = self.initial_s        # Next on a new/expired entry; not in back-off: restart now
+            self._last_update = now
+            return 0.0
+        wait = self._delay                      # IsInBackOffSince until crash + current back-off
+        self._delay = min(self._delay * 2.0, self.max_s)
+        self._last_update = now + wait          # Next runs when the container is restarted
+        return wait
 
     @property
     def current_delay(self) -> float:
