@@ -8,7 +8,8 @@ policies Pods 4 / 15 s and Percent 100 / 15 s, select Max; scale-down window 300
 tolerance 0.1; sync period 15 s.
 
 Simplification: the metric is the mean over pods that report (ready pods); missing pods are not modelled
-(every ready pod reports). Unready pods (started, not Ready) count as 0 usage when scaling up.
+(every ready pod reports). Unready pods (Pending — waiting for a node or pulling — or started and not Ready;
+`groupPods` puts Pending pods there) count as 0 usage when scaling up.
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ class HpaCalculator:
         new_ratio = metric_sum / (ready + unready) / s.target
         if abs(1.0 - new_ratio) <= s.tolerance or (ratio > 1.0) != (new_ratio > 1.0):
             return current
-        return int(math.ceil(new_ratio * (ready + unready)))
+        new = int(math.ceil(new_ratio * (ready + unready)))
+        # GetResourceReplicas: a rebalanced scale-up that would shrink the workload keeps it as it is.
+        return current if new_ratio > 1.0 and new < current else new
 
     def decide(self, now: float, current: int, desired: int) -> int:
         """`normalizeDesiredReplicasWithBehaviors`: stabilize, rate-limit, clamp to [min, max]."""

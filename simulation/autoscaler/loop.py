@@ -28,6 +28,7 @@ from typing import Any
 from simulation.autoscaler.aggregation import WindowBuckets
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
+from simulation.pod import PENDING, STARTING
 
 ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
 SAMPLE_X = 1.96 * 1.96 * 100.0 / (5.0 * 5.0)   # 15.3664, metrics/sample_size.go
@@ -191,7 +192,7 @@ class HpaLoop:
             sim = self.sim
             pods = sim.endpoints
             ready = len(pods)
-            unready = sum(1 for p in sim.pods if p.state == "Starting")
+            unready = sum(1 for p in sim.pods if p.state in (PENDING, STARTING))   # groupPods: Pending → unready
             if self.spec.metric == "cpu":
                 total = sum(p.scrape(period)[1] * 100.0 for p in pods)
             else:

@@ -21,6 +21,40 @@ def test_unready_pods_count_as_zero_when_scaling_up():
     assert c.replicas_for_metric(4, 2, 2, 200.0) == 4
 
 
+def test_rebalanced_scale_up_never_shrinks():
+    # GetResourceReplicas: ratio 2.5 over 2 ready; with 2 unready at 0 → 1.25 → ceil(1.25·4) = 5 < 10 current → 10
+    c = HpaCalculator(HpaSpec(min_replicas=1, max_replicas=20, target=80))
+    assert c.replicas_for_metric(10, 2, 2, 400.0) == 10
+
+
+def test_loop_counts_pods_waiting_for_a_node_as_unready():
+    # groupPods: a Pending pod is unready (0 usage when scaling up), like one that is starting.
+    import simpy
+
+    from simulation.autoscaler.loop import HpaLoop
+    from simulation.pod import PENDING, READY, STARTING
+
+    class FakePod:
+        def __init__(self, state, busy):
+            self.state, self.busy = state, busy
+
+        def scrape(self, period):
+            return (self.busy, self.busy, self.busy, 0)
+
+    ready = [FakePod(READY, 1.0), FakePod(READY, 1.0)]
+    sim = type("FakeSim", (), {})()
+    sim.env = simpy.Environment()
+    sim.endpoints = ready
+    sim.pods = ready + [FakePod(STARTING, 0.0), FakePod(PENDING, 0.0)]
+    sim.replicas = 4
+    sim.set_replicas = lambda n: setattr(sim, "replicas", n)
+    HpaLoop(sim, HpaSpec(min_replicas=1, max_replicas=20, target=47.5))
+    sim.env.run(until=15.5)
+    # 2 ready at 100 % over 4 pods, 2 of them unready at 0: 200 / 4 / 47.5 = 1.05, within tolerance → keep 4.
+    # (Leaving out the Pending pod: 200 / 3 / 47.5 = 1.40 → ceil(4.2) = 5.)
+    assert sim.replicas == 4
+
+
 def test_default_scale_up_policy_max_of_4_pods_and_100_percent():
     c = HpaCalculator(HpaSpec(min_replicas=1, max_replicas=100))
     assert c.decide(0.0, 1, 50) == 5           # max(1 + 4, 2·1)
