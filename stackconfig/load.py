@@ -45,7 +45,14 @@ def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, A
         stack_file = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise InputError([Problem(str(path), "(unparseable YAML)", f"expected valid YAML: {err}")]) from None
-    values.update(stack_file.get("config") or {})
+    if not isinstance(stack_file, dict):
+        raise InputError([Problem(str(path), stack_file, "expected a mapping with a `config:` key (a Pulumi stack "
+                                  "settings file)")])
+    config = stack_file.get("config") or {}
+    if not isinstance(config, dict):
+        raise InputError([Problem(f"{path}: config", config, 'expected a mapping of "<namespace>:<key>" to values, '
+                                  f'e.g. "{name}:cluster"')])
+    values.update(config)
     return name, values
 
 

@@ -626,6 +626,24 @@ def _service(sec: Section, ctx: "StackConfigContext") -> ServiceConfig:
     )
 
 
+def _check_model_cache(mc: ModelCacheConfig, cluster: ClusterConfig, services: list[ServiceConfig],
+                       problems: list[Problem]) -> None:
+    """What the cache needs to serve every service: their namespace, and one source per cached model name."""
+    if mc.namespace != cluster.namespace:
+        problems.append(Problem("modelCache.namespace", mc.namespace, f"expected the services' namespace "
+                                f"{cluster.namespace!r} (cluster.namespace): a pod mounts only PVCs of its own "
+                                "namespace, and the services read pvc://<pvcName>/<model>"))
+    first: dict[str, tuple[int, str]] = {}
+    for i, svc in enumerate(services):
+        if svc.storage_uri.startswith("pvc://"):
+            continue
+        j, uri = first.setdefault(svc.model.name, (i, svc.storage_uri))
+        if uri != svc.storage_uri:
+            problems.append(Problem(f"services[{i}].model.storageUri", svc.storage_uri, f"expected {uri!r} as in "
+                                    f"services[{j}]: the model cache keeps one copy per model name "
+                                    f"({svc.model.name!r}) at {mc.pvc_name}/{svc.model.name}"))
+
+
 @dataclass(frozen=True)
 class StackConfigContext:
     environment: str
@@ -657,6 +675,8 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
             problems.append(Problem(f"services[{i}].name", name, "expected a unique service name"))
     if not services and not any(p.path == "services" for p in problems):
         problems.append(Problem("services", [], "expected at least one service"))
+    if model_cache.enabled:
+        _check_model_cache(model_cache, cluster, services, problems)
     min_gpus = sum(s.min_replicas * s.gpus for s in services)
     if min_gpus > node_group.gpu_capacity:
         problems.append(Problem("services[*].minReplicas", min_gpus, f"expected the services' minReplicas to need "

@@ -49,6 +49,16 @@ CASES = [
                  id="startup-probe-too-short"),
     pytest.param(lambda c: c.pop(f"{P}:cluster"), "kserve-preflight:cluster: got None", "required",
                  id="missing-cluster"),
+    pytest.param(lambda c: c[f"{P}:modelCache"].update(namespace="models"), "modelCache.namespace: got 'models'",
+                 "a pod mounts only PVCs of its own namespace", id="model-cache-in-another-namespace"),
+    pytest.param(lambda c: c[f"{P}:services"].append({**_svc(c), "name": "chat-b", "model": {
+                 **_svc(c)["model"], "storageUri": "s3://models/llama-3-8b"}}),
+                 "services[1].model.storageUri: got 's3://models/llama-3-8b'",
+                 "one copy per model name ('llama-3-8b')", id="one-cached-model-two-sources"),
+    pytest.param(lambda c: c.__setitem__(f"{P}:services", {"name": "chat"}), "services: got {'name': 'chat'}",
+                 "expected a list", id="services-not-a-list"),
+    pytest.param(lambda c: _svc(c).update(model="llama-3-8b"), "services[0].model: got 'llama-3-8b'",
+                 "expected a mapping", id="string-for-a-mapping"),
 ]
 
 
@@ -101,3 +111,34 @@ def test_render_cli_reports_a_bad_stack_with_exit_2_and_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert "--stack: got 'missing'; expected one of dev, prod, staging" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("text, allowed", [
+    ("- a\n", "expected a mapping with a `config:` key"),
+    ("config: x\n", 'expected a mapping of "<namespace>:<key>" to values'),
+    ("config: [1]\n", 'expected a mapping of "<namespace>:<key>" to values'),
+    ("config: {\n", "expected valid YAML"),
+], ids=["list", "config-string", "config-list", "unparseable"])
+def test_malformed_stack_file_is_an_input_error(tmp_path, text, allowed):
+    from preflight.errors import InputError
+    from stackconfig.load import load_stack
+
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.bad.yaml").write_text(text)
+    with pytest.raises(InputError, match="Pulumi.bad.yaml") as err:
+        load_stack("bad", tmp_path)
+    assert allowed in str(err.value)
+
+
+def test_empty_stack_file_names_the_required_keys(tmp_path):
+    from preflight.errors import InputError
+    from stackconfig.load import load_stack
+
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.empty.yaml").write_text("")
+    with pytest.raises(InputError) as err:
+        load_stack("empty", tmp_path)
+    assert "kserve-preflight:cluster: got None; this key is required" in str(err.value)
+    assert "kserve-preflight:services: got None; this key is required" in str(err.value)
