@@ -44,26 +44,54 @@ def model_cache_pvc(cfg: StackConfig) -> dict:
     }
 
 
+LOCK_STALE_MIN = 10  # a lock not refreshed for this long belongs to a pod that died mid-download
+RETRY_S = 60  # back-off after a failed download (bad URI, missing credentials, throttling)
+
+# POSIX sh (the image's /bin/sh is dash). `fetch URI DEST` returns once DEST/.complete exists. The lock holder
+# refreshes the lock's mtime every 5 s while the download runs, so other nodes break only locks whose holder is
+# gone; SIGTERM (pod deletion, node drain) releases a held lock at once.
+_FETCH = f"""set -u
+held=""
+trap 'if [ -n "$held" ]; then rmdir "$held" 2>/dev/null; fi; exit 143' TERM INT
+fetch() {{
+  until [ -f "$2/.complete" ]; do
+    if mkdir "$2.lock" 2>/dev/null; then
+      held="$2.lock"
+      rm -rf "$2.partial"
+      {DOWNLOAD} "$1" "$2.partial" &
+      pid=$!
+      while kill -0 "$pid" 2>/dev/null; do touch -c "$2.lock"; sleep 5; done
+      if wait "$pid"; then
+        rm -rf "$2" && mv "$2.partial" "$2" && touch "$2/.complete"
+      else
+        echo "prefetch: downloading $1 failed; retrying in {RETRY_S} s" >&2
+      fi
+      rmdir "$2.lock"
+      held=""
+      [ -f "$2/.complete" ] || sleep {RETRY_S}
+    else
+      find "$2.lock" -maxdepth 0 -mmin +{LOCK_STALE_MIN} -exec rmdir {{}} \\; 2>/dev/null
+      sleep 15
+    fi
+  done
+}}"""
+
+
 def prefetch_script(models: dict[str, str]) -> str:
-    """POSIX sh: fetch each missing model under a lock, mark it complete, then idle."""
-    lines = ["set -u"]
-    for name, uri in models.items():
-        dest = f"{MOUNT}/{name}"
-        lines.append(
-            f"until [ -f {dest}/.complete ]; do "
-            f"if mkdir {dest}.lock 2>/dev/null; then "
-            f"rm -rf {dest}.partial; "
-            f"if {DOWNLOAD} {shlex.quote(uri)} {dest}.partial; then "
-            f"rm -rf {dest} && mv {dest}.partial {dest} && touch {dest}/.complete; fi; "
-            f"rmdir {dest}.lock; "
-            # A lock older than 2 h belongs to a node that died mid-download: break it.
-            f"else find {dest}.lock -maxdepth 0 -mmin +120 -exec rmdir {{}} \\; ; sleep 15; fi; done")
+    """POSIX sh: fetch each missing model under a lock on the shared volume, mark it complete, then idle.
+
+    The download is KServe's storage initializer (`initializer-entrypoint SRC DEST`, the image's ENTRYPOINT in
+    kserve `python/storage-initializer.Dockerfile`; Debian slim, so dash, GNU find and coreutils are there).
+    URIs and paths are shell-quoted: model names come from the stack's catalog.
+    """
+    lines = [_FETCH]
+    lines += [f"fetch {shlex.quote(uri)} {shlex.quote(f'{MOUNT}/{name}')}" for name, uri in models.items()]
     lines.append("exec sleep 2147483647")
     return "\n".join(lines)
 
 
 def readiness_command(models: dict[str, str]) -> list[str]:
-    checks = " && ".join(f"test -f {MOUNT}/{name}/.complete" for name in models) or "true"
+    checks = " && ".join(f"test -f {shlex.quote(f'{MOUNT}/{name}/.complete')}" for name in models) or "true"
     return ["sh", "-c", checks]
 
 
@@ -82,7 +110,7 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                 "spec": {
                     "nodeSelector": dict(GPU_LABEL),
                     "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in ng.taints],
-                    "terminationGracePeriodSeconds": 10,
+                    "terminationGracePeriodSeconds": 30,  # the TERM trap runs after the current `sleep 5`
                     "containers": [{
                         "name": "prefetch",
                         "image": mc.prefetch_image,
