@@ -63,8 +63,21 @@ def _probe(probe: Probe) -> dict:
             "timeoutSeconds": probe.timeout_s}
 
 
+# KServe v0.16 renamed the modes (Serverless → Knative, RawDeployment → Standard) and its ParseDeploymentMode
+# (pkg/constants/constants.go) still maps the legacy names; KServe ≤ 0.15 knows only the legacy names and falls
+# back to the configured default mode (Serverless) on any other value. The legacy spelling works on both.
+MODE_ANNOTATION = {"Knative": "Serverless", "Standard": "RawDeployment"}
+
+
+def hpa_name(svc: ServiceConfig) -> str:
+    """Our HPA's name: never `<name>-predictor`, the name of KServe's own HPA. With autoscalerClass `external`,
+    KServe's HPA reconciler (reconcilers/hpa/hpa_reconciler.go: checkHPAExist) fetches `<name>-predictor`; an HPA
+    found there is updated to KServe's defaults (and, once owned, deleted; ≤ 0.15 deletes it at once)."""
+    return f"{svc.name}-predictor-hpa"
+
+
 def _annotations(svc: ServiceConfig) -> dict[str, str]:
-    out = {"serving.kserve.io/deploymentMode": svc.deployment_mode}
+    out = {"serving.kserve.io/deploymentMode": MODE_ANNOTATION[svc.deployment_mode]}
     if svc.deployment_mode == "Standard":
         out["serving.kserve.io/autoscalerClass"] = "external"
     out.update(svc.annotations)
@@ -144,7 +157,7 @@ def horizontal_pod_autoscaler(svc: ServiceConfig) -> dict | None:
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": f"{svc.name}-predictor", "namespace": svc.namespace,
+        "metadata": {"name": hpa_name(svc), "namespace": svc.namespace,
                      "labels": labels(svc.name, "autoscaler")},
         "spec": spec,
     }

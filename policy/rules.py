@@ -459,6 +459,10 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
             yield (f"{res.label}: autoscalerClass is external but no HorizontalPodAutoscaler targets "
                    f"Deployment {isvc_name(res)}-predictor, so it never scales. Add one. " + fix)
         for hpa in hpas:
+            if metadata(hpa).get("name") == f"{isvc_name(res)}-predictor":
+                yield (f"{res.label}: {hpa.label} has the name of KServe's own HPA; with autoscalerClass external "
+                       "KServe's HPA reconciler overwrites an HPA of that name with its defaults and then deletes "
+                       "it (reconcilers/hpa/hpa_reconciler.go). Give it another name, e.g. <name>-predictor-hpa.")
             for m in _list(_map(hpa.props.get("spec")).get("metrics")):
                 m = _map(m)
                 mtype = str(m.get("type", ""))

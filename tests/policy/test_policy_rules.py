@@ -85,11 +85,14 @@ def test_scale_metric_standard_mode_cases():
     assert _fired(staging.resources, "isvc-scale-metric") == []
     staging.props("vision-hpa")["spec"]["metrics"] = [{"type": "Resource", "resource": {
         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]
-    assert any("HorizontalPodAutoscaler/vision-predictor scales the GPU predictor on Resource cpu" in m
+    assert any("HorizontalPodAutoscaler/vision-predictor-hpa scales the GPU predictor on Resource cpu" in m
                for m in _fired(staging.resources, "isvc-scale-metric"))
     orphan = Stack([r for r in shipped("staging") if r.name != "vision-hpa"])
     assert any("no HorizontalPodAutoscaler targets Deployment vision-predictor" in m
                for m in _fired(orphan.resources, "isvc-scale-metric"))
+    clash = Stack(shipped("staging"))
+    clash.props("vision-hpa")["metadata"]["name"] = "vision-predictor"
+    assert any("has the name of KServe's own HPA" in m for m in _fired(clash.resources, "isvc-scale-metric"))
     builtin = Stack(shipped("staging"))
     builtin.props("vision-isvc")["metadata"]["annotations"].pop("serving.kserve.io/autoscalerClass")
     assert any("KServe's built-in HPA scales it on cpu" in m for m in _fired(builtin.resources, "isvc-scale-metric"))

@@ -122,7 +122,8 @@ def test_inference_services_are_tuned(run):
         assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
         assert (predictor["minReplicas"], predictor["maxReplicas"]) == (svc.min_replicas, svc.max_replicas)
         annotations = isvcs[svc.name]["metadata"]["annotations"]
-        assert annotations["serving.kserve.io/deploymentMode"] == svc.deployment_mode
+        assert annotations["serving.kserve.io/deploymentMode"] == {"Knative": "Serverless",
+                                                                   "Standard": "RawDeployment"}[svc.deployment_mode]
         for key, value in svc.annotations.items():
             assert annotations[key] == value
         if svc.deployment_mode == "Knative":
@@ -147,8 +148,11 @@ def test_standard_mode_gets_our_hpa_with_behavior():
     assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600
     [vision] = [i for i in r.of_type(ISVC) if i.inputs["metadata"]["name"] == "vision"]
     annotations = vision.inputs["metadata"]["annotations"]
-    assert annotations["serving.kserve.io/deploymentMode"] == "Standard"
+    # The legacy spelling: KServe <= 0.15 knows no other, >= 0.16 maps it (constants.go: ParseDeploymentMode).
+    assert annotations["serving.kserve.io/deploymentMode"] == "RawDeployment"
     assert annotations["serving.kserve.io/autoscalerClass"] == "external"  # KServe must not add a second HPA
+    # ...and must not find ours under its own HPA's name, or it overwrites and then deletes it.
+    assert hpa.inputs["metadata"]["name"] == "vision-predictor-hpa"
 
 
 def test_children_are_parented_to_their_components():
