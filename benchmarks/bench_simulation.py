@@ -1,9 +1,9 @@
 """Simulated requests per wall-clock second on one core: (a) the full path on the Azure conversation trace,
 (b) a plain M/M/c/K scenario. Not a test: run `python benchmarks/bench_simulation.py [--repeat N]`.
 
-(a) Knative mode, CC = 1 (activator always in path with TBC 211), KPA autoscaling 1..60 GPUs with cold starts,
-    client timeout + retries with a budget, gateway token bucket + route timeout, the conversation trace
-    replayed at rate_scale 10 (≈ 194k requests in 3 500 s).
+(a) Knative mode, CC = 1 (activator always in path with TBC 211), KPA autoscaling 4..100 GPUs (≤ 25 nodes × 4)
+    with cold starts, client timeout + retries with a budget, gateway token bucket + route timeout, the
+    conversation trace replayed at rate_scale 10 (≈ 192k requests in 3 600 s).
 (b) M/M/4/44: one pod, CC 4, TBC 0, Poisson λ = 3.6, exponential service with mean 1 s, 200 000 s.
 The trace is parsed once before timing (it is cached per process).
 """
