@@ -79,7 +79,8 @@ def main() -> None:
     on_cluster = pulumi.ResourceOptions(provider=provider)
     ns = kubernetes_object("serving-namespace", namespace(cfg.cluster.namespace), on_cluster)
     in_namespace = pulumi.ResourceOptions(provider=provider, depends_on=[ns])
-    NvidiaDevicePlugin("nvidia", NvidiaDevicePluginArgs.from_config(cfg), on_cluster)
+    if cfg.node_group.needs_device_plugin:
+        NvidiaDevicePlugin("nvidia", NvidiaDevicePluginArgs.from_config(cfg), on_cluster)
     if cfg.model_cache.enabled:
         ModelCache("model-cache", ModelCacheArgs.from_config(cfg), in_namespace)
     services = [TunedInferenceService(svc.name, TunedInferenceServiceArgs.from_config(cfg, svc), in_namespace)

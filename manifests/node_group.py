@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from stackconfig.schema import StackConfig
+from stackconfig.schema import StackConfig, node_group_name_prefix
 
 EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 # What a managed node needs and nothing more (EKS user guide, "Amazon EKS node IAM role").
@@ -29,7 +29,10 @@ def node_group_spec(cfg: StackConfig) -> dict:
     ng = cfg.node_group
     return {
         "cluster_name": cfg.cluster.name,
-        "node_group_name": f"{cfg.cluster.name}-{ng.name}",
+        # A prefix, not a fixed name: instance types, AMI type, capacity type, disk size and subnets cannot change
+        # in place, and Pulumi replaces create-before-delete; a fixed name makes EKS refuse the new node group
+        # (ResourceInUseException) while the old one still exists. The provider appends 26 characters.
+        "node_group_name_prefix": node_group_name_prefix(cfg.cluster.name, ng.name),
         "subnet_ids": list(cfg.cluster.subnet_ids),
         "ami_type": ng.ami_type,
         "instance_types": list(ng.instance_types),

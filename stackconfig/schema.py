@@ -52,6 +52,11 @@ _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 
 
+def node_group_name_prefix(cluster: str, node_group: str) -> str:
+    """The EKS node group's name prefix (`aws.eks.NodeGroup` adds a unique 26-character suffix)."""
+    return f"{cluster}-{node_group}-"
+
+
 def parse_duration_s(text: str) -> int | None:
     """Knative-style duration ("90s", "5m", "1h30m") in seconds; None if malformed."""
     match = _DURATION.match(text)
@@ -123,6 +128,12 @@ class NodeGroupConfig:
     @property
     def gpu_capacity(self) -> int:
         return self.max_size * self.gpus_per_node
+
+    @property
+    def needs_device_plugin(self) -> bool:
+        """The AL2023/AL2 NVIDIA AMIs ship driver and toolkit only; Bottlerocket NVIDIA variants run NVIDIA's
+        device plugin as a host service (setting `kubelet-device-plugins`), so a second one is not deployed."""
+        return not self.ami_type.startswith("BOTTLEROCKET")
 
 
 @dataclass(frozen=True)
@@ -468,6 +479,19 @@ def _annotations(sec: Section) -> dict[str, str]:
     return annotations
 
 
+def _check_hpa_behavior(hpa: Section, behavior: dict, kubernetes_version: str) -> None:
+    """Schema-check `hpa.behavior` now: it goes into the HPA verbatim, and the API server would reject it only
+    after `pulumi up` had created the node group and everything before the HPA."""
+    from manifests.validate import validation_errors  # lazy: manifests imports this module
+
+    probe = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
+             "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 1,
+                      "behavior": behavior}}
+    for error in validation_errors(probe, kubernetes_version):
+        hpa.problem("behavior", behavior, "expected an autoscaling/v2 HorizontalPodAutoscalerBehavior: "
+                    + error.split(": ", 1)[1].replace("spec.behavior", "behavior"))
+
+
 def _gate(sec: Section) -> GateConfig:
     out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
                      duration_s=sec.float("durationS", 900.0, min=60, max=86400),
@@ -521,6 +545,8 @@ def _service(sec: Section, ctx: "StackConfigContext") -> ServiceConfig:
     behavior = hpa.raw("behavior")
     if behavior is not None and not isinstance(behavior, dict):
         hpa.problem("behavior", behavior, "expected an autoscaling/v2 HorizontalPodAutoscalerBehavior mapping")
+    elif behavior:
+        _check_hpa_behavior(hpa, behavior, ctx.cluster.kubernetes_version)
     pods_metric = hpa.str("podsMetric", "inflight_requests")
     hpa.done()
     if mode == "Knative" and (behavior or hpa.has("podsMetric")):
@@ -663,6 +689,11 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
                              ("dev", "staging", "prod") else "dev")
     cluster = _cluster(top.section("cluster", required=True), project)
     node_group = _node_group(top.section("gpuNodeGroup"), catalog)
+    prefix = node_group_name_prefix(cluster.name, node_group.name)
+    if len(prefix) > 63 - 26 or not re.match(r"^[0-9A-Za-z][A-Za-z0-9_-]*$", prefix):
+        problems.append(Problem("gpuNodeGroup.name", node_group.name, f"expected letters, digits, '-' and '_', "
+                                f"with '<cluster.name>-<name>-' ({prefix!r}) at most 37 characters: EKS node group "
+                                "names are at most 63 and the provider appends a 26-character unique suffix"))
     device_plugin = _device_plugin(top.section("devicePlugin"))
     model_cache = _model_cache(top.section("modelCache"), cluster.namespace)
     cold_start = _cold_start(top.section("coldStart"))

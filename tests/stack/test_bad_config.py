@@ -55,6 +55,9 @@ CASES = [
                  **_svc(c)["model"], "storageUri": "s3://models/llama-3-8b"}}),
                  "services[1].model.storageUri: got 's3://models/llama-3-8b'",
                  "one copy per model name ('llama-3-8b')", id="one-cached-model-two-sources"),
+    pytest.param(lambda c: c[f"{P}:gpuNodeGroup"].update(name="gpu-l40s-spot-pool-for-chat"),
+                 "gpuNodeGroup.name: got 'gpu-l40s-spot-pool-for-chat'", "at most 37 characters",
+                 id="node-group-name-too-long"),
     pytest.param(lambda c: c.__setitem__(f"{P}:services", {"name": "chat"}), "services: got {'name': 'chat'}",
                  "expected a list", id="services-not-a-list"),
     pytest.param(lambda c: _svc(c).update(model="llama-3-8b"), "services[0].model: got 'llama-3-8b'",
@@ -142,3 +145,15 @@ def test_empty_stack_file_names_the_required_keys(tmp_path):
         load_stack("empty", tmp_path)
     assert "kserve-preflight:cluster: got None; this key is required" in str(err.value)
     assert "kserve-preflight:services: got None; this key is required" in str(err.value)
+
+
+def test_hpa_behavior_is_schema_checked_before_any_resource():
+    """hpa.behavior goes into the HPA verbatim: a typo must stop `pulumi up`, not fail at the API server later."""
+    def edit(c):
+        [vision] = [s for s in c[f"{P}:services"] if s["name"] == "vision"]
+        vision["hpa"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = "10m"
+
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("staging", edit=edit)
+    assert "hpa.behavior: got" in str(err.value)
+    assert "behavior.scaleDown.stabilizationWindowSeconds: '10m' is not of type 'integer'" in str(err.value)

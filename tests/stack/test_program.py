@@ -54,6 +54,9 @@ def test_node_group_is_tainted_labelled_and_autoscaler_owned(run):
     assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in ng.inputs["taints"]
     assert ng.inputs["labels"]["nvidia.com/gpu.present"] == "true"
     assert r.options["gpu-ng"].ignore_changes == ["scalingConfig.desiredSize"]
+    # A name prefix, so a replacement (new instance type, AMI type, disk size) can create before it deletes.
+    assert "nodeGroupName" not in ng.inputs
+    assert ng.inputs["nodeGroupNamePrefix"] == f"{load_stack(stack).cluster.name}-gpu-"
     assert r.options["gpu-ng"].protect is (stack == "prod")
     cfg = load_stack(stack)
     assert ng.inputs["scalingConfig"] == {"minSize": cfg.node_group.min_size, "maxSize": cfg.node_group.max_size,
@@ -180,3 +183,11 @@ def test_exports():
     outputs = run_program("prod").outputs()
     assert outputs["namespace"] == "kserve-inference"
     assert len(outputs["inferenceServices"]) == 2
+
+
+def test_bottlerocket_nodes_get_no_second_device_plugin():
+    """Bottlerocket's NVIDIA variants run the device plugin on the host; a DaemonSet would register it twice."""
+    r = run_program("dev", edit=lambda c: c["kserve-preflight:gpuNodeGroup"].update(
+        amiType="BOTTLEROCKET_x86_64_NVIDIA"))
+    assert [d.name for d in r.of_type(DAEMONSET)] == ["model-cache-prefetch"]
+    assert [d.name for d in run_program("dev").of_type(DAEMONSET)] == ["nvidia-ds", "model-cache-prefetch"]
