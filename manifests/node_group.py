@@ -43,7 +43,10 @@ def node_group_spec(cfg: StackConfig) -> dict:
         "scaling_config": {"min_size": ng.min_size, "max_size": ng.max_size, "desired_size": ng.desired_size},
         "update_config": {"max_unavailable": 1},
         "tags": {"app.kubernetes.io/part-of": "kserve-preflight", "environment": cfg.environment,
-                 # cluster-autoscaler scale-from-zero hints: GPU count and taint of a node not yet running
+                 # Node-template hints (GPU count, taint), read by the policy pack. EKS does not copy node group
+                 # tags to the group's Auto Scaling group (aws/containers-roadmap#608), so cluster-autoscaler does not
+                 # see them: scaling from zero relies on its EKS DescribeNodegroup lookup (labels, taints; needs
+                 # eks:DescribeNodegroup) and its built-in instance-type table (GPU count) (containers-roadmap#724).
                  "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": str(ng.gpus_per_node),
                  **{f"k8s.io/cluster-autoscaler/node-template/taint/{t.key}": f"{t.value}:{t.effect}"
                     for t in ng.taints}},

@@ -82,8 +82,14 @@ def test_gate_enforce_false_warns_and_deploys():
 
 
 def test_gate_disabled_simulates_nothing(monkeypatch):
-    monkeypatch.setattr(gate, "check_stack", lambda cfg: pytest.fail("the gate ran"))
+    import program  # patch the name program.py calls: it imported check_stack from preflight.gate
+
+    calls = []
+    monkeypatch.setattr(program, "check_stack", lambda cfg: calls.append(cfg.stack) or [])
     run_program("dev", edit=lambda c: c.__setitem__(f"{P}:gate", {"enabled": False}))
+    assert calls == []
+    run_program("dev")  # the control: the same patch sees an enabled gate
+    assert calls == ["dev"]
 
 
 def test_verdicts_are_reproducible_and_seeded():

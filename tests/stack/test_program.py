@@ -172,6 +172,12 @@ def test_kubernetes_objects_use_the_eks_provider():
     [provider] = r.of_type("pulumi:providers:kubernetes")
     kubeconfig = provider.inputs["kubeconfig"]
     assert "inference-dev.eks.example.test" in kubeconfig and "get-token" in kubeconfig
+    import json
+    from preflight.offline import FAKE_CA
+
+    [cluster] = json.loads(kubeconfig)["clusters"]  # getCluster's certificateAuthorities[0].data reaches it
+    assert cluster["cluster"] == {"server": "https://inference-dev.eks.example.test",
+                                  "certificate-authority-data": FAKE_CA}
 
 
 def test_preview_mode_registers_the_same_resources():
