@@ -49,6 +49,16 @@ AMI_TYPES = ["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "AL2_x86_64_G
 TAINT_EFFECTS = ["NoSchedule", "NoExecute", "PreferNoSchedule"]
 _DURATION = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # namespaces (DNS-1123 label)
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _check_k8s_name(sec, key: str, value: str | None, pattern: re.Pattern, what: str) -> None:
+    """The API server would reject the name only after `pulumi up` had created the node group."""
+    if value is not None and not pattern.match(value):
+        sec.problem(key, value, f"expected a Kubernetes {what}: lowercase letters, digits and '-'"
+                    + (" ('.' between parts)" if pattern is _DNS_SUBDOMAIN else ", at most 63 characters")
+                    + ", starting and ending with a letter or digit")
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 
 
@@ -299,15 +309,26 @@ def _cluster(sec: Section, project: str) -> ClusterConfig:
         subnet_ids=sec.str_list("subnetIds", [], required=True),
         node_role_arn=sec.str("nodeRoleArn"),
         create_node_role=sec.bool("createNodeRole", False),
-        kubernetes_version=sec.choice("kubernetesVersion", [f"1.{v}" for v in range(28, 38)], "1.31"),
+        kubernetes_version=_kubernetes_version(sec),
         namespace=sec.str("namespace", "kserve-inference"),
     )
+    _check_k8s_name(sec, "namespace", out.namespace, _DNS_LABEL, "namespace name")
     if not out.node_role_arn and not out.create_node_role:
         sec.problem("nodeRoleArn", None, "set nodeRoleArn to an existing node IAM role, or createNodeRole: true")
     if out.node_role_arn and out.create_node_role:
         sec.problem("createNodeRole", True, "expected false when nodeRoleArn is set (use one or the other)")
     sec.done()
     return out
+
+
+def _kubernetes_version(sec: Section) -> str:
+    versions = [f"1.{v}" for v in range(28, 38)]
+    raw = sec.raw("kubernetesVersion")
+    if isinstance(raw, float):  # YAML reads 1.30 as the number 1.3
+        sec.problem("kubernetesVersion", raw, "expected a quoted version string, one of "
+                    + ", ".join(repr(v) for v in versions) + ' (quote it: YAML reads 1.30 as 1.3)')
+        return "1.31"
+    return sec.choice("kubernetesVersion", versions, "1.31")
 
 
 def _taints(sec: Section) -> list[Taint]:
@@ -366,6 +387,7 @@ def _device_plugin(sec: Section) -> DevicePluginConfig:
     out = DevicePluginConfig(image=sec.str("image", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"),
                              namespace=sec.str("namespace", "kube-system"))
     _check_pinned(sec, "image", out.image)
+    _check_k8s_name(sec, "namespace", out.namespace, _DNS_LABEL, "namespace name")
     sec.done()
     return out
 
@@ -390,6 +412,9 @@ def _model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
         prefetch_image=sec.str("prefetchImage", "kserve/storage-initializer:v0.15.2"),
     )
     _check_pinned(sec, "prefetchImage", out.prefetch_image)
+    if sec.has("namespace"):  # the default is cluster.namespace, checked there
+        _check_k8s_name(sec, "namespace", out.namespace, _DNS_LABEL, "namespace name")
+    _check_k8s_name(sec, "pvcName", out.pvc_name, _DNS_SUBDOMAIN, "object name")
     sec.done()
     return out
 
@@ -450,7 +475,7 @@ def _tolerations(sec: Section, taints: list[Taint]) -> list[Toleration]:
                               t.choice("effect", TAINT_EFFECTS)))
         t.done()
     for taint in taints:
-        if taint.effect != "PreferNoSchedule" and not any(tol.tolerates(taint) for tol in out):
+        if taint.key and taint.effect != "PreferNoSchedule" and not any(tol.tolerates(taint) for tol in out):
             sec.problem("tolerations", sec.raw("tolerations"),
                         f"expected a toleration for the node group's taint {taint.key}={taint.value}:{taint.effect} "
                         "(otherwise the GPU pods stay Pending)")
