@@ -121,7 +121,12 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                         "readinessProbe": {"exec": {"command": readiness_command(models)},
                                            "periodSeconds": 15, "failureThreshold": 1},
                         "volumeMounts": [{"name": "cache", "mountPath": MOUNT}],
+                        # e.g. HF_TOKEN for gated hf:// models (kserve/storage: HF_TOKEN, AWS_*, GOOGLE_*)
+                        **({"envFrom": [{"secretRef": {"name": mc.credentials_secret}}]}
+                           if mc.credentials_secret else {}),
                     }],
+                    # s3:// with IRSA: the pod identity webhook injects AWS_ROLE_ARN / token for this account
+                    **({"serviceAccountName": mc.service_account} if mc.service_account else {}),
                     "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": mc.pvc_name}}],
                 },
             },

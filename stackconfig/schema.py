@@ -161,6 +161,10 @@ class ModelCacheConfig:
     size_gib: int
     access_mode: str
     prefetch_image: str
+    # What the storage initializer downloads with: an IRSA service account for s3:// (AWS_* from the pod
+    # identity webhook), a Secret of env vars such as HF_TOKEN for gated hf:// models. None: anonymous.
+    service_account: str | None = None
+    credentials_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -410,7 +414,11 @@ def _model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
         size_gib=sec.int("sizeGib", 500, min=1, max=65536),
         access_mode=sec.choice("accessMode", ["ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany"], "ReadWriteMany"),
         prefetch_image=sec.str("prefetchImage", "kserve/storage-initializer:v0.15.2"),
+        service_account=sec.str("serviceAccountName"),
+        credentials_secret=sec.str("credentialsSecret"),
     )
+    for key, value in (("serviceAccountName", out.service_account), ("credentialsSecret", out.credentials_secret)):
+        _check_k8s_name(sec, key, value, _DNS_SUBDOMAIN, "object name")
     _check_pinned(sec, "prefetchImage", out.prefetch_image)
     if sec.has("namespace"):  # the default is cluster.namespace, checked there
         _check_k8s_name(sec, "namespace", out.namespace, _DNS_LABEL, "namespace name")

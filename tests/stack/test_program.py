@@ -197,3 +197,16 @@ def test_bottlerocket_nodes_get_no_second_device_plugin():
         amiType="BOTTLEROCKET_x86_64_NVIDIA"))
     assert [d.name for d in r.of_type(DAEMONSET)] == ["model-cache-prefetch"]
     assert [d.name for d in run_program("dev").of_type(DAEMONSET)] == ["nvidia-ds", "model-cache-prefetch"]
+
+
+def test_prefetch_credentials_for_gated_and_private_models():
+    """Gated hf:// models need HF_TOKEN and s3:// buckets an IRSA account; the prefetch pod gets both when set."""
+    plain = [d for d in run_program("dev").of_type(DAEMONSET) if d.name == "model-cache-prefetch"][0]
+    assert "serviceAccountName" not in plain.inputs["spec"]["template"]["spec"]
+    r = run_program("dev", edit=lambda c: c["kserve-preflight:modelCache"].update(
+        serviceAccountName="model-cache-reader", credentialsSecret="hf-token"))
+    [ds] = [d for d in r.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
+    pod = ds.inputs["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "model-cache-reader"
+    assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "hf-token"}}]
+    assert validation_errors(ds.inputs) == []
