@@ -60,7 +60,7 @@ def test_breaks_a_stale_lock_but_waits_for_a_fresh_one(tmp_path):
     fresh = tmp_path / "cache" / "n.lock"
     fresh.mkdir()
     with pytest.raises(subprocess.TimeoutExpired):  # a live holder's lock is respected
-        subprocess.run(["sh", "-c", _script(tmp_path, "exit 0", {"n": "hf://a/b"})], timeout=2)
+        subprocess.run(["sh", "-c", _script(tmp_path, "exit 0", {"n": "hf://a/b"})], timeout=1)
     assert fresh.is_dir()
 
 
