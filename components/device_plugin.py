@@ -7,7 +7,7 @@ from typing import Optional
 
 import pulumi
 
-from components.kubernetes_object import kubernetes_object
+from components.kubernetes_object import child_options, kubernetes_object
 from manifests.device_plugin import device_plugin_daemonset
 from stackconfig.schema import StackConfig
 
@@ -25,5 +25,5 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     def __init__(self, name: str, args: NvidiaDevicePluginArgs,
                  opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("kserve-preflight:infra:NvidiaDevicePlugin", name, {}, opts)
-        self.daemonset = kubernetes_object(f"{name}-ds", args.daemonset, pulumi.ResourceOptions(parent=self))
+        self.daemonset = kubernetes_object(f"{name}-ds", args.daemonset, child_options(self, opts))
         self.register_outputs({"daemonset": self.daemonset.metadata["name"]})

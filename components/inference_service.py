@@ -7,7 +7,7 @@ from typing import Optional
 
 import pulumi
 
-from components.kubernetes_object import kubernetes_object
+from components.kubernetes_object import child_options, kubernetes_object
 from manifests.inference_service import horizontal_pod_autoscaler, inference_service
 from stackconfig.schema import ServiceConfig, StackConfig
 
@@ -26,8 +26,7 @@ class TunedInferenceService(pulumi.ComponentResource):
     def __init__(self, name: str, args: TunedInferenceServiceArgs,
                  opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("kserve-preflight:serving:TunedInferenceService", name, {}, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        self.inference_service = kubernetes_object(f"{name}-isvc", args.inference_service, child)
-        self.hpa = kubernetes_object(f"{name}-hpa", args.hpa, pulumi.ResourceOptions(
-            parent=self, depends_on=[self.inference_service])) if args.hpa else None
+        self.inference_service = kubernetes_object(f"{name}-isvc", args.inference_service, child_options(self, opts))
+        self.hpa = kubernetes_object(f"{name}-hpa", args.hpa, child_options(
+            self, opts, depends_on=[self.inference_service])) if args.hpa else None
         self.register_outputs({"name": self.inference_service.metadata["name"]})

@@ -13,6 +13,19 @@ _TYPED = {
 }
 
 
+def child_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None, *,
+                  depends_on: list[pulumi.Resource] | None = None, **kwargs) -> pulumi.ResourceOptions:
+    """Options for a component's child that keep the component's `depends_on`.
+
+    The engine does not pass a component's dependencies on to its children (pulumi/pulumi#8721: children of a
+    component that depends on a bucket are created concurrently with it), so a PVC in a component that depends
+    on the Namespace would race the Namespace on the first `pulumi up` unless it names the dependency itself.
+    """
+    inherited = opts.depends_on if opts is not None and opts.depends_on is not None else []
+    inherited = list(inherited) if isinstance(inherited, (list, tuple)) else [inherited]
+    return pulumi.ResourceOptions(parent=parent, depends_on=inherited + list(depends_on or []), **kwargs)
+
+
 def kubernetes_object(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """A typed resource for core kinds, a CustomResource for CRDs (InferenceService)."""
     typed = _TYPED.get((manifest["apiVersion"], manifest["kind"]))

@@ -7,7 +7,7 @@ from typing import Optional
 
 import pulumi
 
-from components.kubernetes_object import kubernetes_object
+from components.kubernetes_object import child_options, kubernetes_object
 from manifests.model_cache import model_cache_daemonset, model_cache_pvc
 from stackconfig.schema import StackConfig
 
@@ -26,8 +26,8 @@ class ModelCache(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("kserve-preflight:infra:ModelCache", name, {}, opts)
         # Hundreds of GB of downloaded weights: never deleted by a `pulumi destroy` or a replace.
-        self.pvc = kubernetes_object(f"{name}-pvc", args.pvc, pulumi.ResourceOptions(
-            parent=self, protect=True, retain_on_delete=True))
-        self.prefetch = kubernetes_object(f"{name}-prefetch", args.daemonset, pulumi.ResourceOptions(
-            parent=self, depends_on=[self.pvc]))
+        self.pvc = kubernetes_object(f"{name}-pvc", args.pvc, child_options(
+            self, opts, protect=True, retain_on_delete=True))
+        self.prefetch = kubernetes_object(f"{name}-prefetch", args.daemonset, child_options(
+            self, opts, depends_on=[self.pvc]))
         self.register_outputs({"pvc": self.pvc.metadata["name"]})
