@@ -33,6 +33,29 @@ def cached_models(cfg: StackConfig) -> dict[str, str]:
                         if not s.storage_uri.startswith("pvc://")}.items()))
 
 
+def wait_for_cache(cfg: StackConfig, svc: ServiceConfig) -> tuple[dict, dict] | None:
+    """(init container, volume) that hold a model pod until the prefetch marked its model complete.
+
+    On a cold cache the model server would otherwise start on a half-written directory and crash-loop until the
+    download ends. The init container reuses the prefetch image (already on the node) and mounts the same PVC
+    read-only; KServe's predictor is a PodSpec, so `initContainers` and `volumes` pass through to the pod.
+    """
+    if not cache_uri(cfg, svc).startswith(f"pvc://{cfg.model_cache.pvc_name}/") or svc.storage_uri.startswith("pvc://"):
+        return None
+    marker = f"{MOUNT}/{svc.model.name}/.complete"
+    container = {
+        "name": "wait-for-model-cache",
+        "image": cfg.model_cache.prefetch_image,
+        "command": ["sh", "-c", f"until [ -f {shlex.quote(marker)} ]; do echo waiting for {marker}; sleep 10; done"],
+        "securityContext": restricted_security_context(),
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+        "volumeMounts": [{"name": "model-cache-wait", "mountPath": MOUNT, "readOnly": True}],
+    }
+    volume = {"name": "model-cache-wait",
+              "persistentVolumeClaim": {"claimName": cfg.model_cache.pvc_name, "readOnly": True}}
+    return container, volume
+
+
 def model_cache_pvc(cfg: StackConfig) -> dict:
     mc = cfg.model_cache
     return {

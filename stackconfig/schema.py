@@ -643,9 +643,12 @@ def _service(sec: Section, ctx: "StackConfigContext") -> ServiceConfig:
     # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
     startup_failures = max(6, int(2 * load_s / 10) + 1)
     probes = sec.section("probes")
-    startup = _probe(probes.section("startup"), "/v2/health/ready", 10, startup_failures, 0, 5)
-    readiness = _probe(probes.section("readiness"), "/v2/health/ready", 10, 3, 0, 5)
-    liveness = _probe(probes.section("liveness"), "/v2/health/live", 15, 4, 0, 5)
+    # KServe's Python servers (huggingface, vLLM backend) and Triton answer the v2 health protocol; TGI has
+    # only `/health` (200 once the model is loaded; text-generation-inference router/src/server.rs).
+    ready_path, live_path = ("/health", "/health") if engine == "tgi" else ("/v2/health/ready", "/v2/health/live")
+    startup = _probe(probes.section("startup"), ready_path, 10, startup_failures, 0, 5)
+    readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
+    liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)
     probes.done()
     budget = startup.initial_delay_s + startup.period_s * startup.failure_threshold
     if budget < load_s:

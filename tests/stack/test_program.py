@@ -222,3 +222,25 @@ def test_namespaced_objects_depend_on_the_namespace_themselves():
         deps = r.options[child].depends_on
         assert any(isinstance(d, k8s.core.v1.Namespace) for d in deps), child
     assert any(isinstance(d, k8s.apiextensions.CustomResource) for d in r.options["vision-hpa"].depends_on)
+
+
+def test_model_pods_wait_for_the_cache_to_complete():
+    cfg = load_stack("prod")
+    r = run_program("prod")
+    for isvc in r.of_type(ISVC):
+        predictor = isvc.inputs["spec"]["predictor"]
+        [init] = predictor["initContainers"]
+        model = load_stack("prod").services[[s.name for s in cfg.services].index(isvc.inputs["metadata"]["name"])].model
+        assert f"/models/{model.name}/.complete" in init["command"][-1]
+        assert init["image"] == cfg.model_cache.prefetch_image  # already on the node: the prefetch runs it
+        assert predictor["volumes"] == [{"name": "model-cache-wait", "persistentVolumeClaim": {
+            "claimName": "model-cache", "readOnly": True}}]
+
+
+def test_without_the_cache_models_download_directly_and_nothing_waits():
+    r = run_program("dev", edit=lambda c: c["kserve-preflight:modelCache"].update(enabled=False))
+    [isvc] = r.of_type(ISVC)
+    predictor = isvc.inputs["spec"]["predictor"]
+    assert predictor["model"]["storageUri"].startswith("hf://")
+    assert "initContainers" not in predictor and "volumes" not in predictor
+    assert not r.of_type("kubernetes:core/v1:PersistentVolumeClaim")

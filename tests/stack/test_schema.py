@@ -101,3 +101,15 @@ def test_yaml_loader_merges_like_the_cli():
     assert set(project_values(values, project)) >= {"cluster", "gpuNodeGroup", "services"}
     # The CLI passes objects as JSON strings; the loader decodes them the same way.
     assert project_values({"kserve-preflight:cluster": '{"name": "x"}'}, project) == {"cluster": {"name": "x"}}
+
+
+def test_tgi_gets_its_own_health_path_and_port():
+    from manifests.inference_service import engine_args
+
+    cfg = dict(MINIMAL, services=[dict(MINIMAL["services"][0], runtime={
+        "engine": "tgi", "image": "ghcr.io/huggingface/text-generation-inference:3.3.4"},
+        limits={"maxInputTokens": 4096, "maxNewTokens": 1024, "maxBatchSize": 32})])
+    svc = parse_stack_config(cfg, "p", "dev").services[0]
+    assert {svc.startup_probe.path, svc.readiness_probe.path, svc.liveness_probe.path} == {"/health"}
+    assert engine_args(svc)[:2] == ["--port=8080", "--model-id=/mnt/models"]
+    assert "--max-total-tokens=5120" in engine_args(svc) and "--max-batch-size=32" in engine_args(svc)
