@@ -9,6 +9,7 @@ MockMonitor to list registered URNs, answer only the invokes the program uses an
 from __future__ import annotations
 
 import json
+import runpy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -16,7 +17,7 @@ import pulumi
 from pulumi.runtime import settings
 from pulumi.runtime.mocks import MockMonitor
 
-from stackconfig.load import stack_config_values
+from stackconfig.load import ROOT, stack_config_values
 
 FAKE_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
 
@@ -83,8 +84,12 @@ def config_strings(values: dict[str, Any]) -> dict[str, str]:
 
 
 def run_program(stack: str, *, values: dict[str, Any] | None = None,
-                edit: Callable[[dict[str, Any]], None] | None = None, preview: bool = False) -> Run:
-    """Run program.main() for `stack`; `values` replaces the stack's config, `edit` mutates a copy of it."""
+                edit: Callable[[dict[str, Any]], None] | None = None, preview: bool = False,
+                as_cli: bool = False) -> Run:
+    """Run program.main() for `stack`; `values` replaces the stack's config, `edit` mutates a copy of it.
+
+    `as_cli` runs `__main__.py` the way Pulumi's Python language host does (`runpy.run_path(..., "__main__")`).
+    """
     project, loaded = stack_config_values(stack)
     config = json.loads(json.dumps(loaded if values is None else values))
     if edit:
@@ -105,7 +110,10 @@ def run_program(stack: str, *, values: dict[str, Any] | None = None,
         from program import main
 
         pulumi.runtime.register_stack_transformation(record_options)
-        main()
+        if as_cli:
+            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        else:
+            main()
 
     body()
     return run

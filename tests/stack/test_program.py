@@ -244,3 +244,8 @@ def test_without_the_cache_models_download_directly_and_nothing_waits():
     assert predictor["model"]["storageUri"].startswith("hf://")
     assert "initContainers" not in predictor and "volumes" not in predictor
     assert not r.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+
+
+def test_main_file_runs_the_program_as_the_pulumi_language_host_does():
+    by_cli = run_program("staging", as_cli=True)
+    assert sorted(r.name for r in by_cli.resources) == sorted(r.name for r in run_program("staging").resources)
