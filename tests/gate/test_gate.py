@@ -133,3 +133,19 @@ def test_the_gate_sees_the_oom_spiral_and_the_safe_preset_does_not_crash():
     assert spiral.report["status_counts"].get("502", 0) > 0  # in-flight requests die with the process
     safe = gate.check_stack(_config("dev", lambda v: naive(v, safe=True)))[0]
     assert safe.report["pod_restarts"] == 0
+
+
+def test_user_catalog_entries_reach_the_simulation():
+    def custom(v):
+        v["catalog"] = {"models": {"my-3b": {"paramsB": 3.2, "layers": 28, "kvHeads": 8, "headDim": 128,
+                                             "maxContext": 8192, "hiddenSize": 3072, "vocabSize": 128256}}}
+        v["services"][0]["model"] = {"name": "my-3b", "storageUri": "s3://models/my-3b/"}
+
+    cfg = _config("dev", custom)
+    scenario = gate.scenario_for(cfg, cfg.services[0])
+    assert scenario["server"]["catalog"]["models"]["my-3b"]["layers"] == 28
+    parsed = load_scenario(scenario, base_dir=ROOT)
+    assert parsed.server.spec.profile.model.name == "my-3b"
+    assert parsed.server.spec.profile.model.kv_bytes_per_token == 2 * 28 * 8 * 128 * 2
+    verdict = gate.check_service(cfg, cfg.services[0])
+    assert verdict.report["status_counts"].get("200", 0) > 0
