@@ -1,7 +1,7 @@
 """The Pulumi program: typed config → GPU node group, device plugin, model cache and tuned InferenceServices.
 
 `__main__.py` only calls `main()`; tests call it under `pulumi.runtime` mocks. A config mistake, or a service
-that the simulation predicts will miss its SLO (the gate, `preflight/gate.py`), raises `pulumi.RunError` (one
+that the simulation predicts will miss its SLO (the gate, `gate/__init__.py`), raises `pulumi.RunError` (one
 `error:` line, no traceback) before any resource is registered.
 """
 
@@ -17,8 +17,8 @@ from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheAr
                         NvidiaDevicePluginArgs, TunedInferenceService, TunedInferenceServiceArgs)
 from components.kubernetes_object import kubernetes_object
 from manifests.common import namespace
-from preflight.errors import InputError
-from preflight.gate import check_stack, gate_failure
+from validation.errors import InputError
+from gate import check_stack, gate_failure
 from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
 

@@ -2,7 +2,7 @@
 models (vLLM-style continuous batching, the naive server). Not a test: `python benchmarks/bench_gate.py`.
 
 The gate runs inside `pulumi preview`/`up` before anything is registered, so its time is added to every deploy.
-Each stack is simulated from a cold process cache (`preflight.gate._simulate` is cleared between repeats).
+Each stack is simulated from a cold process cache (`gate._simulate` is cleared between repeats).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from preflight import gate  # noqa: E402
+import gate  # noqa: E402
 from stackconfig.load import load_stack, stack_names  # noqa: E402
 
 

@@ -15,8 +15,8 @@ import yaml
 
 from manifests import render_stack
 from manifests.node_group import node_group_spec
-from manifests.validate import validation_errors
-from preflight.errors import InputError, Problem, exit_with
+from validation.kubernetes import validation_errors
+from validation.errors import InputError, Problem, exit_with
 from stackconfig.load import load_stack, stack_names
 
 

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from preflight.errors import InputError, Problem, exit_with  # noqa: E402
+from validation.errors import InputError, Problem, exit_with  # noqa: E402
 from policy.rules import MANDATORY, RULES, Violation, evaluate  # noqa: E402
 
 

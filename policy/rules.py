@@ -3,7 +3,7 @@
 Each `Rule` has an id, a severity (mandatory blocks, advisory warns), the guide it encodes, and a `check(res, ctx)`
 that yields one message per problem, each naming what to change. The same rules run in three places:
 
-- pytest (`tests/policy/`), over the resources the real program registers under mocks (preflight/offline.py);
+- pytest (`tests/policy/`), over the resources the real program registers under mocks (offline/__init__.py);
 - the CrossGuard pack (`policy/pack.py`, wrapped by `policy/__main__.py` for `pulumi preview --policy-pack policy`);
 - the report command (`python -m policy.report --stack prod`).
 

@@ -1,6 +1,6 @@
 """The resources of a shipped stack as the policies see them, from the real program run under mocks.
 
-Uses the same offline harness as the stack tests (preflight/offline.py: `run_program`), so pytest and the report
+Uses the same offline harness as the stack tests (offline/__init__.py: `run_program`), so pytest and the report
 check exactly what `pulumi preview` would register: the wire-format inputs plus the options captured by the
 harness's stack transformation (`protect`, `ignore_changes`). URNs are built the way the engine spells them.
 """
@@ -19,7 +19,7 @@ def urn(stack: str, typ: str, name: str, project: str = PROJECT) -> str:
 
 
 def resources_from_run(run: Any, stack: str) -> list[Resource]:
-    """Custom resources (components and providers are not policy subjects) recorded by a `preflight.offline.Run`."""
+    """Custom resources (components and providers are not policy subjects) recorded by a `offline.Run`."""
     out = []
     for rec in run.resources:
         if not rec.custom or rec.typ.startswith("pulumi:providers:"):
@@ -34,8 +34,8 @@ def resources_from_run(run: Any, stack: str) -> list[Resource]:
 def stack_resources(stack: str, edit: Optional[Callable[[dict], None]] = None) -> list[Resource]:
     """Run program.main() for `stack` under mocks and return its resources.
 
-    Raises `preflight.errors.InputError` for an unknown stack and `pulumi.RunError` for an invalid stack config.
+    Raises `validation.errors.InputError` for an unknown stack and `pulumi.RunError` for an invalid stack config.
     """
-    from preflight.offline import run_program
+    from offline import run_program
 
     return resources_from_run(run_program(stack, edit=edit), stack)

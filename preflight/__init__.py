@@ -1,1 +1,2 @@
-"""Glue shared by the stack, the simulation and the policies: input errors and typed field readers."""
+"""`python -m preflight check`: the offline preflight report of a stack (config, program, manifests, policies,
+SLO gate)."""

@@ -22,8 +22,8 @@ from typing import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from preflight.errors import InputError, Problem, exit_with
-from preflight.gate import Verdict, check_service
+from validation.errors import InputError, Problem, exit_with
+from gate import Verdict, check_service
 from stackconfig.load import load_stack, stack_names
 
 
@@ -61,10 +61,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     """Run every stage for one stack; raises InputError for a user's mistake."""
     import pulumi
 
-    from manifests.validate import validation_errors
+    from validation.kubernetes import validation_errors
     from policy.rules import evaluate
     from policy.stack import resources_from_run
-    from preflight.offline import run_program
+    from offline import run_program
 
     cfg = load_stack(stack)
     result = StackCheck(stack)
@@ -79,7 +79,7 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     if cfg.gate.enabled:
         result.verdicts = _simulate_all(cfg, console)
     if plot_dir is not None:
-        from preflight.plots import plot_verdicts
+        from gate.plots import plot_verdicts
 
         plot_verdicts(stack, result.verdicts, plot_dir)
     return result

@@ -4,7 +4,7 @@
     report = run_simulation(load_scenario("examples/scenarios/poisson-cc1.yaml"), seed=1)
     report.to_dict()          # the `python -m simulation run --json` object
 
-`load_scenario` raises `preflight.errors.InputError` listing every mistake before anything is simulated.
+`load_scenario` raises `validation.errors.InputError` listing every mistake before anything is simulated.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from preflight.errors import InputError, exit_with
+from validation.errors import InputError, exit_with
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bad_seed(seed: int) -> InputError:
-    from preflight.errors import Problem
+    from validation.errors import Problem
     return InputError([Problem("--seed", seed, "expected an integer >= 0")])
 
 

@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from preflight.errors import Problem
-from preflight.fields import Section
+from validation.errors import Problem
+from validation.fields import Section
 from simulation.autoscaler.config import AutoscalerConfig, HPA_CLASS, from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, HpaSpec, rules_from_manifest
 
@@ -74,7 +74,7 @@ class ServingSpec:
         problems = [] if own else problems
         spec = _from_manifest(manifest, hpa_manifest, path, problems)
         if own and problems:
-            from preflight.errors import InputError
+            from validation.errors import InputError
             raise InputError(problems, "InferenceService")
         return spec
 

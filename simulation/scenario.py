@@ -1,6 +1,6 @@
 """Scenario files: the InferenceService manifest + workload + client + gateway + cluster + model + server.
 
-Every mistake becomes a `preflight.errors.Problem` naming its key; `load_scenario` raises one `InputError`
+Every mistake becomes a `validation.errors.Problem` naming its key; `load_scenario` raises one `InputError`
 with all of them before anything is simulated. Units are in key names (`_s` seconds, `_gib` GiB,
 `_mib_s` MiB per second, `_gib_s` GiB per second).
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from preflight.errors import InputError, Problem
-from preflight.fields import Section
+from validation.errors import InputError, Problem
+from validation.fields import Section
 from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
 from simulation.workload import WorkloadSpec, parse_workload

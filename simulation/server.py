@@ -13,7 +13,7 @@ Contract (stable; other modules in `simulation/gpu/` implement it):
     class MyServer(ModelServer):
         kind = "my-kind"
         @classmethod
-        def parse_spec(cls, section, model): ...   # read the scenario's `server:` keys (a preflight.fields.Section,
+        def parse_spec(cls, section, model): ...   # read the scenario's `server:` keys (a validation.fields.Section,
                                                    # `kind` already read); return any spec object; record problems
         def __init__(self, env, pod, spec, rng)    # env: simpy.Environment, pod: simulation.pod.Pod,
                                                    # rng: random.Random private to this pod (seeded)
@@ -45,7 +45,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from preflight.fields import Section
+from validation.fields import Section
 from simulation.clock import call_later
 
 OnDone = Callable[[Any, int, "float | None"], None]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator
 
-from preflight.fields import Section
+from validation.fields import Section
 
 KINDS = ("poisson", "gamma", "step", "spike", "diurnal", "trace")
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from preflight.errors import InputError, Problem
+from validation.errors import InputError, Problem
 from stackconfig.schema import PROJECT_ROOT as ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 

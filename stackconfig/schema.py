@@ -15,8 +15,9 @@ from typing import Any, Mapping
 
 from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, InstanceType, Model
-from preflight.errors import InputError, Problem
-from preflight.fields import Section
+from validation.errors import InputError, Problem
+from validation.fields import Section
+from validation.kubernetes import validation_errors
 from simulation.scenario import parse_client
 from simulation.workload import parse_workload
 
@@ -248,7 +249,7 @@ class ServiceConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    """The SLO gate `pulumi up` runs before registering anything (preflight/gate.py)."""
+    """The SLO gate `pulumi up` runs before registering anything (gate/__init__.py)."""
 
     enabled: bool
     enforce: bool  # false: report misses as warnings and deploy anyway
@@ -515,8 +516,6 @@ def _annotations(sec: Section) -> dict[str, str]:
 def _check_hpa_behavior(hpa: Section, behavior: dict, kubernetes_version: str) -> None:
     """Schema-check `hpa.behavior` now: it goes into the HPA verbatim, and the API server would reject it only
     after `pulumi up` had created the node group and everything before the HPA."""
-    from manifests.validate import validation_errors  # lazy: manifests imports this module
-
     probe = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
              "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 1,
                       "behavior": behavior}}

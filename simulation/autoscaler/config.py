@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from preflight.errors import Problem
+from validation.errors import Problem
 
 PREFIX = "autoscaling.knative.dev/"
 KPA_CLASS = "kpa.autoscaling.knative.dev"

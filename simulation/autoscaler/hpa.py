@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from preflight.errors import Problem
+from validation.errors import Problem
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog import DEFAULT, Catalog, Gpu, InstanceType, Model
-from preflight.fields import Section
+from validation.fields import Section
 
 _GPU_FIELDS = {"memory_gib": (float, True, 1.0), "bandwidth_gbps": (float, True, 1.0),
                "bf16_tflops": (float, True, 0.1)}

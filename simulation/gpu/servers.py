@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from preflight.fields import Section
+from validation.fields import Section
 from simulation.clock import call_later
 from simulation.gpu.memory import (DEFAULT_ACTIVATION_GIB, DEFAULT_GPU_MEMORY_UTILIZATION,
                                    DEFAULT_NAIVE_OVERHEAD_GIB, DEFAULT_OVERHEAD_GIB, BLOCK_SIZE, VllmBudget,

@@ -10,7 +10,7 @@ import sys
 from rich.console import Console
 
 from preflight import check as cli
-from preflight import gate
+import gate
 from stackconfig.load import ROOT, project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 
@@ -61,7 +61,7 @@ def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
 
 
 def test_plots_are_written(tmp_path):
-    from preflight.plots import plot_verdicts
+    from gate.plots import plot_verdicts
 
     [path, _] = plot_verdicts("prod", _failing_check().verdicts, tmp_path)
     assert path.name == "prod-chat-replicas.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

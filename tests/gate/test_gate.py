@@ -6,9 +6,9 @@ import pulumi
 import pytest
 
 from manifests.inference_service import inference_service
-from preflight import gate
-from preflight.errors import InputError
-from preflight.offline import run_program
+import gate
+from validation.errors import InputError
+from offline import run_program
 from simulation import load_scenario
 from stackconfig.load import ROOT, load_stack, project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
@@ -82,7 +82,7 @@ def test_gate_enforce_false_warns_and_deploys():
 
 
 def test_gate_disabled_simulates_nothing(monkeypatch):
-    import program  # patch the name program.py calls: it imported check_stack from preflight.gate
+    import program  # patch the name program.py calls: it imported check_stack from gate
 
     calls = []
     monkeypatch.setattr(program, "check_stack", lambda cfg: calls.append(cfg.stack) or [])

@@ -22,7 +22,7 @@ STACKS = stack_names()  # every stack in stacks/, including ones added later
 
 @functools.lru_cache(maxsize=None)
 def _shipped(stack: str) -> tuple[Resource, ...]:
-    from preflight.offline import run_program
+    from offline import run_program
 
     return tuple(resources_from_run(run_program(stack), stack))
 

@@ -115,7 +115,7 @@ def test_inference_service_file_with_hpa(capsys):
 
 def test_example_scenarios_load():
     from simulation import load_scenario
-    from preflight.errors import InputError
+    from validation.errors import InputError
     for path in sorted(EXAMPLES.glob("*.yaml")):
         if path.name.endswith(".manifest.yaml"):
             continue

@@ -3,7 +3,7 @@
 import pytest
 
 from catalog import DEFAULT
-from preflight.fields import Section
+from validation.fields import Section
 from simulation.gpu.profile import parse_profile, profile_of
 
 

@@ -7,7 +7,7 @@ import pytest
 import simpy
 
 from catalog import DEFAULT
-from preflight.fields import Section
+from validation.fields import Section
 from simulation.gpu.memory import naive_memory_bytes, prefill_activation_bytes
 from simulation.gpu.roofline import decode_step_time, prefill_time
 from simulation.gpu.servers import NaiveServer, TritonServer, VllmServer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from preflight.errors import InputError
+from validation.errors import InputError
 from simulation.autoscaler.hpa import DEFAULT_DOWN, HpaCalculator, HpaSpec, Policy, Rules
 from simulation.isvc import ServingSpec
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from preflight.errors import Problem
+from validation.errors import Problem
 from simulation.autoscaler.aggregation import MaxWindow, WindowBuckets
 from simulation.autoscaler.config import AutoscalerConfig, from_annotations, parse_duration
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider

@@ -7,8 +7,8 @@ import statistics
 
 import pytest
 
-from preflight.errors import Problem
-from preflight.fields import Section
+from validation.errors import Problem
+from validation.fields import Section
 from simulation.workload import arrivals, parse_workload
 
 

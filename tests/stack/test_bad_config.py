@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 from stackconfig.load import ROOT
-from preflight.offline import run_program
+from offline import run_program
 
 P = "kserve-preflight"
 
@@ -83,7 +83,7 @@ def test_bad_config_is_refused_before_any_resource(edit, where, allowed):
 
 
 def test_no_resource_is_registered_on_a_bad_config():
-    from preflight.offline import Mocks
+    from offline import Mocks
 
     seen = []
     original = Mocks.new_resource
@@ -130,7 +130,7 @@ def test_render_cli_reports_a_bad_stack_with_exit_2_and_no_traceback(tmp_path):
     ("config: {\n", "expected valid YAML"),
 ], ids=["list", "config-string", "config-list", "unparseable"])
 def test_malformed_stack_file_is_an_input_error(tmp_path, text, allowed):
-    from preflight.errors import InputError
+    from validation.errors import InputError
     from stackconfig.load import load_stack
 
     (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
@@ -142,7 +142,7 @@ def test_malformed_stack_file_is_an_input_error(tmp_path, text, allowed):
 
 
 def test_empty_stack_file_names_the_required_keys(tmp_path):
-    from preflight.errors import InputError
+    from validation.errors import InputError
     from stackconfig.load import load_stack
 
     (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())

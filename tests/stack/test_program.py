@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from preflight.offline import run_program
-from manifests.validate import normalise, validation_errors
+from offline import run_program
+from validation.kubernetes import normalise, validation_errors
 from stackconfig.load import load_stack, stack_names
 
 STACKS = stack_names()
@@ -173,7 +173,7 @@ def test_kubernetes_objects_use_the_eks_provider():
     kubeconfig = provider.inputs["kubeconfig"]
     assert "inference-dev.eks.example.test" in kubeconfig and "get-token" in kubeconfig
     import json
-    from preflight.offline import FAKE_CA
+    from offline import FAKE_CA
 
     [cluster] = json.loads(kubeconfig)["clusters"]  # getCluster's certificateAuthorities[0].data reaches it
     assert cluster["cluster"] == {"server": "https://inference-dev.eks.example.test",

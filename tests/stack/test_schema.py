@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from catalog import DEFAULT
-from preflight.errors import InputError
+from validation.errors import InputError
 from stackconfig.load import load_stack, project_values, stack_config_values
 from stackconfig.schema import (ColdStartProfile, Taint, Toleration, expected_load_s, parse_duration_s,
                                 parse_stack_config)

@@ -51,7 +51,7 @@ class Mocks(pulumi.runtime.Mocks):
             name = args.args["name"]
             return {"name": name, "endpoint": f"https://{name}.eks.example.test",
                     "certificateAuthorities": [{"data": FAKE_CA}], "version": "1.31"}
-        raise NotImplementedError(f"the mocks do not answer invoke {args.token!r}; add it to preflight/offline.py")
+        raise NotImplementedError(f"the mocks do not answer invoke {args.token!r}; add it to offline/__init__.py")
 
 
 @dataclass

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from preflight.gate import Verdict  # noqa: E402
+from gate import Verdict  # noqa: E402
 
 
 def plot_verdicts(stack: str, verdicts: list[Verdict], out: Path) -> list[Path]:

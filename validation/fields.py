@@ -17,7 +17,7 @@ import difflib
 import math
 from typing import Any, Iterable
 
-from preflight.errors import Problem
+from validation.errors import Problem
 
 def _is_int(value: Any) -> bool:
     # YAML/JSON integers; integral floats too (Pulumi hands numbers over as floats), never bools.

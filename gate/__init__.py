@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from catalog import DEFAULT as DEFAULT_CATALOG
-from preflight.errors import InputError, Problem
+from validation.errors import InputError, Problem
 from simulation.analytic import wilson
 from manifests.inference_service import horizontal_pod_autoscaler, inference_service
 from stackconfig.load import ROOT
@@ -127,7 +127,7 @@ def _simulate(scenario_json: str, seed: int) -> dict:
 def check_service(cfg: StackConfig, svc: ServiceConfig) -> Verdict | None:
     """Simulate one service and compare with its SLO; None when it declares no workload or no SLO.
 
-    Raises `preflight.errors.InputError` when the workload (or client) mapping is not a valid scenario part.
+    Raises `validation.errors.InputError` when the workload (or client) mapping is not a valid scenario part.
     """
     if svc.workload is None or svc.slo is None:
         return None
