@@ -19,10 +19,11 @@ Guide references ("000 §9.3") point at ../shared/guides/: 000 = 429·OOM guide 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
+
+from validation.kubernetes import image_pinned, parse_duration, tolerates
 
 MANDATORY = "mandatory"
 ADVISORY = "advisory"
@@ -162,21 +163,10 @@ def fmt(value: Optional[float]) -> str:
     return "unset" if value is None else f"{value:g}"
 
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
-
-
 def duration_s(text: Any) -> Optional[float]:
-    """Go/Knative duration ("90s", "5m", "1h30m") or a bare number of seconds."""
-    if text is None:
-        return None
+    """A Go/Knative duration string ("90s", "5m", "1h30m"), or a bare number of seconds (HPA fields)."""
     value = num(text)
-    if value is not None:
-        return value
-    match = _DURATION.match(str(text).strip())
-    if not match or not str(text).strip():
-        return None
-    h, m, s = (float(g) if g else 0.0 for g in match.groups())
-    return h * 3600 + m * 60 + s
+    return value if value is not None else parse_duration(text)
 
 
 def urn_stack(urn: str) -> Optional[str]:
@@ -337,20 +327,6 @@ def node_group_capacity(res: Resource) -> Optional[int]:
     if size is None or per_node is None:
         return None
     return int(size) * per_node
-
-
-def tolerates(tol: Mapping, taint: Mapping) -> bool:
-    """k8s.io/api/core/v1 Toleration.ToleratesTaint."""
-    effect = tol.get("effect") or ""
-    if effect and effect != taint["effect"]:
-        return False
-    key = tol.get("key") or ""
-    operator = tol.get("operator") or "Equal"
-    if not key:
-        return operator == "Exists"
-    if key != taint["key"]:
-        return False
-    return operator == "Exists" or str(tol.get("value") or "") == taint["value"]
 
 
 def hpas_for(res: Resource, ctx: Context) -> list[Resource]:
@@ -684,14 +660,6 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
 
 
 # --- Images (every workload) ------------------------------------------------------------------------------------
-def image_pinned(image: str) -> bool:
-    if "@sha256:" in image:
-        return True
-    last = image.rsplit("/", 1)[-1]
-    tag = last.split(":", 1)[1] if ":" in last else ""
-    return bool(tag) and tag != "latest"
-
-
 @rule("image-tag-pinned", MANDATORY, "Every container image has a pinned tag or digest (no latest, no missing tag)",
       "001 §6; 004 §6", has_pods)
 def _image_pinned(res: Resource, ctx: Context) -> Iterator[str]:

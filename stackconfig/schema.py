@@ -17,7 +17,7 @@ from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, InstanceType, Model
 from validation.errors import InputError, Problem
 from validation.fields import Section
-from validation.kubernetes import validation_errors
+from validation.kubernetes import image_pinned, parse_duration, tolerates, validation_errors
 from simulation.scenario import parse_client
 from simulation.workload import parse_workload
 
@@ -48,7 +48,6 @@ KNATIVE_ANNOTATIONS = {
 }
 AMI_TYPES = ["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "AL2_x86_64_GPU"]
 TAINT_EFFECTS = ["NoSchedule", "NoExecute", "PreferNoSchedule"]
-_DURATION = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # namespaces (DNS-1123 label)
 _DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -66,15 +65,6 @@ _QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 def node_group_name_prefix(cluster: str, node_group: str) -> str:
     """The EKS node group's name prefix (`aws.eks.NodeGroup` adds a unique 26-character suffix)."""
     return f"{cluster}-{node_group}-"
-
-
-def parse_duration_s(text: str) -> int | None:
-    """Knative-style duration ("90s", "5m", "1h30m") in seconds; None if malformed."""
-    match = _DURATION.match(text)
-    if not text or not match:
-        return None
-    scale = {"h": 3600, "m": 60, "s": 1}
-    return sum(int(part[:-1]) * scale[part[-1]] for part in match.groups() if part)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -95,12 +85,7 @@ class Toleration:
     effect: str | None  # None tolerates every effect
 
     def tolerates(self, taint: Taint) -> bool:
-        """k8s.io/api/core/v1 Toleration.ToleratesTaint semantics."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        return self.operator == "Exists" or self.value == taint.value
+        return tolerates(self.to_manifest(), {"key": taint.key, "value": taint.value, "effect": taint.effect})
 
     def to_manifest(self) -> dict:
         out: dict[str, Any] = {"key": self.key, "operator": self.operator}
@@ -398,11 +383,7 @@ def _device_plugin(sec: Section) -> DevicePluginConfig:
 
 
 def _check_pinned(sec: Section, key: str, image: str | None) -> None:
-    if image is None:
-        return
-    name = image.rsplit("/", 1)[-1]
-    tag = name.split(":", 1)[1] if ":" in name else ""
-    if "@sha256:" not in image and (not tag or tag == "latest"):
+    if image is not None and not image_pinned(image):
         sec.problem(key, image, "expected a pinned image tag or digest (no 'latest', no missing tag)")
 
 
@@ -499,16 +480,16 @@ def _annotations(sec: Section) -> dict[str, str]:
             sec.problem(f"annotations.{key}", value, "expected one of the Knative autoscaling annotations "
                         + ", ".join(sorted(KNATIVE_ANNOTATIONS)) + " (min/max scale, target and metric are "
                         "the service's minReplicas/maxReplicas/scaleTarget/scaleMetric)")
-        elif kind == "duration" and parse_duration_s(value) is None:
+        elif kind == "duration" and parse_duration(value) is None:
             sec.problem(f"annotations.{key}", value, 'expected a duration such as "90s", "5m" or "1h"')
         elif kind == "number":
             try:
                 float(value)
             except ValueError:
                 sec.problem(f"annotations.{key}", value, 'expected a number as a string, e.g. "211"')
-    window = annotations.get("autoscaling.knative.dev/window")
-    if window and parse_duration_s(window) is not None and not 6 <= parse_duration_s(window) <= 3600:
-        sec.problem("annotations.autoscaling.knative.dev/window", window,
+    window = parse_duration(annotations.get("autoscaling.knative.dev/window"))
+    if window is not None and not 6 <= window <= 3600:
+        sec.problem("annotations.autoscaling.knative.dev/window", annotations["autoscaling.knative.dev/window"],
                     "expected between 6s and 1h (knative pkg/apis/autoscaling/register.go)")
     return annotations
 

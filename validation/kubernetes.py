@@ -9,6 +9,7 @@ format) are normalised to ints first.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -51,3 +52,48 @@ def validation_errors(manifest: dict, kubernetes_version: str = "1.31") -> list[
     except kubernetes_validate.utils.SchemaNotFoundError:
         return [f"{where}: no schema for {manifest.get('apiVersion')} {manifest.get('kind')}"]
     return []
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: object) -> float | None:
+    """Seconds in a Go `time.ParseDuration` string ("90s", "1m30s", "500ms", "1h"), as Knative parses its
+    duration annotations (`pkg/apis/autoscaling/register.go`); "0" is 0; None if malformed or not a string."""
+    if not isinstance(text, str):
+        return None
+    s = text.strip()
+    if s == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _DURATION_PART.finditer(s):
+        if m.start() != pos:
+            return None
+        pos = m.end()
+        total += float(m.group(1)) * _DURATION_UNIT[m.group(2)]
+    return total if pos == len(s) and pos > 0 else None
+
+
+def image_pinned(image: str) -> bool:
+    """A tag other than `latest`, or a digest: the same build on every node and every cold start."""
+    if "@sha256:" in image:
+        return True
+    last = image.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return bool(tag) and tag != "latest"
+
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """k8s.io/api/core/v1 `Toleration.ToleratesTaint`: effect and key must match when set; `Exists` matches any
+    value, `Equal` (the default) compares values."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and str(toleration.get("value") or "") == str(taint.get("value") or "")

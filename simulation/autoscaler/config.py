@@ -8,11 +8,11 @@ annotation names and ranges follow `pkg/apis/autoscaling/register.go`; the targe
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
 from validation.errors import Problem
+from validation.kubernetes import parse_duration
 
 PREFIX = "autoscaling.knative.dev/"
 KPA_CLASS = "kpa.autoscaling.knative.dev"
@@ -74,25 +74,6 @@ class AutoscalerConfig:
     @property
     def panic_threshold(self) -> float:
         return self.panic_threshold_percentage / 100.0
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-
-
-def parse_duration(text: Any) -> float | None:
-    """Go `time.ParseDuration` subset: '60s', '1m30s', '500ms', '1h'; None if malformed."""
-    if not isinstance(text, str):
-        return None
-    s = text.strip()
-    if s == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(s):
-        if m.start() != pos:
-            return None
-        pos = m.end()
-        total += float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2)]
-    return total if pos == len(s) and pos > 0 else None
 
 
 def _num(v: Any) -> float | None:

@@ -7,19 +7,13 @@ import pytest
 from catalog import DEFAULT
 from validation.errors import InputError
 from stackconfig.load import load_stack, project_values, stack_config_values
-from stackconfig.schema import (ColdStartProfile, Taint, Toleration, expected_load_s, parse_duration_s,
+from stackconfig.schema import (ColdStartProfile, Taint, Toleration, expected_load_s,
                                 parse_stack_config)
 
 MINIMAL = {
     "cluster": {"name": "c", "subnetIds": ["subnet-1"], "createNodeRole": True},
     "services": [{"name": "chat", "maxReplicas": 2, "model": {"name": "llama-3-8b", "storageUri": "hf://m/l"}}],
 }
-
-
-@pytest.mark.parametrize("text, seconds", [("90s", 90), ("5m", 300), ("1h30m", 5400), ("0s", 0),
-                                           ("", None), ("5", None), ("2 minutes", None), ("1m1h", None)])
-def test_durations(text, seconds):
-    assert parse_duration_s(text) == seconds
 
 
 @pytest.mark.parametrize("toleration, tolerated", [

@@ -1,0 +1,65 @@
+"""The shared input helpers: Go/Knative durations, pinned images, Kubernetes toleration semantics, field readers."""
+
+from __future__ import annotations
+
+import pytest
+
+from validation.errors import InputError, Problem
+from validation.fields import Section
+from validation.kubernetes import image_pinned, parse_duration, tolerates
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("90s", 90), ("5m", 300), ("1h30m", 5400), ("0s", 0), ("0", 0), ("500ms", 0.5), ("1.5m", 90),
+    ("1m1h", 3660),  # Go's ParseDuration accepts units in any order
+    ("", None), ("5", None), ("2 minutes", None), ("-5s", None), (None, None), (60, None)])
+def test_durations_follow_go_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("image, pinned", [
+    ("nvcr.io/nvidia/tritonserver:25.08-py3", True), ("registry:5000/team/img@sha256:" + "a" * 64, True),
+    ("registry:5000/team/img", False), ("vllm/vllm-openai:latest", False), ("busybox", False)])
+def test_image_pinned(image, pinned):
+    assert image_pinned(image) is pinned
+
+
+TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("toleration, tolerated", [
+    ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}, True),
+    ({"key": "nvidia.com/gpu", "value": "true"}, True),  # operator defaults to Equal, effect to all
+    ({"key": "nvidia.com/gpu", "operator": "Exists"}, True),
+    ({"operator": "Exists"}, True),  # empty key + Exists tolerates every taint
+    ({"key": "nvidia.com/gpu", "value": "false"}, False),
+    ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}, False),
+    ({"key": "dedicated", "operator": "Exists"}, False),
+    ({"key": "nvidia.com/gpu", "operator": "Bogus"}, False),
+])
+def test_tolerations_follow_kubernetes(toleration, tolerated):
+    assert tolerates(toleration, TAINT) is tolerated
+
+
+def test_section_collects_every_problem_and_suggests_typos():
+    problems: list[Problem] = []
+    sec = Section({"minReplica": 1, "maxReplicas": "4", "cc": True, "ratio": 1.5}, "services[0]", problems)
+    assert sec.int("maxReplicas", 2, min=1) == 2  # the default comes back; the problem is recorded
+    assert sec.int("cc") is None
+    assert sec.float("ratio", 0.5, min=0, max=1) == 0.5
+    assert sec.int("minReplicas", 1) == 1
+    sec.done()
+    assert [str(p) for p in problems] == [
+        "services[0].maxReplicas: got '4'; expected an integer >= 1",
+        "services[0].cc: got True; expected an integer",
+        "services[0].ratio: got 1.5; expected a number between 0 and 1",
+        "services[0].minReplica: got 1; unknown key; did you mean 'minReplicas'?",
+    ]
+    assert str(InputError(problems, "stack 'dev'")).startswith("4 problems in stack 'dev':\n  - services[0]")
+
+
+def test_integral_floats_are_integers_but_bools_are_not():
+    problems: list[Problem] = []
+    sec = Section({"a": 3.0, "b": False}, "", problems)
+    assert sec.int("a") == 3 and isinstance(sec.int("a"), int)
+    assert sec.float("b") is None and len(problems) == 1
