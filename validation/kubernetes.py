@@ -14,9 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import kubernetes_validate
-
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 CRD_SCHEMAS = {("serving.kserve.io/v1beta1", "InferenceService"): "inferenceservice-v1beta1.json"}
 
@@ -33,7 +30,9 @@ def normalise(value: Any) -> Any:
 
 
 @lru_cache(maxsize=None)
-def _crd_validator(filename: str) -> jsonschema.Draft202012Validator:
+def _crd_validator(filename: str):
+    import jsonschema
+
     return jsonschema.Draft202012Validator(json.loads((SCHEMAS / filename).read_text()))
 
 
@@ -45,6 +44,8 @@ def validation_errors(manifest: dict, kubernetes_version: str = "1.31") -> list[
     if crd:
         return [f"{where}: {'.'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
                 for e in sorted(_crd_validator(crd).iter_errors(manifest), key=lambda e: list(e.absolute_path))]
+    import kubernetes_validate  # imported here: the CrossGuard pack uses this module's helpers without it
+
     try:
         kubernetes_validate.validate(manifest, kubernetes_version, strict=True)
     except kubernetes_validate.ValidationError as err:

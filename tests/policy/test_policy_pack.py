@@ -95,3 +95,18 @@ def test_main_only_constructs_the_pack():
     calls = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
     assert [ast.unparse(c.value.func) for c in calls] == ["PolicyPack"]
     assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+
+
+def test_the_pack_imports_only_what_its_requirements_install():
+    """policy/requirements.txt installs pulumi and pulumi-policy only: the rules must not pull in the project's
+    heavier dependencies (the analyzer would fail to start under `pulumi preview --policy-pack policy`)."""
+    import subprocess
+    import sys
+
+    from stackconfig.load import ROOT
+
+    code = ("import sys; sys.path.insert(0, '.'); import policy.pack; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'simpy', 'numpy', 'jsonschema', "
+            "'kubernetes_validate', 'rich', 'matplotlib', 'pulumi_aws', 'pulumi_kubernetes'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
