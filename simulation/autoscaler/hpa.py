@@ -90,9 +90,9 @@ class HpaCalculator:
         if rec > down:
             rec = down
         if rec > current:
-            rec = min(rec, max(current, self._up_limit(now, current)))
+            rec = min(rec, max(current, self._limit(self.spec.scale_up, now, current, up=True)))
         elif rec < current:
-            rec = max(rec, min(current, self._down_limit(now, current)))
+            rec = max(rec, min(current, self._limit(self.spec.scale_down, now, current, up=False)))
         rec = max(s.min_replicas, min(s.max_replicas, rec))
         if rec != current:
             self.events.append((now, rec - current))
@@ -106,29 +106,23 @@ class HpaCalculator:
         deleted = -sum(d for t, d in self.events if d < 0 and t > now - period_s)
         return current - added + deleted
 
-    def _up_limit(self, now: float, current: int) -> int:
-        r = self.spec.scale_up
-        if r.select == "Disabled":
+    def _limit(self, rules: Any, now: float, current: int, up: bool) -> int:
+        """calculateScaleUpLimitWithScalingRules / calculateScaleDownLimitWithScalingRules (horizontal.go): each
+        policy allows `value` pods or percent from the period's start; `Max` picks the most permissive."""
+        if rules.select == "Disabled":
             return current
         limits = []
-        for p in r.policies:
+        for p in rules.policies:
             start = self._period_start(now, current, p.period_s)
-            limits.append(start + p.value if p.type == "Pods" else int(math.ceil(start * (1 + p.value / 100.0))))
+            if p.type == "Pods":
+                limits.append(start + p.value if up else start - p.value)
+            else:
+                limits.append(int(math.ceil(start * (1 + p.value / 100.0))) if up
+                              else int(start * (1 - p.value / 100.0)))
         if not limits:
             return current
-        return max(limits) if r.select == "Max" else min(limits)
-
-    def _down_limit(self, now: float, current: int) -> int:
-        r = self.spec.scale_down
-        if r.select == "Disabled":
-            return current
-        limits = []
-        for p in r.policies:
-            start = self._period_start(now, current, p.period_s)
-            limits.append(start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100.0)))
-        if not limits:
-            return current
-        return min(limits) if r.select == "Max" else max(limits)
+        # `Max` picks the most permissive limit: the highest going up, the lowest going down.
+        return max(limits) if (rules.select == "Max") == up else min(limits)
 
 
 def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Problem]) -> Rules:
