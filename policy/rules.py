@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from validation.kubernetes import image_pinned, parse_duration, tolerates
+from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S, image_pinned, parse_duration, tolerates
 
 MANDATORY = "mandatory"
 ADVISORY = "advisory"
@@ -31,9 +31,7 @@ ADVISORY = "advisory"
 ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 HPA_TYPES = ("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler")
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
-GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
-KNATIVE_MAX_TIMEOUT_S = 600  # knative/serving pkg/apis/config/defaults.go: max-revision-timeout-seconds
 KNATIVE_DEFAULT_TIMEOUT_S = 300  # revision-timeout-seconds default
 ANN = "preflight.kserve.io/"
 RECOMMENDED_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",

@@ -25,6 +25,7 @@ from typing import Any
 
 from validation.errors import Problem
 from validation.fields import Section
+from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
 from simulation.autoscaler.config import AutoscalerConfig, HPA_CLASS, from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, HpaSpec, rules_from_manifest
 
@@ -32,7 +33,6 @@ MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 KNATIVE_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard", "RawDeployment": "Standard"}
 DEFAULT_TIMEOUT_S = 300.0         # knative pkg/apis/config/defaults.go DefaultRevisionTimeoutSeconds
-MAX_TIMEOUT_S = 600.0             # max-revision-timeout-seconds
 DEFAULT_MIN_REPLICAS = 1          # kserve pkg/constants/constants.go
 DEFAULT_CPU_UTILIZATION = 80.0    # kserve DefaultCPUUtilization
 
@@ -106,7 +106,7 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
     min_rep = pred.int("minReplicas", None, min=0)
     max_rep = pred.int("maxReplicas", 0, min=0)
     cc = pred.int("containerConcurrency", 0, min=0, max=1000)
-    timeout = pred.float("timeout", None, min=1, max=MAX_TIMEOUT_S)
+    timeout = pred.float("timeout", None, min=1, max=KNATIVE_MAX_TIMEOUT_S)
     scale_metric = pred.choice("scaleMetric", ["concurrency", "rps", "cpu", "memory"], None)
     scale_target = pred.float("scaleTarget", None, min=0.01)
 
@@ -130,14 +130,14 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
     cont = Section(container_raw, cpath, problems)
     image = cont.raw("image") or ""
     limits = cont.section("resources").section("limits")
-    gpus_raw = limits.raw("nvidia.com/gpu", 0)
+    gpus_raw = limits.raw(GPU_RESOURCE, 0)
     try:
         gpus_f = float(gpus_raw)
         if not gpus_f.is_integer() or gpus_f < 0:
             raise ValueError
         gpus = int(gpus_f)
     except (TypeError, ValueError):
-        limits.problem("nvidia.com/gpu", gpus_raw, "expected a whole number of GPUs")
+        limits.problem(GPU_RESOURCE, gpus_raw, "expected a whole number of GPUs")
         gpus = 0
     startup = None
     if cont.has("startupProbe"):

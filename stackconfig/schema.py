@@ -17,15 +17,14 @@ from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, InstanceType, Model
 from validation.errors import InputError, Problem
 from validation.fields import Section
-from validation.kubernetes import image_pinned, parse_duration, tolerates, validation_errors
+from validation.kubernetes import (GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S, image_pinned, parse_duration, tolerates,
+                                   validation_errors)
 from simulation.scenario import parse_client
 from simulation.workload import parse_workload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # relative trace paths resolve here
 
-KNATIVE_MAX_TIMEOUT_S = 600  # knative/serving pkg/apis/config/defaults.go: max-revision-timeout-seconds
 KNATIVE_CC_MAX = 1000  # container-concurrency-max-limit
-GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 GPU_LABEL = {"nvidia.com/gpu.present": "true"}
 

@@ -14,6 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's extended resource
+KNATIVE_MAX_TIMEOUT_S = 600  # knative/serving pkg/apis/config/defaults.go: max-revision-timeout-seconds
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 CRD_SCHEMAS = {("serving.kserve.io/v1beta1", "InferenceService"): "inferenceservice-v1beta1.json"}
 
