@@ -1,0 +1,50 @@
+"""What every GPU model server shares: status codes, the per-server counters, the crash helper and the
+`server:` keys common to all of them (roofline efficiency factors, the scenario's model name).
+
+The servers: `llm_engine` (the continuous-batching timeline the LLM servers share), `vllm_v0`, `naive`,
+`triton`; see docs/gpu-model.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from validation.fields import Section
+from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency
+
+OK, BAD_REQUEST, SERVER_ERROR, UNAVAILABLE = 200, 400, 500, 503
+OOM_REASON = "CUDA out of memory"
+EPS = 1e-9
+
+
+def new_stats() -> dict[str, int]:
+    """Per-server counters (summed over pods by the report): see docs/gpu-model.md."""
+    return {"rejected_400": 0, "oom_events": 0, "oom_request_failures": 0, "oom_crashes": 0, "completed": 0}
+
+
+def crash_pod(server: Any, reason: str) -> None:
+    """The server process dies: the pod fails everything in flight (502) and restarts the container. A pod
+    that ignores the crash (already terminating) still loses the process: fail the work here (500)."""
+    before = server._fails
+    server.pod.crash(reason)
+    if server._fails == before:
+        server.fail_all(SERVER_ERROR)
+
+
+def efficiency(sec: Section) -> Efficiency:
+    d = DEFAULT_EFFICIENCY
+    return Efficiency(
+        memory=sec.float("memory_efficiency", d.memory, min=0.0, min_exclusive=True, max=1.0),
+        compute=sec.float("compute_efficiency", d.compute, min=0.0, min_exclusive=True, max=1.0),
+        step_overhead_s=sec.float("step_overhead_s", d.step_overhead_s, min=0.0),
+        prefill_overhead_s=sec.float("prefill_overhead_s", d.prefill_overhead_s, min=0.0),
+    )
+
+
+def model_name(model: Any) -> str | None:
+    """The core may pass the scenario's model (a name, a mapping with `name`, or None)."""
+    if isinstance(model, str):
+        return model
+    if isinstance(model, dict):
+        return model.get("name")
+    return getattr(model, "name", None)
