@@ -65,12 +65,16 @@ def test_breaks_a_stale_lock_but_waits_for_a_fresh_one(tmp_path):
 
 
 def test_sigterm_releases_the_lock(tmp_path):
-    proc = subprocess.Popen(["sh", "-c", _script(tmp_path, "sleep 3\n", {"m": "hf://a/b"})])
+    # Signal only once the download runs: the lock directory appears a moment before the shell records that it
+    # holds it (`mkdir` returns, then `held=`), and a TERM in that window leaves the lock to the stale-lock rule.
+    # Waiting for the lock directory alone made this test flaky on a loaded machine (issue 9).
+    started = tmp_path / "started"
+    proc = subprocess.Popen(["sh", "-c", _script(tmp_path, f"touch {started}\nsleep 3\n", {"m": "hf://a/b"})])
     lock = tmp_path / "cache" / "m.lock"
     deadline = time.time() + 10
-    while not lock.is_dir() and time.time() < deadline:
+    while not started.exists() and time.time() < deadline:
         time.sleep(0.05)
-    assert lock.is_dir()
+    assert lock.is_dir() and started.exists()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 143
     assert not lock.exists()

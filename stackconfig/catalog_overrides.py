@@ -1,0 +1,40 @@
+"""`catalog:` overrides: extra GPUs, instance types and models merged over the built-in catalog."""
+
+from __future__ import annotations
+
+from catalog import DEFAULT as DEFAULT_CATALOG
+from catalog import Catalog, Gpu, InstanceType, Model
+from validation.fields import Section
+
+
+def parse_catalog(sec: Section) -> Catalog:
+    gpus = [Gpu(name, g.float("memoryGib", 0.0, min=1, required=True), g.float("bandwidthGbps", 0.0, min=1,
+                required=True), g.float("bf16Tflops", 0.0, min=0.1, required=True))
+            for name, g in named_items(sec.section("gpus"))]
+    instances = [InstanceType(name, i.str("gpu", "", required=True), i.int("gpus", 1, min=1, max=16, required=True),
+                              i.int("vcpus", 4, min=1), i.int("memoryGib", 16, min=1))
+                 for name, i in named_items(sec.section("instanceTypes"))]
+    models = [Model(name, m.choice("kind", ["llm", "vision"], "llm"), m.float("paramsB", 1.0, min=0.0001,
+                    required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4), layers=m.int("layers", 0, min=0),
+                    kv_heads=m.int("kvHeads", 0, min=0), head_dim=m.int("headDim", 0, min=0),
+                    max_context=m.int("maxContext", 0, min=0), sliding_window=m.int("slidingWindow", 0, min=0),
+                    activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0),
+                    weights_gib_override=m.float("weightsGib", 0.0, min=0),
+                    hidden_size=m.int("hiddenSize", 0, min=0), vocab_size=m.int("vocabSize", 0, min=0),
+                    gflops_per_item=m.float("gflopsPerItem", 0.0, min=0))
+              for name, m in named_items(sec.section("models"))]
+    sec.done()
+    catalog = DEFAULT_CATALOG.extended(gpus, instances, models)
+    for inst in instances:
+        if inst.gpu not in catalog.gpus:
+            sec.problem(f"instanceTypes.{inst.name}.gpu", inst.gpu,
+                        "expected a GPU from the catalog: " + ", ".join(sorted(catalog.gpus)))
+    return catalog
+
+
+def named_items(sec: Section):
+    """Items of a name → mapping section, each read with its own Section (unknown keys reported)."""
+    for name in list(sec.data):
+        item = sec.section(name)
+        yield name, item
+        item.done()

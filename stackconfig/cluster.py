@@ -1,0 +1,110 @@
+"""`cluster:` and `gpuNodeGroup:`: the EKS cluster the stack joins and its tainted GPU node group."""
+
+from __future__ import annotations
+
+import re
+
+from catalog import Catalog
+from stackconfig.formats import DNS_LABEL, check_k8s_name
+from stackconfig.types import ClusterConfig, NodeGroupConfig, Taint
+from validation.errors import Problem
+from validation.fields import Section
+from validation.kubernetes import GPU_RESOURCE
+
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+GPU_LABEL = {"nvidia.com/gpu.present": "true"}
+AMI_TYPES = ["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "AL2_x86_64_GPU"]
+TAINT_EFFECTS = ["NoSchedule", "NoExecute", "PreferNoSchedule"]
+
+
+def node_group_name_prefix(cluster: str, node_group: str) -> str:
+    """The EKS node group's name prefix (`aws.eks.NodeGroup` adds a unique 26-character suffix)."""
+    return f"{cluster}-{node_group}-"
+
+
+def check_node_group_name(cluster: ClusterConfig, node_group: NodeGroupConfig, problems: list[Problem]) -> None:
+    prefix = node_group_name_prefix(cluster.name, node_group.name)
+    if len(prefix) > 63 - 26 or not re.match(r"^[0-9A-Za-z][A-Za-z0-9_-]*$", prefix):
+        problems.append(Problem("gpuNodeGroup.name", node_group.name, f"expected letters, digits, '-' and '_', "
+                                f"with '<cluster.name>-<name>-' ({prefix!r}) at most 37 characters: EKS node group "
+                                "names are at most 63 and the provider appends a 26-character unique suffix"))
+
+
+def parse_cluster(sec: Section, project: str) -> ClusterConfig:
+    out = ClusterConfig(
+        name=sec.str("name", "", required=True),
+        subnet_ids=sec.str_list("subnetIds", [], required=True),
+        node_role_arn=sec.str("nodeRoleArn"),
+        create_node_role=sec.bool("createNodeRole", False),
+        kubernetes_version=_kubernetes_version(sec),
+        namespace=sec.str("namespace", "kserve-inference"),
+    )
+    check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
+    if not out.node_role_arn and not out.create_node_role:
+        sec.problem("nodeRoleArn", None, "set nodeRoleArn to an existing node IAM role, or createNodeRole: true")
+    if out.node_role_arn and out.create_node_role:
+        sec.problem("createNodeRole", True, "expected false when nodeRoleArn is set (use one or the other)")
+    sec.done()
+    return out
+
+
+def _kubernetes_version(sec: Section) -> str:
+    versions = [f"1.{v}" for v in range(28, 38)]
+    raw = sec.raw("kubernetesVersion")
+    if isinstance(raw, float):  # YAML reads 1.30 as the number 1.3
+        sec.problem("kubernetesVersion", raw, "expected a quoted version string, one of "
+                    + ", ".join(repr(v) for v in versions) + ' (quote it: YAML reads 1.30 as 1.3)')
+        return "1.31"
+    return sec.choice("kubernetesVersion", versions, "1.31")
+
+
+def _taints(sec: Section) -> list[Taint]:
+    items = sec.sections("taints")
+    if not sec.has("taints"):
+        return [Taint(**GPU_TAINT)]
+    out = []
+    for t in items:
+        out.append(Taint(t.str("key", "", required=True), t.str("value", ""),
+                         t.choice("effect", TAINT_EFFECTS, "NoSchedule")))
+        t.done()
+    return out
+
+
+def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
+    instance_types = sec.str_list("instanceTypes", ["g6e.xlarge"])
+    gpu, gpus_per_node = catalog.gpus["L40S"], 1
+    known = [t for t in instance_types if t in catalog.instances]
+    for t in instance_types:
+        if t not in catalog.instances:
+            sec.problem("instanceTypes", t, "expected GPU instance types from the catalog: "
+                        + ", ".join(sorted(catalog.instances)) + " (or add one under catalog.instanceTypes)")
+    if known:
+        first = catalog.instances[known[0]]
+        gpu, gpus_per_node = catalog.gpus[first.gpu], first.gpus
+        for t in known[1:]:
+            other = catalog.instances[t]
+            if (other.gpu, other.gpus) != (first.gpu, first.gpus):
+                sec.problem("instanceTypes", instance_types,
+                            "expected instance types with the same GPU model and count per node "
+                            "(the simulation and capacity checks assume one node shape)")
+                break
+    min_size = sec.int("minSize", 0, min=0, max=1000)
+    max_size = sec.int("maxSize", 2, min=1, max=1000)
+    desired = sec.int("desiredSize", min_size, min=0, max=1000)
+    if min_size > max_size:
+        sec.problem("minSize", min_size, f"expected minSize <= maxSize ({max_size})")
+    if not min_size <= desired <= max_size:
+        sec.problem("desiredSize", desired, f"expected between minSize ({min_size}) and maxSize ({max_size})")
+    out = NodeGroupConfig(
+        name=sec.str("name", "gpu"),
+        instance_types=instance_types,
+        ami_type=sec.choice("amiType", AMI_TYPES, "AL2023_x86_64_NVIDIA"),
+        capacity_type=sec.choice("capacityType", ["ON_DEMAND", "SPOT"], "ON_DEMAND"),
+        disk_size_gib=sec.int("diskSizeGib", 200, min=50, max=16384),
+        min_size=min_size, max_size=max_size, desired_size=desired,
+        labels={**GPU_LABEL, **sec.str_map("labels", {})},
+        taints=_taints(sec),
+        gpu=gpu, gpus_per_node=gpus_per_node,
+    )
+    sec.done()
+    return out

@@ -1,0 +1,87 @@
+"""Platform add-ons and priors: the NVIDIA device plugin, the model cache, cold-start priors and the gate's settings."""
+
+from __future__ import annotations
+
+from catalog import Model
+from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_k8s_name, check_pinned
+from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
+                               ServiceConfig)
+from validation.errors import Problem
+from validation.fields import Section
+
+
+def parse_device_plugin(sec: Section) -> DevicePluginConfig:
+    out = DevicePluginConfig(image=sec.str("image", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"),
+                             namespace=sec.str("namespace", "kube-system"))
+    check_pinned(sec, "image", out.image)
+    check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
+    sec.done()
+    return out
+
+
+def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
+    out = ModelCacheConfig(
+        enabled=sec.bool("enabled", True),
+        namespace=sec.str("namespace", namespace),
+        pvc_name=sec.str("pvcName", "model-cache"),
+        storage_class=sec.str("storageClass", "efs-sc"),
+        size_gib=sec.int("sizeGib", 500, min=1, max=65536),
+        access_mode=sec.choice("accessMode", ["ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany"], "ReadWriteMany"),
+        prefetch_image=sec.str("prefetchImage", "kserve/storage-initializer:v0.15.2"),
+        service_account=sec.str("serviceAccountName"),
+        credentials_secret=sec.str("credentialsSecret"),
+    )
+    for key, value in (("serviceAccountName", out.service_account), ("credentialsSecret", out.credentials_secret)):
+        check_k8s_name(sec, key, value, DNS_SUBDOMAIN, "object name")
+    check_pinned(sec, "prefetchImage", out.prefetch_image)
+    if sec.has("namespace"):  # the default is cluster.namespace, checked there
+        check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
+    check_k8s_name(sec, "pvcName", out.pvc_name, DNS_SUBDOMAIN, "object name")
+    sec.done()
+    return out
+
+
+def parse_cold_start(sec: Section) -> ColdStartProfile:
+    out = ColdStartProfile(
+        node_provision_s=sec.float("nodeProvisionS", 120.0, min=0),
+        image_gib=sec.float("imageGib", 10.0, min=0),
+        image_pull_mbps=sec.float("imagePullMBps", 60.0, min=1),
+        download_gbps=sec.float("downloadGBps", 0.5, min=0.01),
+        load_gbps=sec.float("loadGBps", 2.0, min=0.01),
+        engine_init_s=sec.float("engineInitS", 30.0, min=0),
+    )
+    sec.done()
+    return out
+
+
+def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool) -> float:
+    """Container start → model ready: download (skipped on a cache hit) + weights to GPU + engine init."""
+    gib = model.weights_gib
+    download = 0.0 if cache_hit else gib * 1.073741824 / cold.download_gbps
+    return download + gib * 1.073741824 / cold.load_gbps + cold.engine_init_s
+
+
+def parse_gate(sec: Section) -> GateConfig:
+    out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
+                     duration_s=sec.float("durationS", 900.0, min=60, max=86400),
+                     seed=sec.int("seed", 1, min=0, max=2**31 - 1))
+    sec.done()
+    return out
+
+
+def check_model_cache(mc: ModelCacheConfig, cluster: ClusterConfig, services: list[ServiceConfig],
+                       problems: list[Problem]) -> None:
+    """What the cache needs to serve every service: their namespace, and one source per cached model name."""
+    if mc.namespace != cluster.namespace:
+        problems.append(Problem("modelCache.namespace", mc.namespace, f"expected the services' namespace "
+                                f"{cluster.namespace!r} (cluster.namespace): a pod mounts only PVCs of its own "
+                                "namespace, and the services read pvc://<pvcName>/<model>"))
+    first: dict[str, tuple[int, str]] = {}
+    for i, svc in enumerate(services):
+        if svc.storage_uri.startswith("pvc://"):
+            continue
+        j, uri = first.setdefault(svc.model.name, (i, svc.storage_uri))
+        if uri != svc.storage_uri:
+            problems.append(Problem(f"services[{i}].model.storageUri", svc.storage_uri, f"expected {uri!r} as in "
+                                    f"services[{j}]: the model cache keeps one copy per model name "
+                                    f"({svc.model.name!r}) at {mc.pvc_name}/{svc.model.name}"))

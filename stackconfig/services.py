@@ -1,0 +1,209 @@
+"""`services:`: each InferenceService's scaling, runtime, model, resources, probes, caps, placement and SLO.
+
+Services use KServe's own field names (`pkg/apis/serving/v1beta1/component.go: ComponentExtensionSpec`) and
+Knative's autoscaling annotation keys (`pkg/apis/autoscaling/register.go`); defaults follow KServe
+(`minReplicas` 1) and Knative (`timeout` ≤ 600 s).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from stackconfig.autoscaling import check_hpa_behavior, parse_annotations
+from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
+from stackconfig.formats import QUANTITY, SERVICE_NAME, check_pinned
+from stackconfig.platform import expected_load_s
+from stackconfig.types import InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint, Toleration
+from validation.fields import Section
+from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
+from simulation.scenario import parse_client
+from simulation.workload import parse_workload
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # relative trace paths resolve here
+
+KNATIVE_CC_MAX = 1000  # container-concurrency-max-limit
+DEPLOYMENT_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard",
+                    "RawDeployment": "Standard"}
+ENGINES = ["vllm", "tgi", "naive", "triton"]
+
+
+def _probe(sec: Section, default_path: str, period: int, failures: int, initial: int, timeout: int) -> Probe:
+    out = Probe(path=sec.str("path", default_path), period_s=sec.int("periodSeconds", period, min=1, max=3600),
+                failure_threshold=sec.int("failureThreshold", failures, min=1, max=1000),
+                initial_delay_s=sec.int("initialDelaySeconds", initial, min=0, max=3600),
+                timeout_s=sec.int("timeoutSeconds", timeout, min=1, max=600))
+    sec.done()
+    return out
+
+
+def _tolerations(sec: Section, taints: list[Taint]) -> list[Toleration]:
+    if not sec.has("tolerations"):
+        return [Toleration(t.key, "Equal", t.value, t.effect) for t in taints]
+    out = []
+    for t in sec.sections("tolerations"):
+        op = t.choice("operator", ["Equal", "Exists"], "Equal")
+        out.append(Toleration(t.str("key", ""), op, t.str("value") if op == "Equal" else None,
+                              t.choice("effect", TAINT_EFFECTS)))
+        t.done()
+    for taint in taints:
+        if taint.key and taint.effect != "PreferNoSchedule" and not any(tol.tolerates(taint) for tol in out):
+            sec.problem("tolerations", sec.raw("tolerations"),
+                        f"expected a toleration for the node group's taint {taint.key}={taint.value}:{taint.effect} "
+                        "(otherwise the GPU pods stay Pending)")
+    return out
+
+
+def _slo(sec: Section) -> Slo | None:
+    if not sec.data:
+        sec.done()
+        return None
+    out = Slo(p99_latency_s=sec.float("p99LatencyS", 0.0, min=0, min_exclusive=True, required=True),
+              max_error_rate=sec.float("maxErrorRate", 0.01, min=0, max=1),
+              max_503_rate=sec.float("max503Rate", 0.01, min=0, max=1),
+              max_cold_start_s=sec.float("maxColdStartS", None, min=0, min_exclusive=True),
+              p99_ttft_s=sec.float("p99TtftS", None, min=0, min_exclusive=True))
+    sec.done()
+    return out
+
+
+def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
+    ng, catalog, cold = ctx.node_group, ctx.catalog, ctx.cold_start
+    name = sec.str("name", "", required=True)
+    if name and not SERVICE_NAME.match(name):
+        sec.problem("name", name, "expected a DNS-1035 label: lowercase letters, digits and '-', starting "
+                    "with a letter, at most 42 characters (KServe appends '-predictor-…')")
+    mode = DEPLOYMENT_MODES.get(sec.choice("deploymentMode", list(DEPLOYMENT_MODES), "Knative"), "Knative")
+    min_r = sec.int("minReplicas", 1, min=0, max=1000)
+    max_r = sec.int("maxReplicas", 0, min=1, max=1000, required=True)
+    if max_r and min_r > max_r:
+        sec.problem("minReplicas", min_r, f"expected minReplicas <= maxReplicas ({max_r})")
+    if mode == "Standard" and min_r == 0:
+        sec.problem("minReplicas", 0, "expected >= 1 in Standard (RawDeployment) mode: an HPA cannot scale to zero")
+    cc = sec.int("containerConcurrency", None, min=0, max=KNATIVE_CC_MAX)
+    metric_choices = ["concurrency", "rps"] if mode == "Knative" else ["cpu", "memory", "concurrency"]
+    scale_metric = sec.choice("scaleMetric", metric_choices, "concurrency" if mode == "Knative" else "cpu")
+    scale_target = sec.int("scaleTarget", None, min=1, max=100000)
+    if mode == "Knative" and scale_metric == "concurrency" and cc and scale_target and scale_target > cc:
+        sec.problem("scaleTarget", scale_target, f"expected <= containerConcurrency ({cc}); Knative caps the "
+                    "target at containerConcurrency (pkg/reconciler/autoscaling/resources/target.go)")
+    timeout = sec.int("timeout", None, min=1)
+    if timeout is not None and timeout > KNATIVE_MAX_TIMEOUT_S:
+        sec.problem("timeout", timeout, f"expected at most {KNATIVE_MAX_TIMEOUT_S} seconds "
+                    "(Knative max-revision-timeout-seconds)")
+    annotations = parse_annotations(sec)
+    if mode == "Standard" and annotations:
+        sec.problem("annotations", annotations, "expected none in Standard mode: Knative annotations only act "
+                    "in Knative mode; use hpa.behavior")
+    hpa = sec.section("hpa")
+    behavior = hpa.raw("behavior")
+    if behavior is not None and not isinstance(behavior, dict):
+        hpa.problem("behavior", behavior, "expected an autoscaling/v2 HorizontalPodAutoscalerBehavior mapping")
+    elif behavior:
+        check_hpa_behavior(hpa, behavior, ctx.cluster.kubernetes_version)
+    pods_metric = hpa.str("podsMetric", "inflight_requests")
+    hpa.done()
+    if mode == "Knative" and (behavior or hpa.has("podsMetric")):
+        sec.problem("hpa", hpa.data, "expected no hpa settings in Knative mode (the KPA scales it)")
+
+    runtime = sec.section("runtime")
+    engine = runtime.choice("engine", ENGINES, "vllm")
+    model_format = runtime.str("modelFormat", "huggingface")
+    image = runtime.str("image")
+    check_pinned(runtime, "image", image)
+    args = runtime.str_list("args", [])
+    env = runtime.str_map("env", {})
+    runtime.done()
+
+    msec = sec.section("model", required=True)
+    model_name = msec.str("name", "", required=True)
+    model = catalog.models.get(model_name)
+    if model_name and model is None:
+        msec.problem("name", model_name, "expected a model from the catalog: " + ", ".join(sorted(catalog.models))
+                     + " (or add one under catalog.models)")
+    storage_uri = msec.str("storageUri", "", required=True)
+    if storage_uri and not re.match(r"^(s3|gs|hf|https?|pvc|oci)://", storage_uri):
+        msec.problem("storageUri", storage_uri, "expected an s3://, gs://, hf://, https://, pvc:// or oci:// URI")
+    msec.done()
+    model = model or catalog.models["llama-3-8b"]
+
+    res = sec.section("resources")
+    gpus = res.int("gpus", 1, min=1, max=16)
+    cpu, memory = res.str("cpu", "4"), res.str("memory", "24Gi")
+    for key, value in (("cpu", cpu), ("memory", memory)):
+        if not QUANTITY.match(value):
+            res.problem(key, value, "expected a Kubernetes quantity such as \"4\", \"500m\" or \"24Gi\"")
+    res.done()
+    if gpus > ng.gpus_per_node:
+        sec.problem("resources.gpus", gpus, f"expected at most {ng.gpus_per_node}: a {ng.instance_types[0]} node has "
+                    f"{ng.gpus_per_node} GPU(s) and a pod cannot span nodes")
+    if max_r * gpus > ng.gpu_capacity:
+        sec.problem("maxReplicas", max_r, f"expected at most {ng.gpu_capacity // gpus}: the node group holds "
+                    f"maxSize {ng.max_size} × {ng.gpus_per_node} GPU(s) = {ng.gpu_capacity} GPUs and each replica "
+                    f"needs {gpus}")
+
+    lim = sec.section("limits")
+    caps = InputCaps(lim.int("maxInputTokens", None, min=1), lim.int("maxNewTokens", None, min=1),
+                     lim.int("maxBatchSize", None, min=1, max=4096), lim.int("maxImagePixels", None, min=1))
+    lim.done()
+    util = sec.float("gpuMemoryUtilization", 0.9, min=0.1, max=0.99)
+    pod_gpu_bytes = ng.gpu.memory_bytes * gpus
+    if model.weights_bytes > pod_gpu_bytes * (util if engine == "vllm" else 1.0):
+        where = f"{gpus} × {ng.gpu.name} ({ng.gpu.memory_gib:g} GiB each" + (
+            f", × gpuMemoryUtilization {util:g})" if engine == "vllm" else ")")
+        sec.problem("model.name", model.name, f"expected a model that fits in GPU memory: its weights take "
+                    f"{model.weights_gib:.1f} GiB but the pod has {where}; use more GPUs per pod, a bigger GPU "
+                    "or a smaller/quantized model")
+    if model.kind == "llm" and model.max_context and caps.max_input_tokens and caps.max_new_tokens and \
+            caps.max_input_tokens + caps.max_new_tokens > model.max_context:
+        sec.problem("limits.maxInputTokens", caps.max_input_tokens, f"expected maxInputTokens + maxNewTokens <= "
+                    f"{model.max_context}, the context length of {model.name}")
+
+    cache_hit = ctx.model_cache.enabled
+    load_s = expected_load_s(model, cold, cache_hit)
+    # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
+    startup_failures = max(6, int(2 * load_s / 10) + 1)
+    probes = sec.section("probes")
+    # KServe's Python servers (huggingface, vLLM backend) and Triton answer the v2 health protocol; TGI has
+    # only `/health` (200 once the model is loaded; text-generation-inference router/src/server.rs).
+    ready_path, live_path = ("/health", "/health") if engine == "tgi" else ("/v2/health/ready", "/v2/health/live")
+    startup = _probe(probes.section("startup"), ready_path, 10, startup_failures, 0, 5)
+    readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
+    liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)
+    probes.done()
+    budget = startup.initial_delay_s + startup.period_s * startup.failure_threshold
+    if budget < load_s:
+        sec.problem("probes.startup", {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold},
+                    f"expected a startup budget (initialDelaySeconds + periodSeconds × failureThreshold = {budget} s) "
+                    f"of at least the expected model load time {load_s:.0f} s, or the kubelet restarts the pod "
+                    "before the model is loaded")
+
+    alloc = sec.str("pytorchCudaAllocConf", "expandable_segments:True")
+    tolerations = _tolerations(sec, ng.taints)
+    node_selector = sec.str_map("nodeSelector", dict(GPU_LABEL))
+    for key, value in node_selector.items():
+        if ng.labels.get(key) != value:
+            sec.problem(f"nodeSelector.{key}", value, f"expected a label the GPU node group sets: {ng.labels}")
+
+    # The gate's inputs, checked now with the simulation's own parsers so a mistake stops `pulumi up` early.
+    workload, client = sec.raw("workload"), sec.raw("client")
+    if workload is not None:
+        parse_workload(Section(workload, sec.key_path("workload"), sec.problems), base_dir=str(PROJECT_ROOT))
+    if client is not None:
+        parse_client(Section(client, sec.key_path("client"), sec.problems))
+    slo = _slo(sec.section("slo"))
+    allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
+    if min_r == 0 and not allow_zero:
+        sec.problem("minReplicas", 0, f"expected >= 1 in {ctx.environment}: scale-to-zero makes the first request "
+                    f"wait for a ~{load_s:.0f} s GPU cold start; set allowScaleToZero: true to accept that")
+    sec.done()
+    return ServiceConfig(
+        name=name, namespace=ctx.cluster.namespace, deployment_mode=mode, min_replicas=min_r,
+        max_replicas=max_r, container_concurrency=cc, scale_metric=scale_metric, scale_target=scale_target,
+        timeout_s=timeout, annotations=annotations, hpa_behavior=behavior, hpa_pods_metric=pods_metric,
+        engine=engine, model_format=model_format, image=image, args=args, env=env, model=model,
+        storage_uri=storage_uri, gpus=gpus, cpu=cpu, memory=memory, startup_probe=startup,
+        readiness_probe=readiness, liveness_probe=liveness, caps=caps, gpu_memory_utilization=util,
+        pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
+        workload=workload, client=client, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
+    )

@@ -1,0 +1,207 @@
+"""The typed stack config: what the Pulumi program, the manifests and the gate read (parsed by `stackconfig.schema`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from catalog import DEFAULT as DEFAULT_CATALOG
+from catalog import Catalog, Gpu, Model
+from validation.kubernetes import tolerates
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # Kubernetes spelling: NoSchedule | NoExecute | PreferNoSchedule
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str
+    operator: str  # Equal | Exists
+    value: str | None
+    effect: str | None  # None tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        return tolerates(self.to_manifest(), {"key": taint.key, "value": taint.value, "effect": taint.effect})
+
+    def to_manifest(self) -> dict:
+        out: dict[str, Any] = {"key": self.key, "operator": self.operator}
+        if self.operator == "Equal":
+            out["value"] = self.value
+        if self.effect:
+            out["effect"] = self.effect
+        return out
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    subnet_ids: list[str]
+    node_role_arn: str | None
+    create_node_role: bool
+    kubernetes_version: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class NodeGroupConfig:
+    name: str
+    instance_types: list[str]
+    ami_type: str
+    capacity_type: str
+    disk_size_gib: int
+    min_size: int
+    max_size: int
+    desired_size: int
+    labels: dict[str, str]
+    taints: list[Taint]
+    gpu: Gpu
+    gpus_per_node: int
+
+    @property
+    def gpu_capacity(self) -> int:
+        return self.max_size * self.gpus_per_node
+
+    @property
+    def needs_device_plugin(self) -> bool:
+        """The AL2023/AL2 NVIDIA AMIs ship driver and toolkit only; Bottlerocket NVIDIA variants run NVIDIA's
+        device plugin as a host service (setting `kubelet-device-plugins`), so a second one is not deployed."""
+        return not self.ami_type.startswith("BOTTLEROCKET")
+
+
+@dataclass(frozen=True)
+class DevicePluginConfig:
+    image: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class ModelCacheConfig:
+    enabled: bool
+    namespace: str
+    pvc_name: str
+    storage_class: str
+    size_gib: int
+    access_mode: str
+    prefetch_image: str
+    # What the storage initializer downloads with: an IRSA service account for s3:// (AWS_* from the pod
+    # identity webhook), a Secret of env vars such as HF_TOKEN for gated hf:// models. None: anonymous.
+    service_account: str | None = None
+    credentials_secret: str | None = None
+
+
+@dataclass(frozen=True)
+class ColdStartProfile:
+    """Cold-start priors (knative-kserve.md §6, gpu-memory-and-models.md); sizes probes, feeds the simulation."""
+
+    node_provision_s: float
+    image_gib: float
+    image_pull_mbps: float
+    download_gbps: float
+    load_gbps: float
+    engine_init_s: float
+
+
+@dataclass(frozen=True)
+class Probe:
+    path: str
+    period_s: int
+    failure_threshold: int
+    initial_delay_s: int
+    timeout_s: int
+
+
+@dataclass(frozen=True)
+class InputCaps:
+    max_input_tokens: int | None
+    max_new_tokens: int | None
+    max_batch_size: int | None
+    max_image_pixels: int | None
+
+
+@dataclass(frozen=True)
+class Slo:
+    """What the simulation gate checks a service against (rates are fractions of all requests)."""
+
+    p99_latency_s: float
+    max_error_rate: float
+    max_503_rate: float
+    max_cold_start_s: float | None
+    p99_ttft_s: float | None  # time to first token (first byte) of successful requests
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    name: str
+    namespace: str
+    deployment_mode: str  # "Knative" | "Standard"
+    min_replicas: int
+    max_replicas: int
+    container_concurrency: int | None
+    scale_metric: str
+    scale_target: int | None
+    timeout_s: int | None
+    annotations: dict[str, str]
+    hpa_behavior: dict | None
+    hpa_pods_metric: str
+    engine: str
+    model_format: str
+    image: str | None
+    args: list[str]
+    env: dict[str, str]
+    model: Model
+    storage_uri: str
+    gpus: int
+    cpu: str
+    memory: str
+    startup_probe: Probe
+    readiness_probe: Probe
+    liveness_probe: Probe
+    caps: InputCaps
+    gpu_memory_utilization: float
+    pytorch_cuda_alloc_conf: str | None
+    tolerations: list[Toleration]
+    node_selector: dict[str, str]
+    workload: dict | None  # the simulation's workload mapping, checked by the gate
+    client: dict | None  # the simulation's client mapping (timeout, retries, back-off), for the gate
+    slo: Slo | None
+    allow_scale_to_zero: bool
+    expected_load_s: float  # cold-start estimate the probes were sized from
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The SLO gate `pulumi up` runs before registering anything (gate/__init__.py)."""
+
+    enabled: bool
+    enforce: bool  # false: report misses as warnings and deploy anyway
+    duration_s: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    project: str
+    stack: str
+    environment: str
+    cluster: ClusterConfig
+    node_group: NodeGroupConfig
+    device_plugin: DevicePluginConfig
+    model_cache: ModelCacheConfig
+    cold_start: ColdStartProfile
+    services: list[ServiceConfig]
+    gate: GateConfig
+    catalog: Catalog = field(repr=False, default=DEFAULT_CATALOG)
+
+
+@dataclass(frozen=True)
+class StackConfigContext:
+    environment: str
+    cluster: ClusterConfig
+    node_group: NodeGroupConfig
+    model_cache: ModelCacheConfig
+    cold_start: ColdStartProfile
+    catalog: Catalog
