@@ -19,11 +19,25 @@ from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
 
 
+# Caps a runtime cannot take as an argument: Triton reads them from the model repository's `config.pbtxt`
+# (`max_batch_size`, `dynamic_batching.default_queue_policy.max_queue_size`, the input tensor's `dims`). The user
+# declares there what the stack config says; these annotations carry the declared values to the simulation and
+# the policies, so the model repository and the stack must agree (docs/deploying.md).
+TRITON_CAP_ANNOTATIONS = {"max_batch_size": ANNOTATION_PREFIX + "triton-max-batch-size",
+                          "max_pixels": ANNOTATION_PREFIX + "triton-max-image-pixels"}
+
+
 def engine_args(svc: ServiceConfig) -> list[str]:
-    """Input, batch and memory caps as the runtime's own flags (vLLM engine args, TGI launcher args)."""
+    """Input, batch and memory caps as the runtime's own flags, the only place a runtime reads them.
+
+    vLLM (engine args passed through KServe's huggingfaceserver): `--max-model-len` (prompt + max_tokens above
+    it is answered 400), `--max-num-seqs`; TGI launcher: `--max-input-tokens`, `--max-total-tokens`,
+    `--max-batch-size`; the Transformers backend: `--max_length`. Triton takes none (see TRITON_CAP_ANNOTATIONS).
+    """
     caps, args = svc.caps, []
-    total = (caps.max_input_tokens + caps.max_new_tokens) if caps.max_input_tokens and caps.max_new_tokens else None
-    if svc.engine == "vllm":  # KServe huggingfaceserver passes vLLM engine args through
+    total = (caps.max_input_tokens + caps.max_new_tokens) if caps.max_input_tokens and caps.max_new_tokens \
+        else caps.max_input_tokens
+    if svc.engine == "vllm":
         args += [f"--model_name={svc.name}", "--backend=vllm",
                  f"--gpu-memory-utilization={svc.gpu_memory_utilization:g}"]
         if total:
@@ -46,16 +60,18 @@ def engine_args(svc: ServiceConfig) -> list[str]:
 
 
 def engine_env(svc: ServiceConfig) -> list[dict]:
-    caps = svc.caps
-    env = {
-        "PYTORCH_CUDA_ALLOC_CONF": svc.pytorch_cuda_alloc_conf,
-        "MAX_INPUT_TOKENS": caps.max_input_tokens,
-        "MAX_NEW_TOKENS": caps.max_new_tokens,
-        "MAX_BATCH_SIZE": caps.max_batch_size,
-        "MAX_IMAGE_PIXELS": caps.max_image_pixels,
-        **svc.env,
-    }
+    """Environment the runtime reads: the CUDA allocator setting and the user's own variables (no caps: no
+    runtime reads a MAX_* variable)."""
+    env = {"PYTORCH_CUDA_ALLOC_CONF": svc.pytorch_cuda_alloc_conf, **svc.env}
     return [{"name": k, "value": str(v)} for k, v in env.items() if v is not None]
+
+
+def triton_caps(svc: ServiceConfig) -> dict[str, str]:
+    """The caps the user declares for Triton's config.pbtxt, as annotations (empty for other engines)."""
+    if svc.engine != "triton":
+        return {}
+    declared = {"max_batch_size": svc.caps.max_batch_size, "max_pixels": svc.caps.max_image_pixels}
+    return {TRITON_CAP_ANNOTATIONS[k]: str(v) for k, v in declared.items() if v is not None}
 
 
 def _probe(probe: Probe) -> dict:
@@ -87,6 +103,7 @@ def _annotations(svc: ServiceConfig) -> dict[str, str]:
         ANNOTATION_PREFIX + "model": svc.model.name,
         ANNOTATION_PREFIX + "expected-load-seconds": f"{svc.expected_load_s:g}",
         ANNOTATION_PREFIX + "traffic": traffic_shape(svc.workload),
+        **triton_caps(svc),
     })
     if svc.slo:
         out[ANNOTATION_PREFIX + "slo-p99-latency-seconds"] = f"{svc.slo.p99_latency_s:g}"

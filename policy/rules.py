@@ -45,10 +45,12 @@ PYTORCH_ENGINES = {"vllm", "tgi", "naive"}
 PYTORCH_FORMATS = {"huggingface", "pytorch"}
 INPUT_CAP_FLAGS = ("--max-model-len", "--max_model_len", "--max-input-tokens", "--max-input-length",
                    "--max_length", "--max-total-tokens", "--max_input_length")
-INPUT_CAP_ENV = ("MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH", "MAX_IMAGE_PIXELS", "MAX_TOTAL_TOKENS")
+# Triton reads its caps from the model's config.pbtxt; the stack declares them as these annotations
+# (manifests/inference_service.py). No runtime reads a MAX_* environment variable, so none counts as a cap.
+INPUT_CAP_ANNOTATIONS = ("preflight.kserve.io/triton-max-image-pixels",)
 BATCH_CAP_FLAGS = ("--max-num-seqs", "--max_num_seqs", "--max-batch-size", "--max_batch_size",
                    "--max-num-batched-tokens", "--max-batch-total-tokens", "--max-concurrent-requests")
-BATCH_CAP_ENV = ("MAX_BATCH_SIZE", "MAX_NUM_SEQS", "MAX_CONCURRENT_REQUESTS", "MAX_BATCH_TOTAL_TOKENS")
+BATCH_CAP_ANNOTATIONS = ("preflight.kserve.io/triton-max-batch-size",)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -593,24 +595,33 @@ def _all_args_env(res: Resource) -> tuple[list[str], dict[str, str]]:
     return args, env
 
 
+def _declared(res: Resource, keys: tuple[str, ...]) -> bool:
+    return any(str(annotations(res).get(k, "")).strip() for k in keys)
+
+
 @rule("isvc-input-caps", MANDATORY,
-      "An input cap (max tokens/length or max image pixels) as a runtime flag or env var",
+      "An input cap the runtime enforces: its own flag, or Triton's declared config.pbtxt input shape",
       "000 §5, §9.4", is_gpu_isvc)
 def _input_caps(res: Resource, ctx: Context) -> Iterator[str]:
-    args, env = _all_args_env(res)
-    if not (_has_flag(args, INPUT_CAP_FLAGS) or any(env.get(k) for k in INPUT_CAP_ENV)):
-        yield (f"{res.label}: no input cap, so one long prompt or huge image can take the whole GPU (CUDA OOM for "
-               "every request in the batch). Set one: --max-model-len (vLLM), --max-input-tokens/--max-total-tokens "
-               "(TGI), or MAX_INPUT_TOKENS / MAX_IMAGE_PIXELS (stack: limits.maxInputTokens / maxImagePixels).")
+    args, _ = _all_args_env(res)
+    if not (_has_flag(args, INPUT_CAP_FLAGS) or _declared(res, INPUT_CAP_ANNOTATIONS)):
+        yield (f"{res.label}: no input cap the runtime enforces, so one long prompt or huge image can take the whole "
+               "GPU (CUDA OOM for every request in the batch). Set one: --max-model-len (vLLM), --max-input-tokens/"
+               "--max-total-tokens (TGI), or for Triton the input dims in config.pbtxt, declared as "
+               "preflight.kserve.io/triton-max-image-pixels (stack: limits.maxInputTokens / maxImagePixels). "
+               "Environment variables such as MAX_INPUT_TOKENS are read by no runtime.")
 
 
-@rule("isvc-batch-caps", MANDATORY, "A batch cap (max sequences/batch size) as a runtime flag or env var",
+@rule("isvc-batch-caps", MANDATORY,
+      "A batch cap the runtime enforces: its own flag, or Triton's declared config.pbtxt max_batch_size",
       "000 §5, §9.5", is_gpu_isvc)
 def _batch_caps(res: Resource, ctx: Context) -> Iterator[str]:
-    args, env = _all_args_env(res)
-    if not (_has_flag(args, BATCH_CAP_FLAGS) or any(env.get(k) for k in BATCH_CAP_ENV)):
-        yield (f"{res.label}: no batch cap, so dynamic batching grows until the GPU runs out of memory. Set one: "
-               "--max-num-seqs (vLLM), --max-batch-size (TGI) or MAX_BATCH_SIZE (stack: limits.maxBatchSize).")
+    args, _ = _all_args_env(res)
+    if not (_has_flag(args, BATCH_CAP_FLAGS) or _declared(res, BATCH_CAP_ANNOTATIONS)):
+        yield (f"{res.label}: no batch cap the runtime enforces, so dynamic batching grows until the GPU runs out "
+               "of memory. Set one: --max-num-seqs (vLLM), --max-batch-size (TGI), or for Triton max_batch_size in "
+               "config.pbtxt, declared as preflight.kserve.io/triton-max-batch-size (stack: limits.maxBatchSize). "
+               "Environment variables such as MAX_BATCH_SIZE are read by no runtime.")
 
 
 def _is_pytorch(res: Resource) -> bool:

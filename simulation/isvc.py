@@ -257,22 +257,23 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
 ENGINE_ANNOTATION = "preflight.kserve.io/engine"
 MODEL_ANNOTATION = "preflight.kserve.io/model"
 # preflight.kserve.io/engine → simulated server kind. TGI pre-allocates its KV cache and batches continuously
-# like vLLM (its 429 above max_concurrent_requests is not modelled).
+# like vLLM, so it is simulated by the vLLM engine with TGI's own flags mapped onto the same keys.
 ENGINE_KINDS = {"vllm": "vllm", "tgi": "vllm", "naive": "naive", "triton": "triton"}
-_FLAGS = {  # runtime flag → server key, per simulated kind
-    "vllm": {"--max-num-seqs": "max_num_seqs", "--max-batch-size": "max_num_seqs",
-             "--max-model-len": "max_model_len", "--max-total-tokens": "max_model_len",
+# Runtime flag → server key, per engine: only flags the runtime itself reads (vLLM engine args; TGI launcher
+# args, text-generation-inference launcher/src/main.rs; KServe huggingfaceserver `--max_length`).
+_FLAGS = {
+    "vllm": {"--max-num-seqs": "max_num_seqs", "--max-model-len": "max_model_len",
              "--gpu-memory-utilization": "gpu_memory_utilization",
-             "--max-num-batched-tokens": "max_num_batched_tokens",
-             "--tensor-parallel-size": "tensor_parallel_size", "--max-input-tokens": "max_input_tokens"},
+             "--max-num-batched-tokens": "max_num_batched_tokens", "--tensor-parallel-size": "tensor_parallel_size"},
+    "tgi": {"--max-batch-size": "max_num_seqs", "--max-total-tokens": "max_model_len",
+            "--max-input-tokens": "max_input_tokens", "--cuda-memory-fraction": "gpu_memory_utilization"},
     "naive": {"--max_length": "max_input_tokens"},
     "triton": {},
 }
-_ENV = {
-    "vllm": {"MAX_INPUT_TOKENS": "max_input_tokens", "MAX_NEW_TOKENS": "max_new_tokens"},
-    "naive": {"MAX_INPUT_TOKENS": "max_input_tokens", "MAX_NEW_TOKENS": "max_new_tokens"},
-    "triton": {"MAX_BATCH_SIZE": "max_batch_size", "MAX_IMAGE_PIXELS": "max_pixels"},
-}
+# Triton reads its caps from the model's config.pbtxt, not from args: the stack declares them as annotations
+# (manifests/inference_service.py TRITON_CAP_ANNOTATIONS), read here.
+_ANNOTATED = {"triton": {"preflight.kserve.io/triton-max-batch-size": "max_batch_size",
+                         "preflight.kserve.io/triton-max-image-pixels": "max_pixels"}}
 
 
 def _number(text: Any) -> int | float | None:
@@ -285,7 +286,7 @@ def _number(text: Any) -> int | float | None:
 
 def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
     """`server:` keys read from the manifest: the engine and model annotations, the caps the runtime's flags
-    and env set, and tensor parallelism from the GPU limit. A scenario's own `server:` keys override these
+    set (Triton: the config.pbtxt caps the stack declares as annotations), and tensor parallelism from the GPU limit. A scenario's own `server:` keys override these
     (a what-if); a scenario that names another server kind gets none of them."""
     meta = manifest.get("metadata") if isinstance(manifest, dict) else None
     annotations = (meta or {}).get("annotations") or {}
@@ -297,7 +298,8 @@ def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
         out["model"] = annotations[MODEL_ANNOTATION]
     if kind != "triton" and serving.gpus > 1:
         out["tensor_parallel_size"] = serving.gpus
-    flags = _FLAGS[kind]
+    engine = annotations.get(ENGINE_ANNOTATION)
+    flags = _FLAGS[engine]
     args = list(serving.args)
     for i, arg in enumerate(args):
         name, eq, value = arg.partition("=")
@@ -305,7 +307,7 @@ def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
             value = args[i + 1] if i + 1 < len(args) else ""
         if name in flags and _number(value) is not None:
             out[flags[name]] = _number(value)
-    for name, key in _ENV[kind].items():
-        if _number(serving.env.get(name)) is not None:
-            out[key] = _number(serving.env[name])
+    for name, key in _ANNOTATED.get(engine, {}).items():
+        if _number(annotations.get(name)) is not None:
+            out[key] = _number(annotations[name])
     return out

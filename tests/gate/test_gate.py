@@ -41,12 +41,13 @@ def test_the_simulation_reads_the_manifest_the_component_deploys():
     scenario = gate.scenario_for(cfg, svc)
     assert scenario["inferenceService"] == inference_service(cfg, svc)
     parsed = load_scenario(scenario, base_dir=ROOT)
-    # Engine, caps and memory settings come from the manifest's annotation, flags and env, not a second copy.
+    # Engine, caps and memory settings come from the manifest's annotation, flags, not a second copy.
     assert parsed.server.kind == "vllm"
     assert parsed.server.spec.max_num_seqs == svc.caps.max_batch_size
     assert parsed.server.spec.max_model_len == svc.caps.max_input_tokens + svc.caps.max_new_tokens
     assert parsed.server.spec.gpu_memory_utilization == svc.gpu_memory_utilization
-    assert parsed.server.spec.max_input_tokens == svc.caps.max_input_tokens
+    # vLLM has no separate input cap (its 400 is prompt + max_tokens above --max-model-len): none is read.
+    assert parsed.server.spec.max_input_tokens is None and parsed.server.spec.max_new_tokens is None
     assert parsed.serving.container_concurrency == svc.container_concurrency
     assert parsed.serving.kpa.min_scale == svc.min_replicas and parsed.serving.kpa.max_scale == svc.max_replicas
 

@@ -66,6 +66,12 @@ def _drop_args(container: dict, prefixes: tuple[str, ...], env: tuple[str, ...])
     container["env"] = [e for e in container.get("env", []) if e["name"] not in env]
 
 
+def _env_cap_only(container: dict, flag: str, env: str) -> None:
+    """Drop the runtime's cap flag and put the cap in an environment variable no runtime reads."""
+    _drop_args(container, (flag,), ())
+    container["env"] = container.get("env", []) + [{"name": env, "value": "4096"}]
+
+
 def _del_ann(s: Stack, name: str, *keys: str) -> None:
     for key in keys:
         s.props(name)["metadata"]["annotations"].pop(key, None)
@@ -92,9 +98,9 @@ BAD: dict[str, tuple[Mutation, str]] = {
     "isvc-readiness-probe": (lambda s: s.model("code-isvc").pop("readinessProbe"), "no readinessProbe"),
     "isvc-timeout": (lambda s: s.pred("code-isvc").update(timeout=900.0),
                      "above Knative's max-revision-timeout-seconds (600 s)"),
-    "isvc-input-caps": (lambda s: _drop_args(s.model("chat-isvc"), ("--max-model-len",), ("MAX_INPUT_TOKENS",)),
+    "isvc-input-caps": (lambda s: _env_cap_only(s.model("chat-isvc"), "--max-model-len", "MAX_INPUT_TOKENS"),
                         "no input cap"),
-    "isvc-batch-caps": (lambda s: _drop_args(s.model("code-isvc"), ("--max-num-seqs",), ("MAX_BATCH_SIZE",)),
+    "isvc-batch-caps": (lambda s: _env_cap_only(s.model("code-isvc"), "--max-num-seqs", "MAX_BATCH_SIZE"),
                         "no batch cap"),
     "isvc-pytorch-alloc-conf": (lambda s: _drop_args(s.model("code-isvc"), (), ("PYTORCH_CUDA_ALLOC_CONF",)),
                                 "PYTORCH_CUDA_ALLOC_CONF is not set"),

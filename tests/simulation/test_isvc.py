@@ -81,3 +81,24 @@ def test_min_scale_annotation_is_overwritten_by_min_replicas():
     assert t.kpa.max_scale == 5
     u = ServingSpec.from_manifest(manifest(ann={"autoscaling.knative.dev/max-scale": "2"}))
     assert u.kpa.max_scale == 2
+
+
+@pytest.mark.parametrize("engine, args, ann, expected", [
+    ("vllm", ["--max-model-len=5120", "--max-num-seqs", "16"], {}, {"max_model_len": 5120, "max_num_seqs": 16}),
+    ("tgi", ["--max-input-tokens=4096", "--max-total-tokens=5120", "--max-batch-size=8"], {},
+     {"max_input_tokens": 4096, "max_model_len": 5120, "max_num_seqs": 8}),
+    ("triton", [], {"preflight.kserve.io/triton-max-batch-size": "16",
+                    "preflight.kserve.io/triton-max-image-pixels": "1048576"},
+     {"max_batch_size": 16, "max_pixels": 1048576}),
+], ids=["vllm", "tgi", "triton"])
+def test_caps_come_from_what_the_runtime_reads(engine, args, ann, expected):
+    """Only the runtime's own flags (Triton: its declared config.pbtxt values) are caps; MAX_* env vars, which no
+    runtime reads, and another runtime's flags are ignored."""
+    from simulation.isvc import server_from_manifest
+
+    env = [{"name": n, "value": "7"} for n in ("MAX_INPUT_TOKENS", "MAX_NEW_TOKENS", "MAX_BATCH_SIZE",
+                                                "MAX_IMAGE_PIXELS")]
+    foreign = ["--max_length=3"] if engine != "naive" else []
+    m = manifest(ann={"preflight.kserve.io/engine": engine, **ann}, container={"args": args + foreign, "env": env})
+    server = server_from_manifest(m, ServingSpec.from_manifest(m))
+    assert {k: v for k, v in server.items() if k not in ("kind", "model")} == expected
