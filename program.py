@@ -18,7 +18,8 @@ from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheAr
 from components.kubernetes_object import kubernetes_object
 from manifests.common import namespace
 from validation.errors import InputError
-from gate import check_stack, gate_failure
+from gate import check_stack, gate_failure, gate_warnings
+from gate.outputs import predictions
 from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
 
@@ -52,28 +53,45 @@ def load_config() -> StackConfig:
         raise pulumi.RunError(f"invalid stack config: {err}") from None
 
 
-def run_gate(cfg: StackConfig) -> None:
-    """Simulate every service as configured; fail before any resource is registered if one misses its SLO."""
+def run_gate(cfg: StackConfig) -> list:
+    """Simulate every service as configured; fail before any resource is registered if one misses its SLO.
+
+    Returns the verdicts (empty when the gate is off), for the `predictions` stack output.
+    """
     if not cfg.gate.enabled:
-        return
+        return []
+    from simulation.executors import LocalExecutor
+
+    executor = LocalExecutor()
     try:
-        verdicts = check_stack(cfg)
+        verdicts = check_stack(cfg, executor=executor)
     except InputError as err:
         raise pulumi.RunError(f"invalid stack config: {err}") from None
+    finally:
+        executor.close()
     for verdict in verdicts:
-        pulumi.log.info(f"SLO gate: {verdict.service}: " + ", ".join(
-            f"{c.name} {c.observed if c.observed is None else round(c.observed, 4)} (SLO {c.limit:g})"
-            for c in verdict.checks))
+        pulumi.log.info(f"SLO gate: {verdict.label} ({verdict.replications} replications): " + ", ".join(
+            f"{c.name} {c.status} {_est(c)} (SLO {c.limit:g})" for c in verdict.checks))
+    for warning in gate_warnings(verdicts):
+        pulumi.log.warn(f"SLO gate: {warning}")
     failure = gate_failure(verdicts)
     if failure and cfg.gate.enforce:
         raise pulumi.RunError(failure)
     if failure:
         pulumi.log.warn(failure + "\n(gate.enforce is false: deploying anyway)")
+    return verdicts
+
+
+def _est(check) -> str:
+    e = check.estimate
+    if e.value is None:
+        return "n/a"
+    return f"{e.value:.4g} [{e.lo:.4g}, {e.hi:.4g}]" if e.hi is not None and e.hi != float("inf") else f"{e.value:.4g}"
 
 
 def main() -> None:
     cfg = load_config()
-    run_gate(cfg)
+    verdicts = run_gate(cfg)
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
     provider = kubernetes_provider(cfg)
     on_cluster = pulumi.ResourceOptions(provider=provider)
@@ -88,3 +106,5 @@ def main() -> None:
     pulumi.export("gpuNodeGroup", node_group.node_group_name)
     pulumi.export("namespace", cfg.cluster.namespace)
     pulumi.export("inferenceServices", [s.inference_service.metadata["name"] for s in services])
+    if verdicts:
+        pulumi.export("predictions", predictions(cfg, verdicts))

@@ -2,7 +2,7 @@
 models (vLLM-style continuous batching, the naive server). Not a test: `python benchmarks/bench_gate.py`.
 
 The gate runs inside `pulumi preview`/`up` before anything is registered, so its time is added to every deploy.
-Each stack is simulated from a cold process cache (`gate._simulate` is cleared between repeats).
+Each stack is simulated from a cold process cache (`simulation.replicate.clear_cache()` between repeats).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import gate  # noqa: E402
+from simulation.replicate import clear_cache  # noqa: E402
 from stackconfig.load import load_stack, stack_names  # noqa: E402
 
 
@@ -28,7 +29,7 @@ def main() -> None:
         cfg = load_stack(stack)
         best, requests = float("inf"), 0
         for _ in range(args.repeat):
-            gate._simulate.cache_clear()
+            clear_cache()
             t0 = time.perf_counter()
             verdicts = gate.check_stack(cfg)
             best = min(best, time.perf_counter() - t0)

@@ -5,59 +5,31 @@ components will hand to Pulumi, the service's `workload` and `client`, a cluster
 and `coldStart`, and the model from the catalog. The simulation reads the model-server settings (engine, caps,
 `--max-num-seqs`, `--gpu-memory-utilization` …) from the manifest itself, so no knob is copied.
 
+Verdicts hold statistically: every scenario runs as independent seeded replications, each SLO term is an
+estimate with its 95 % interval, and replications are added until every term is decided (gate/verdict.py,
+gate/sequential.py, simulation/replicate.py).
+
 Simplification: services are simulated one at a time. Each gets the node group's GPUs less those the other
 services hold at their `minReplicas` (whole nodes only), so a burst in one service does not see another's.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from functools import lru_cache
+from dataclasses import asdict
 from typing import Any, Callable
 
 from catalog import DEFAULT as DEFAULT_CATALOG
 from validation.errors import InputError, Problem
-from simulation.analytic import wilson
 from manifests.inference_service import horizontal_pod_autoscaler, inference_service
 from stackconfig.load import ROOT
 from stackconfig.schema import ServiceConfig, StackConfig
+from gate.verdict import Check, Verdict, judge
+from gate.sequential import Trial, decide
+
+__all__ = ["Check", "Verdict", "check_stack", "check_service", "gate_failure", "gate_warnings", "scenario_for",
+           "cluster_profile"]
 
 MIB, GIB = 2**20, 2**30
-
-
-@dataclass(frozen=True)
-class Check:
-    """One SLO term: the simulated value against its limit (`ci95` where the simulation gives one)."""
-
-    name: str
-    observed: float | None
-    limit: float
-    ci95: tuple[float, float] | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.observed is not None and self.observed <= self.limit
-
-
-@dataclass(frozen=True)
-class Verdict:
-    service: str
-    checks: tuple[Check, ...]
-    report: dict  # the simulation's JSON object
-
-    @property
-    def passed(self) -> bool:
-        return all(c.ok for c in self.checks)
-
-    def misses(self) -> list[str]:
-        return [f"{self.service}: {c.name} {_fmt(c.observed)} > SLO {_fmt(c.limit)}"
-                + (f" (95% CI {_fmt(c.ci95[0])}–{_fmt(c.ci95[1])})" if c.ci95 else "")
-                for c in self.checks if not c.ok]
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
 
 
 def _custom_catalog(cfg: StackConfig) -> dict:
@@ -115,56 +87,36 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
     return scenario
 
 
-@lru_cache(maxsize=64)
-def _simulate(scenario_json: str, seed: int) -> dict:
-    """Seeded, so a result depends on the scenario and the seed alone; cached per process."""
-    from simulation import load_scenario, run_simulation
+def _trial(cfg: StackConfig, svc: ServiceConfig) -> Trial:
+    """The steady scenario of one service, its scenario key paths re-anchored on the stack config when invalid."""
+    from simulation import load_scenario
 
-    scenario = load_scenario(json.loads(scenario_json), base_dir=ROOT)
-    return run_simulation(scenario, seed=seed).to_dict()
-
-
-def check_service(cfg: StackConfig, svc: ServiceConfig) -> Verdict | None:
-    """Simulate one service and compare with its SLO; None when it declares no workload or no SLO.
-
-    Raises `validation.errors.InputError` when the workload (or client) mapping is not a valid scenario part.
-    """
-    if svc.workload is None or svc.slo is None:
-        return None
     scenario = scenario_for(cfg, svc)
     try:
-        report = _simulate(json.dumps(scenario, sort_keys=True), cfg.gate.seed)
-    except InputError as err:  # re-anchor the scenario's key paths on the stack config
+        load_scenario(scenario, base_dir=ROOT)
+    except InputError as err:
         raise InputError([Problem(f"{cfg.project}:services[{cfg.services.index(svc)}]/{p.path}", p.value, p.allowed)
                           for p in err.problems], f"the gate's scenario for service {svc.name!r}") from None
     slo = svc.slo
-    rates = report.get("error_rates", {})
-    # Server-side errors: everything but 200 and the input-cap 400s (the client's mistake, refused on purpose).
-    n, counts = report["requests"], report["status_counts"]
-    failed = n - counts.get("200", 0) - counts.get("400", 0)
-    checks = [
-        Check("p99 latency (s)", (report.get("latency_s") or {}).get("p99"), slo.p99_latency_s),
-        Check("error rate", failed / n if n else 0.0, slo.max_error_rate, wilson(failed, n)),
-        Check("503 rate", rates.get("503", {}).get("rate", 0.0), slo.max_503_rate,
-              tuple(rates["503"]["ci95"]) if "503" in rates else wilson(0, n)),
-    ]
-    if slo.p99_ttft_s is not None:
-        checks.append(Check("p99 time to first token (s)", (report.get("ttfb_s") or {}).get("p99"), slo.p99_ttft_s))
-    if slo.max_cold_start_s is not None:
-        worst = (report.get("cold_start_s") or {}).get("max", 0.0) if report.get("cold_starts") else 0.0
-        checks.append(Check("longest cold start (s)", worst, slo.max_cold_start_s))
-    return Verdict(svc.name, tuple(checks), report)
+    return Trial(svc.name, scenario, lambda reports: judge(svc.name, slo, reports,
+                                                           undecided_policy=cfg.gate.undecided))
 
 
-def check_stack(cfg: StackConfig, on_service: Callable[[ServiceConfig], None] | None = None) -> list[Verdict]:
-    verdicts = []
-    for svc in cfg.services:
-        if on_service:
-            on_service(svc)
-        verdict = check_service(cfg, svc)
-        if verdict is not None:
-            verdicts.append(verdict)
-    return verdicts
+def check_stack(cfg: StackConfig, executor: Any = None,
+                on_round: Callable[[int, int], None] | None = None) -> list[Verdict]:
+    """Every service that declares a workload and an SLO, replicated until decided (gate/sequential.py).
+
+    Raises `validation.errors.InputError` when a workload (or client) mapping is not a valid scenario part.
+    """
+    trials = [_trial(cfg, svc) for svc in cfg.services if svc.workload is not None and svc.slo is not None]
+    return list(decide(trials, cfg.gate, executor, on_round).values())
+
+
+def check_service(cfg: StackConfig, svc: ServiceConfig, executor: Any = None) -> Verdict | None:
+    """One service's verdict; None when it declares no workload or no SLO."""
+    if svc.workload is None or svc.slo is None:
+        return None
+    return decide([_trial(cfg, svc)], cfg.gate, executor)[svc.name]
 
 
 def gate_failure(verdicts: list[Verdict]) -> str | None:
@@ -176,3 +128,8 @@ def gate_failure(verdicts: list[Verdict]) -> str | None:
             + "\n".join(f"  - {m}" for m in misses)
             + "\nRun `python -m preflight check --stack <stack>` for the full report, change the service "
               "(replicas, containerConcurrency, caps, scale-down delay) or its SLO, or set gate.enforce: false.")
+
+
+def gate_warnings(verdicts: list[Verdict]) -> list[str]:
+    """Checks still undecided after the replication budget, under `gate.undecided: warn`."""
+    return [w for v in verdicts for w in v.warnings()]

@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from validation.errors import InputError, Problem, exit_with
-from gate import Verdict, check_service
+from gate import Verdict, check_stack
+from simulation.executors import add_executor_arguments, make_executor
 from stackconfig.load import load_stack, stack_names
 
 
@@ -34,6 +35,7 @@ class StackCheck:
     manifest_errors: list[str] = field(default_factory=list)
     violations: list = field(default_factory=list)  # policy.rules.Violation
     verdicts: list[Verdict] = field(default_factory=list)
+    predictions: dict | None = None  # gate.outputs.predictions: the same object as the `predictions` stack output
 
     @property
     def mandatory(self) -> list:
@@ -51,13 +53,14 @@ class StackCheck:
             "manifest_errors": self.manifest_errors,
             "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "message": v.message}
                        for v in self.violations],
-            "slo": {v.service: {"passed": v.passed, "checks": [
-                {"name": c.name, "observed": c.observed, "limit": c.limit, "ci95": c.ci95, "ok": c.ok}
-                for c in v.checks], "simulation": v.report} for v in self.verdicts},
+            "slo": {v.service: {"passed": v.passed, "replications": v.replications,
+                                "checks": [c.to_dict() for c in v.checks], "simulation": v.report}
+                    for v in self.verdicts if v.scenario == "steady"},
+            "predictions": self.predictions,
         }
 
 
-def check(stack: str, console: Console | None = None, plot_dir: Path | None = None) -> StackCheck:
+def check(stack: str, console: Console | None = None, plot_dir: Path | None = None, executor=None) -> StackCheck:
     """Run every stage for one stack; raises InputError for a user's mistake."""
     import pulumi
 
@@ -77,7 +80,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
                               for e in validation_errors(m, cfg.cluster.kubernetes_version)]
     result.violations = evaluate(resources_from_run(run, stack))
     if cfg.gate.enabled:
-        result.verdicts = _simulate_all(cfg, console)
+        from gate.outputs import predictions
+
+        result.verdicts = _simulate_all(cfg, console, executor)
+        result.predictions = predictions(cfg, result.verdicts)
     if plot_dir is not None:
         from gate.plots import plot_verdicts
 
@@ -85,34 +91,37 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     return result
 
 
-def _simulate_all(cfg, console: Console | None) -> list[Verdict]:
+def _simulate_all(cfg, console: Console | None, executor=None) -> list[Verdict]:
     from rich.progress import Progress
 
-    simulated = [s for s in cfg.services if s.workload is not None and s.slo is not None]
-    verdicts = []
     with Progress(console=console, transient=True, disable=console is None) as progress:
-        task = progress.add_task(f"simulating {cfg.stack}", total=len(simulated))
-        for svc in simulated:
-            progress.update(task, description=f"simulating {cfg.stack}/{svc.name}")
-            verdicts.append(check_service(cfg, svc))
-            progress.advance(task)
-    return verdicts
+        task = progress.add_task(f"simulating {cfg.stack}", total=None)
+
+        def on_round(replications: int, scenarios: int) -> None:
+            progress.update(task, description=f"simulating {cfg.stack}: {scenarios} scenario(s) × "
+                                              f"{replications} replications")
+
+        return check_stack(cfg, executor=executor, on_round=on_round)
 
 
 def _ok(flag: bool) -> str:
     return "[bold green]pass[/]" if flag else "[bold red]FAIL[/]"
 
 
+_STATUS = {"pass": "[bold green]pass[/]", "FAIL": "[bold red]FAIL[/]", "undecided": "[bold yellow]undecided[/]"}
+
+
 def slo_table(stack: str, verdicts: list[Verdict]) -> Table:
-    table = Table(title=f"stack {stack}: SLO gate (simulated {verdicts[0].report['duration_s']:g} s)"
+    table = Table(title=f"stack {stack}: SLO gate ({verdicts[0].report['duration_s']:g} s simulated per replication)"
                   if verdicts else f"stack {stack}: SLO gate")
-    for col in ("service", "check", "simulated", "95% CI", "SLO", ""):
+    for col in ("service", "replications", "check", "estimate", "95% CI", "SLO", ""):
         table.add_column(col)
     for v in verdicts:
         for i, c in enumerate(v.checks):
             ci = f"{c.ci95[0]:.3g}–{c.ci95[1]:.3g}" if c.ci95 else ""
-            table.add_row(v.service if i == 0 else "", c.name, "n/a" if c.observed is None else f"{c.observed:.4g}",
-                          ci, f"{c.limit:g}", _ok(c.ok))
+            table.add_row(v.label if i == 0 else "", str(v.replications) if i == 0 else "", c.name,
+                          "n/a" if c.observed is None else f"{c.observed:.4g}", ci, f"{c.limit:g}",
+                          _STATUS[c.status])
         table.add_section()
     return table
 
@@ -148,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("--stack", action="append", help="stack name (repeatable; default: dev)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     cmd.add_argument("--plot", type=Path, metavar="DIR", help="also write replica/latency plots (PNG) to DIR")
+    add_executor_arguments(cmd)
     args = parser.parse_args(argv)
     known = stack_names()
     stacks = args.stack or ["dev"]
@@ -156,13 +166,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with(InputError([Problem("--stack", s, "expected one of " + ", ".join(known)) for s in unknown]))
     console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 140)
     results = []
-    for stack in stacks:
-        try:
-            results.append(check(stack, console, args.plot))
-        except InputError as err:
-            exit_with(err)
-        if not args.json:
-            print_result(results[-1], console)
+    try:
+        executor = make_executor(args.dask, args.ray, args.workers)
+    except InputError as err:
+        exit_with(err)
+    try:
+        for stack in stacks:
+            try:
+                results.append(check(stack, console, args.plot, executor))
+            except InputError as err:
+                exit_with(err)
+            if not args.json:
+                print_result(results[-1], console)
+    finally:
+        executor.close()
     if args.json:
         print(json.dumps({"passed": all(r.passed for r in results), "stacks": [r.to_dict() for r in results]},
                          sort_keys=True))

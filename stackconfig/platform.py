@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from catalog import Model
 from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_k8s_name, check_pinned
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
@@ -64,7 +66,16 @@ def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool) -> fl
 def parse_gate(sec: Section) -> GateConfig:
     out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
                      duration_s=sec.float("durationS", 900.0, min=60, max=86400),
-                     seed=sec.int("seed", 1, min=0, max=2**31 - 1))
+                     seed=sec.int("seed", 1, min=0, max=2**31 - 1),
+                     undecided=sec.choice("undecided", ("warn", "fail"), "warn"))
+    reps = sec.section("replications")
+    lo = reps.int("min", 5, min=2, max=1000)
+    hi = reps.int("max", max(20, lo or 0), min=2, max=1000)
+    reps.done()
+    if lo is not None and hi is not None and hi < lo:
+        reps.problem("max", hi, f"expected an integer >= replications.min ({lo})")
+    elif lo is not None and hi is not None:
+        out = replace(out, min_replications=lo, max_replications=hi)
     sec.done()
     return out
 

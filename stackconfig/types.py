@@ -180,6 +180,11 @@ class GateConfig:
     enforce: bool  # false: report misses as warnings and deploy anyway
     duration_s: float
     seed: int
+    # Independent replications per scenario (simulation/replicate.py): at least `min_replications`, more while a
+    # check's 95 % interval straddles its SLO, up to `max_replications`; then `undecided` is "warn" or "fail".
+    min_replications: int = 5
+    max_replications: int = 20
+    undecided: str = "warn"
 
 
 @dataclass(frozen=True)

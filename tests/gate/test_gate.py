@@ -10,6 +10,7 @@ import gate
 from validation.errors import InputError
 from offline import run_program
 from simulation import load_scenario
+from simulation.replicate import clear_cache
 from stackconfig.load import ROOT, load_stack, project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 
@@ -86,7 +87,7 @@ def test_gate_disabled_simulates_nothing(monkeypatch):
     import program  # patch the name program.py calls: it imported check_stack from gate
 
     calls = []
-    monkeypatch.setattr(program, "check_stack", lambda cfg: calls.append(cfg.stack) or [])
+    monkeypatch.setattr(program, "check_stack", lambda cfg, **kw: calls.append(cfg.stack) or [])
     run_program("dev", edit=lambda c: c.__setitem__(f"{P}:gate", {"enabled": False}))
     assert calls == []
     run_program("dev")  # the control: the same patch sees an enabled gate
@@ -96,7 +97,7 @@ def test_gate_disabled_simulates_nothing(monkeypatch):
 def test_verdicts_are_reproducible_and_seeded():
     cfg = load_stack("staging")
     first = gate.check_service(cfg, cfg.services[0])
-    gate._simulate.cache_clear()
+    clear_cache()
     again = gate.check_service(cfg, cfg.services[0])
     assert first.report == again.report and first.passed == again.passed
     other = _config("staging", lambda v: v.__setitem__("gate", {"seed": 7}))

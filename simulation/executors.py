@@ -1,0 +1,138 @@
+"""Where independent simulations run: in this process, on local processes, on a Dask or a Ray cluster.
+
+Every executor has one method, `map(fn, items) -> list`, returning `fn(item)` for each item in the items'
+order. The functions mapped here are pure (a result depends on the item alone: a scenario and a seed), so
+the results are identical whichever executor runs them, on any machine; only the wall-clock time differs.
+
+- `SerialExecutor`: in this process (also what the local pool uses for a single job, to skip process start).
+- `LocalExecutor(workers)`: `concurrent.futures.ProcessPoolExecutor`, all cores by default.
+- `DaskExecutor(address)`: `dask.distributed.Client(address)`; `"local"` starts a `LocalCluster`.
+- `RayExecutor(address)`: `ray.init(address)` with `"auto"` for the cluster this machine belongs to, `"local"`
+  for a fresh local Ray.
+
+Dask and Ray are optional (requirements.txt has dask[distributed]; ray is in requirements-extras.txt): asking
+for one that is not installed is an `InputError` naming the flag and the package to install.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterable, Protocol
+
+from validation.errors import InputError, Problem
+
+
+class Executor(Protocol):
+    name: str
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list: ...
+
+    def close(self) -> None: ...
+
+
+class SerialExecutor:
+    name = "serial"
+    workers = 1
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+        return [fn(item) for item in items]
+
+    def close(self) -> None:
+        pass
+
+
+class LocalExecutor:
+    """A process pool started on first use and kept for later maps (close() ends it)."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+        items = list(items)
+        if self.workers == 1 or len(items) <= 1:
+            return [fn(item) for item in items]
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers)
+        chunk = max(1, len(items) // (4 * self.workers))
+        return list(self._pool.map(fn, items, chunksize=chunk))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
+class DaskExecutor:
+    name = "dask"
+
+    def __init__(self, address: str) -> None:
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise InputError([Problem("--dask", address, "install dask[distributed] (requirements.txt)")]) from None
+        self._cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) if address == "local" else None
+        try:
+            self._client = Client(self._cluster or address, timeout="10s")
+        except (OSError, TimeoutError) as err:
+            raise InputError([Problem("--dask", address, f"a reachable Dask scheduler ({err})")]) from None
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+        futures = self._client.map(fn, list(items), pure=False)
+        return self._client.gather(futures)
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+class RayExecutor:
+    name = "ray"
+
+    def __init__(self, address: str) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise InputError([Problem("--ray", address, "install ray (pip install -r requirements-extras.txt)")]) \
+                from None
+        self._ray = ray
+        if not ray.is_initialized():
+            try:
+                ray.init(address=None if address == "local" else address, include_dashboard=False,
+                         log_to_driver=False)
+            except (ConnectionError, RuntimeError) as err:
+                raise InputError([Problem("--ray", address, f"a reachable Ray cluster ({err})")]) from None
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+        remote = self._ray.remote(fn)
+        return self._ray.get([remote.remote(item) for item in items])
+
+    def close(self) -> None:
+        self._ray.shutdown()
+
+
+def make_executor(dask: str | None = None, ray: str | None = None, workers: int | None = None) -> Executor:
+    """The executor a CLI's `--dask ADDRESS` / `--ray auto|ADDRESS` / `--workers N` asks for (local by default)."""
+    if dask and ray:
+        raise InputError([Problem("--dask/--ray", f"{dask} / {ray}", "one cluster at a time")])
+    if dask:
+        return DaskExecutor(dask)
+    if ray:
+        return RayExecutor(ray)
+    if workers is not None and workers < 1:
+        raise InputError([Problem("--workers", workers, "expected an integer >= 1")])
+    return LocalExecutor(workers)
+
+
+def add_executor_arguments(parser: Any) -> None:
+    """`--workers`, `--dask`, `--ray` on an argparse parser (the same three on every CLI that simulates)."""
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="local processes for the replications (default: all cores)")
+    parser.add_argument("--dask", metavar="ADDRESS",
+                        help="run the replications on a Dask cluster (tcp://scheduler:8786, or 'local')")
+    parser.add_argument("--ray", metavar="auto|ADDRESS", help="run the replications on a Ray cluster")

@@ -1,0 +1,202 @@
+"""Independent replications of a scenario, and estimates with 95 % intervals across them.
+
+Seeds. Replication i of a run with base seed s uses the simulation seed
+`numpy.random.SeedSequence(s, spawn_key=(i,)).generate_state(1)[0]` — the i-th child of `SeedSequence(s).spawn()`,
+so replication i's seed depends on (s, i) alone: adding replications never changes the earlier ones, and the two
+sides of a what-if (common random numbers) share seed i for replication i.
+
+Each replication is a pure function of (scenario, seed) (`simulate_job`), so an executor
+(`simulation.executors`) may run them anywhere in any order: the results are sorted back by index and are
+identical on every executor. They are cached in this process by (scenario JSON, seed).
+
+Intervals (Law & Kelton, *Simulation Modeling and Analysis*, §9.4: replications are i.i.d., so classical
+statistics apply to per-replication figures):
+- `mean_interval`: Student t over the replications' values (R − 1 degrees of freedom), clipped to the metric's
+  range. Used for means and for percentiles: a percentile's estimate is the mean of the replications' own
+  percentiles (e.g. p99), with the t-interval of that mean. With one replication there is no spread to estimate:
+  the interval is the metric's whole range.
+- `rate_interval`: the pooled rate Σkᵢ/Σnᵢ with the ratio-estimator t-interval (residuals kᵢ − p̂nᵢ), widened to
+  contain the Wilson score interval of the pooled counts — the t-interval collapses to a point when no replication
+  saw the event, Wilson does not. Clipped to [0, 1].
+Both always contain their estimate and never leave the metric's range.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from simulation.analytic import t975, wilson
+
+
+def replication_seed(base: int, index: int) -> int:
+    """The simulation seed of replication `index` (0-based) of a run with base seed `base`."""
+    return int(np.random.SeedSequence(base, spawn_key=(index,)).generate_state(1)[0])
+
+
+def replication_seeds(base: int, count: int, start: int = 0) -> list[int]:
+    return [replication_seed(base, i) for i in range(start, start + count)]
+
+
+_CACHE: dict[tuple, dict] = {}  # (scenario JSON, seed, base dir) → report, in this process (first in, first out)
+_CACHE_SIZE = 256
+
+
+def simulate_job(job: tuple[str, int, str | None]) -> dict:
+    """One replication: (scenario as sorted JSON, seed, base dir for relative paths) → the report dict."""
+    report = _CACHE.get(job)
+    if report is None:
+        from simulation import load_scenario, run_simulation
+
+        text, seed, base_dir = job
+        report = run_simulation(load_scenario(json.loads(text), base_dir=base_dir), seed=seed).to_dict()
+        _remember(job, report)
+    return report
+
+
+def _remember(job: tuple, report: dict) -> None:
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[job] = report
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def run_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], executor: Any = None,
+                     base_dir: Any = None) -> list[list[dict]]:
+    """Every scenario × every seed; `result[s][r]` is scenario s's report for seeds[r].
+
+    Jobs already in this process's cache are not sent again; the rest go to `executor` (default: this process).
+    Raises `validation.errors.InputError` for a scenario the simulation's parser rejects.
+    """
+    from simulation.executors import SerialExecutor
+
+    bd = None if base_dir is None else str(base_dir)
+    texts = [json.dumps(s, sort_keys=True) for s in scenarios]
+    jobs = [(text, seed, bd) for text in texts for seed in seeds]
+    found = {job: _CACHE[job] for job in jobs if job in _CACHE}
+    todo = list(dict.fromkeys(job for job in jobs if job not in found))
+    if todo:
+        from simulation import load_scenario
+
+        for text in dict.fromkeys(t for t, _, _ in todo):  # input errors here, before any process starts
+            load_scenario(json.loads(text), base_dir=bd)
+        for job, report in zip(todo, (executor or SerialExecutor()).map(simulate_job, todo)):
+            _remember(job, report)
+            found[job] = report
+    flat = [found[job] for job in jobs]
+    return [flat[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(scenarios))]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure across replications: the estimate, its 95 % interval [lo, hi] and how many replications."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+    replications: int
+
+    def to_dict(self) -> dict:
+        def clean(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else float(f"{x:.6g}")
+
+        return {"value": clean(self.value), "ci95": [clean(self.lo), clean(self.hi)],
+                "replications": self.replications}
+
+
+def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: float = math.inf) -> Estimate:
+    """Mean of the replications' values with a Student-t 95 % interval, clipped to [lower, upper]."""
+    vals = [float(v) for v in values if v is not None]
+    r = len(vals)
+    if r == 0:
+        return Estimate(None, None, None, 0)
+    m = sum(vals) / r
+    if r < 2:
+        return Estimate(m, lower, upper, 1)
+    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (r - 1))
+    h = t975(r - 1) * sd / math.sqrt(r)
+    return Estimate(m, max(lower, m - h), min(upper, m + h), r)
+
+
+def rate_interval(counts: Sequence[tuple[int, int]]) -> Estimate:
+    """Pooled rate Σk/Σn over replications' (events k, trials n), ratio-estimator t-interval ∪ Wilson."""
+    r = len(counts)
+    k_tot = sum(k for k, _ in counts)
+    n_tot = sum(n for _, n in counts)
+    if n_tot == 0:
+        return Estimate(0.0, 0.0, 1.0, r)
+    p = k_tot / n_tot
+    lo, hi = wilson(k_tot, n_tot)
+    if r >= 2:
+        n_bar = n_tot / r
+        resid = sum((k - p * n) ** 2 for k, n in counts) / (r - 1)
+        h = t975(r - 1) * math.sqrt(resid / r) / n_bar
+        lo, hi = min(lo, p - h), max(hi, p + h)
+    return Estimate(p, max(0.0, min(lo, p)), min(1.0, max(hi, p)), r)
+
+
+# Per-replication figures of a report dict (simulation/report.py), by kind:
+#   "rate": (events, requests); "mean": a number (None when undefined, e.g. no successful request).
+def _status(report: Mapping, *codes: str) -> int:
+    counts = report["status_counts"]
+    return sum(counts.get(c, 0) for c in codes)
+
+
+def served_errors(report: Mapping) -> int:
+    """Requests answered with anything but 200 or an input-cap 400 (the gate's error count)."""
+    return report["requests"] - _status(report, "200", "400")
+
+
+def _pct(key: str, q: str) -> Callable[[Mapping], float | None]:
+    return lambda r: (r.get(key) or {}).get(q)
+
+
+METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
+    "error rate": ("rate", lambda r: (served_errors(r), r["requests"])),
+    "503 rate": ("rate", lambda r: (_status(r, "503"), r["requests"])),
+    "429 rate": ("rate", lambda r: (_status(r, "429"), r["requests"])),
+    "504 rate": ("rate", lambda r: (_status(r, "504"), r["requests"])),
+    "502 rate": ("rate", lambda r: (_status(r, "502"), r["requests"])),
+    "400 rate (input caps, excluded)": ("rate", lambda r: (_status(r, "400"), r["requests"])),
+    "p50 latency (s)": ("mean", _pct("latency_s", "p50")),
+    "p99 latency (s)": ("mean", _pct("latency_s", "p99")),
+    "p99 time to first token (s)": ("mean", _pct("ttfb_s", "p99")),
+    "throughput (req/s)": ("mean", lambda r: r["throughput_rps"]),
+    "mean ready replicas": ("mean", lambda r: r["replicas"]["mean"]),
+    "pod GPU-hours": ("mean", lambda r: r["pod_gpu_hours"]),
+    "cold starts": ("mean", lambda r: r["cold_starts"]),
+    "longest cold start (s)": ("mean", lambda r: (r.get("cold_start_s") or {}).get("max") or 0.0),
+}
+
+
+def estimate(name: str, reports: Sequence[Mapping]) -> Estimate:
+    """The named METRICS figure over replications' reports, with its 95 % interval."""
+    kind, get = METRICS[name]
+    if kind == "rate":
+        return rate_interval([get(r) for r in reports])
+    return mean_interval(get(r) for r in reports)
+
+
+def estimates(reports: Sequence[Mapping], names: Iterable[str] | None = None) -> dict[str, Estimate]:
+    return {name: estimate(name, reports) for name in (names or METRICS)}
+
+
+def paired_difference(before: Sequence[float | None], after: Sequence[float | None]) -> Estimate:
+    """after − before on common random numbers: the mean paired difference with its t-interval (may be < 0)."""
+    diffs = [a - b for b, a in zip(before, after) if a is not None and b is not None]
+    return mean_interval(diffs, lower=-math.inf, upper=math.inf)
+
+
+def per_replication(name: str, reports: Sequence[Mapping]) -> list[float | None]:
+    """Each replication's own value of a METRICS figure (a rate as k/n), for paired comparisons."""
+    kind, get = METRICS[name]
+    if kind == "rate":
+        return [k / n if n else 0.0 for k, n in (get(r) for r in reports)]
+    return [get(r) for r in reports]

@@ -1,0 +1,110 @@
+"""Replications: seeds, intervals across replications, and executors that all give the same results."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from simulation.analytic import wilson
+from simulation.executors import LocalExecutor, SerialExecutor, make_executor
+from simulation.replicate import (clear_cache, estimates, mean_interval, paired_difference, rate_interval,
+                                  replication_seed, replication_seeds, run_replications)
+from validation.errors import InputError
+
+# One pod, CC 1, Poisson arrivals, exponential 1 s service: M/M/1/11 (a 503 now and then), 20 simulated minutes.
+SCENARIO = {
+    "name": "mm1-short",
+    "inferenceService": {
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "mm1", "annotations": {"autoscaling.knative.dev/target-burst-capacity": "0"}},
+        "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 1, "containerConcurrency": 1,
+                               "model": {"modelFormat": {"name": "sklearn"}}}}},
+    "workload": {"kind": "poisson", "rate": 0.9},
+    "server": {"kind": "simple", "base_s": 1.0, "distribution": "exponential"},
+    "duration_s": 1200, "warmup_s": 100,
+}
+
+
+def test_replication_seeds_are_spawned_children_independent_of_how_many_run():
+    seeds = replication_seeds(1, 6)
+    assert len(set(seeds)) == 6
+    assert seeds[:3] == replication_seeds(1, 3) and seeds[3:] == replication_seeds(1, 3, start=3)
+    children = np.random.SeedSequence(1).spawn(6)
+    assert seeds == [int(c.generate_state(1)[0]) for c in children]
+    assert replication_seed(2, 0) != replication_seed(1, 0)
+
+
+def test_mean_interval_covers_the_true_mean_95_percent_of_the_time():
+    rng = random.Random(5)
+    trials, covered = 2000, 0
+    for _ in range(trials):
+        e = mean_interval([rng.gauss(10.0, 3.0) for _ in range(5)])
+        covered += e.lo <= 10.0 <= e.hi
+    assert abs(covered / trials - 0.95) < 0.015
+
+
+def test_mean_interval_never_leaves_the_range_and_always_contains_its_estimate():
+    e = mean_interval([0.01, 0.0, 0.5, 0.0])
+    assert e.lo == 0.0 and e.lo <= e.value <= e.hi and e.replications == 4
+    one = mean_interval([3.0])
+    assert (one.value, one.lo, one.hi) == (3.0, 0.0, math.inf)  # one replication: no spread to estimate
+    assert mean_interval([None, None]).value is None
+
+
+def test_rate_interval_of_zero_events_is_wilsons_not_a_point():
+    e = rate_interval([(0, 1000)] * 5)
+    assert e.value == 0.0 and e.lo == 0.0 and e.hi == pytest.approx(wilson(0, 5000)[1])
+    spread = rate_interval([(1, 100), (9, 100), (2, 100), (8, 100)])
+    assert spread.value == pytest.approx(0.05)
+    assert spread.hi - spread.lo > wilson(20, 400)[1] - wilson(20, 400)[0]  # the replications disagree
+    assert 0.0 <= spread.lo <= spread.value <= spread.hi <= 1.0
+
+
+def test_paired_difference_may_be_negative():
+    d = paired_difference([1.0, 2.0, 3.0], [0.5, 1.4, 2.6])
+    assert d.value == pytest.approx(-0.5) and d.hi < 0
+
+
+def _reports(executor):
+    clear_cache()
+    try:
+        return run_replications([SCENARIO], replication_seeds(3, 4), executor)[0]
+    finally:
+        executor.close()
+
+
+def test_local_processes_give_the_serial_results():
+    serial = _reports(SerialExecutor())
+    assert _reports(LocalExecutor(2)) == serial
+    assert len({r["seed"] for r in serial}) == 4
+    est = estimates(serial, ["503 rate", "p99 latency (s)"])
+    assert est["503 rate"].value > 0 and est["p99 latency (s)"].replications == 4
+
+
+def test_dask_local_cluster_gives_the_serial_results():
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed")
+    assert _reports(make_executor(dask="local")) == _reports(SerialExecutor())
+
+
+def test_ray_local_gives_the_serial_results():
+    pytest.importorskip("ray", reason="ray not installed (requirements-extras.txt)")
+    assert _reports(make_executor(ray="local")) == _reports(SerialExecutor())
+
+
+def test_a_bad_scenario_is_an_input_error_before_any_process_starts():
+    class Refuses:
+        def map(self, fn, items):
+            raise AssertionError("nothing should be sent to the executor")
+
+    with pytest.raises(InputError, match="workload.rate"):
+        run_replications([{**SCENARIO, "workload": {"kind": "poisson", "rate": -1}}], [1], Refuses())
+
+
+def test_executor_choices_are_checked():
+    with pytest.raises(InputError, match="--workers"):
+        make_executor(workers=0)
+    with pytest.raises(InputError, match="one cluster at a time"):
+        make_executor(dask="local", ray="auto")
