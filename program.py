@@ -15,7 +15,10 @@ import pulumi_kubernetes as k8s
 
 from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheArgs, NvidiaDevicePlugin,
                         NvidiaDevicePluginArgs, TunedInferenceService, TunedInferenceServiceArgs)
+from components.knative_features import KnativeFeatures
 from components.kubernetes_object import kubernetes_object
+from manifests import knative_features
+from manifests.admission import admission_failure
 from manifests.common import namespace
 from validation.errors import InputError
 from gate import check_stack, gate_failure, gate_warnings
@@ -89,8 +92,16 @@ def _est(check) -> str:
     return f"{e.value:.4g} [{e.lo:.4g}, {e.hi:.4g}]" if e.hi is not None and e.hi != float("inf") else f"{e.value:.4g}"
 
 
+def check_cluster_admits(cfg: StackConfig) -> None:
+    """What the webhooks would refuse, before any resource is registered (validation/admission.py)."""
+    failure = admission_failure(cfg)
+    if failure:
+        raise pulumi.RunError(failure)
+
+
 def main() -> None:
     cfg = load_config()
+    check_cluster_admits(cfg)
     verdicts = run_gate(cfg)
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
     provider = kubernetes_provider(cfg)
@@ -99,9 +110,14 @@ def main() -> None:
     in_namespace = pulumi.ResourceOptions(provider=provider, depends_on=[ns])
     if cfg.node_group.needs_device_plugin:
         NvidiaDevicePlugin("nvidia", NvidiaDevicePluginArgs.from_config(cfg), on_cluster)
-    if cfg.model_cache.enabled:
-        ModelCache("model-cache", ModelCacheArgs.from_config(cfg), in_namespace)
-    services = [TunedInferenceService(svc.name, TunedInferenceServiceArgs.from_config(cfg, svc), in_namespace)
+    before_services: list[pulumi.Resource] = [ns]
+    if cfg.model_cache.enabled:  # services start once every model is in the cache (the DaemonSet is Ready)
+        before_services.append(ModelCache("model-cache", ModelCacheArgs.from_config(cfg), in_namespace).prefetch)
+    features = knative_features(cfg)
+    if features:
+        before_services.append(KnativeFeatures("knative-features", features, on_cluster).patch)
+    for_services = pulumi.ResourceOptions(provider=provider, depends_on=before_services)
+    services = [TunedInferenceService(svc.name, TunedInferenceServiceArgs.from_config(cfg, svc), for_services)
                 for svc in cfg.services]
     pulumi.export("gpuNodeGroup", node_group.node_group_name)
     pulumi.export("namespace", cfg.cluster.namespace)

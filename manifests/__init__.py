@@ -5,8 +5,25 @@ from __future__ import annotations
 from manifests.common import namespace
 from manifests.device_plugin import device_plugin_daemonset
 from manifests.inference_service import horizontal_pod_autoscaler, inference_service
+from manifests.knative import config_features_patch, required_features
 from manifests.model_cache import model_cache_daemonset, model_cache_pvc
 from stackconfig.schema import StackConfig
+
+
+def service_manifests(cfg: StackConfig) -> list[dict]:
+    """Every service's InferenceService (and HPA), in config order."""
+    out = []
+    for svc in cfg.services:
+        out.append(inference_service(cfg, svc))
+        hpa = horizontal_pod_autoscaler(svc)
+        if hpa:
+            out.append(hpa)
+    return out
+
+
+def knative_features(cfg: StackConfig) -> dict | None:
+    """The config-features patch the stack applies: the flags its Knative-mode services need."""
+    return config_features_patch(required_features(service_manifests(cfg)))
 
 
 def render_stack(cfg: StackConfig) -> list[dict]:
@@ -16,9 +33,7 @@ def render_stack(cfg: StackConfig) -> list[dict]:
         out.append(device_plugin_daemonset(cfg))
     if cfg.model_cache.enabled:
         out += [model_cache_pvc(cfg), model_cache_daemonset(cfg)]
-    for svc in cfg.services:
-        out.append(inference_service(cfg, svc))
-        hpa = horizontal_pod_autoscaler(svc)
-        if hpa:
-            out.append(hpa)
-    return out
+    features = knative_features(cfg)
+    if features:
+        out.append(features)
+    return out + service_manifests(cfg)

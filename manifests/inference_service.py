@@ -13,7 +13,7 @@ This is the one place where each service knob becomes YAML; the simulation reads
 from __future__ import annotations
 
 from manifests.common import labels, restricted_security_context
-from manifests.model_cache import cache_uri, wait_for_cache
+from manifests.model_cache import cache_uri
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
@@ -135,9 +135,6 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "nodeSelector": dict(svc.node_selector),
         "model": model,
     }
-    wait = wait_for_cache(cfg, svc)
-    if wait:
-        predictor["initContainers"], predictor["volumes"] = [wait[0]], [wait[1]]
     if svc.deployment_mode == "Knative":
         predictor["scaleMetric"] = svc.scale_metric
         if svc.scale_target is not None:

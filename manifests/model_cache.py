@@ -5,6 +5,9 @@ through an atomic `mkdir` lock on the shared volume), writes a `.complete` marke
 finished, and turns Ready only when every marker is there. InferenceServices then read `pvc://<pvc>/<model>`,
 which KServe mounts instead of running its storage initializer (kserve `pkg/webhook/admission/pod/
 storage_initializer_injector.go`: PVC URIs are mounted, not downloaded), so a warm cache skips the download.
+KServe adds that mount in its pod webhook, after Knative validated the service, so no pod-spec PVC feature flag
+is needed. Nothing holds a model pod in an init container (Knative refuses init containers by default): Pulumi
+creates the InferenceServices only after the prefetch DaemonSet is Ready, i.e. after every model is complete.
 """
 
 from __future__ import annotations
@@ -31,29 +34,6 @@ def cached_models(cfg: StackConfig) -> dict[str, str]:
     """model name → source URI for every service whose model goes through the cache (sorted, deduplicated)."""
     return dict(sorted({s.model.name: s.storage_uri for s in cfg.services
                         if not s.storage_uri.startswith("pvc://")}.items()))
-
-
-def wait_for_cache(cfg: StackConfig, svc: ServiceConfig) -> tuple[dict, dict] | None:
-    """(init container, volume) that hold a model pod until the prefetch marked its model complete.
-
-    On a cold cache the model server would otherwise start on a half-written directory and crash-loop until the
-    download ends. The init container reuses the prefetch image (already on the node) and mounts the same PVC
-    read-only; KServe's predictor is a PodSpec, so `initContainers` and `volumes` pass through to the pod.
-    """
-    if not cache_uri(cfg, svc).startswith(f"pvc://{cfg.model_cache.pvc_name}/") or svc.storage_uri.startswith("pvc://"):
-        return None
-    marker = f"{MOUNT}/{svc.model.name}/.complete"
-    container = {
-        "name": "wait-for-model-cache",
-        "image": cfg.model_cache.prefetch_image,
-        "command": ["sh", "-c", f"until [ -f {shlex.quote(marker)} ]; do echo waiting for {marker}; sleep 10; done"],
-        "securityContext": restricted_security_context(),
-        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
-        "volumeMounts": [{"name": "model-cache-wait", "mountPath": MOUNT, "readOnly": True}],
-    }
-    volume = {"name": "model-cache-wait",
-              "persistentVolumeClaim": {"claimName": cfg.model_cache.pvc_name, "readOnly": True}}
-    return container, volume
 
 
 def model_cache_pvc(cfg: StackConfig) -> dict:

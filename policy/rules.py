@@ -814,7 +814,10 @@ def _no_host(res: Resource, ctx: Context) -> Iterator[str]:
 
 @rule("k8s-recommended-labels", ADVISORY,
       "Every Kubernetes object carries app.kubernetes.io/{name,instance,component,part-of,managed-by}",
-      "kubernetes.io recommended labels", lambda r: is_kubernetes(r) and not r.type.startswith("pulumi:"))
+      "kubernetes.io recommended labels",
+      # A *Patch resource sets a few keys of an object someone else owns (knative-serving/config-features): its
+      # labels stay the owner's.
+      lambda r: is_kubernetes(r) and not r.type.startswith("pulumi:") and not r.type.endswith("Patch"))
 def _labels(res: Resource, ctx: Context) -> Iterator[str]:
     labels = _map(metadata(res).get("labels"))
     missing = [k for k in RECOMMENDED_LABELS if not labels.get(k)]

@@ -1,7 +1,8 @@
 """`python -m preflight check --stack dev`: everything `pulumi up` would check, offline, in one report.
 
 1. the stack config (typed, every mistake at once);
-2. the real Pulumi program under mocks: what it would register;
+2. the admission webhooks' rules (Knative feature gates, KServe validation; validation/admission.py) on every
+   rendered object, then the real Pulumi program under mocks: what it would register;
 3. every Kubernetes manifest against its schema (kubernetes-validate strict, the InferenceService schema);
 4. the policy rules (the same functions as the CrossGuard pack);
 5. the SLO gate: each service simulated as deployed, against its SLO.
@@ -32,6 +33,7 @@ from stackconfig.load import load_stack, stack_names
 class StackCheck:
     stack: str
     resources: int = 0
+    admission: list[str] = field(default_factory=list)  # what the cluster's webhooks would refuse
     manifest_errors: list[str] = field(default_factory=list)
     violations: list = field(default_factory=list)  # policy.rules.Violation
     verdicts: list[Verdict] = field(default_factory=list)
@@ -45,12 +47,12 @@ class StackCheck:
 
     @property
     def passed(self) -> bool:
-        return not self.manifest_errors and not self.mandatory and all(v.passed for v in self.verdicts)
+        return not self.admission and not self.manifest_errors and not self.mandatory and all(v.passed for v in self.verdicts)
 
     def to_dict(self) -> dict:
         return {
             "stack": self.stack, "passed": self.passed, "resources": self.resources,
-            "manifest_errors": self.manifest_errors,
+            "admission": self.admission, "manifest_errors": self.manifest_errors,
             "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "message": v.message}
                        for v in self.violations],
             "slo": {v.service: {"passed": v.passed, "replications": v.replications,
@@ -69,8 +71,12 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     from policy.stack import resources_from_run
     from offline import run_program
 
+    from manifests.admission import admission_problems
+
     cfg = load_stack(stack)
-    result = StackCheck(stack)
+    result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)])
+    if result.admission:  # the program would stop here too, before registering anything
+        return result
     try:  # the gate runs below, with a progress bar and the full table, so the program skips it here
         run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", {"enabled": False}))
     except pulumi.RunError as err:
@@ -137,6 +143,7 @@ def print_result(result: StackCheck, console: Console) -> None:
     from policy.report import violations_table
 
     console.print(f"[bold]stack {result.stack}[/]: program registers {result.resources} resources offline")
+    console.print(f"  admission: {_ok(not result.admission)}" + "".join(f"\n    - {e}" for e in result.admission))
     console.print(f"  manifests: {_ok(not result.manifest_errors)}"
                   + "".join(f"\n    - {e}" for e in result.manifest_errors))
     console.print(f"  policies: {_ok(not result.mandatory)} ({len(result.mandatory)} mandatory, "

@@ -65,3 +65,20 @@ def test_plots_are_written(tmp_path):
 
     [path, _] = plot_verdicts("prod", _failing_check().verdicts, tmp_path)
     assert path.name == "prod-chat-replicas.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_admission_refusal_fails_the_check_before_the_program_runs(monkeypatch, capsys):
+    """`preflight check` applies the webhooks' rules too: a refused object fails the stack with exit 1."""
+    from stackconfig import load
+
+    real = load.load_stack
+
+    def refused(stack, *args, **kwargs):
+        cfg = real(stack, *args, **kwargs)
+        cfg.services[0].annotations["autoscaling.knative.dev/initial-scale"] = "0"
+        return cfg
+
+    monkeypatch.setattr(cli, "load_stack", refused)
+    assert cli.main(["check", "--json"]) == 1
+    [dev] = json.loads(capsys.readouterr().out)["stacks"]
+    assert dev["resources"] == 0 and "ValidateInitialScaleAnnotation" in dev["admission"][0]

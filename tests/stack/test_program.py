@@ -224,17 +224,23 @@ def test_namespaced_objects_depend_on_the_namespace_themselves():
     assert any(isinstance(d, k8s.apiextensions.CustomResource) for d in r.options["vision-hpa"].depends_on)
 
 
-def test_model_pods_wait_for_the_cache_to_complete():
-    cfg = load_stack("prod")
+def test_services_are_created_after_the_cache_is_full_and_knative_admits_them():
+    """No init container holds a model pod (Knative refuses them by default): the InferenceServices depend on the
+    prefetch DaemonSet, which Pulumi awaits until it is Ready (every model complete), and on the config-features
+    patch that enables the pod-spec fields they use."""
+    import pulumi_kubernetes as k8s
+
     r = run_program("prod")
     for isvc in r.of_type(ISVC):
         predictor = isvc.inputs["spec"]["predictor"]
-        [init] = predictor["initContainers"]
-        model = load_stack("prod").services[[s.name for s in cfg.services].index(isvc.inputs["metadata"]["name"])].model
-        assert f"/models/{model.name}/.complete" in init["command"][-1]
-        assert init["image"] == cfg.model_cache.prefetch_image  # already on the node: the prefetch runs it
-        assert predictor["volumes"] == [{"name": "model-cache-wait", "persistentVolumeClaim": {
-            "claimName": "model-cache", "readOnly": True}}]
+        assert "initContainers" not in predictor and "volumes" not in predictor
+        deps = r.options[f"{isvc.inputs['metadata']['name']}-isvc"].depends_on
+        assert any(isinstance(d, k8s.apps.v1.DaemonSet) for d in deps)
+        assert any(isinstance(d, k8s.core.v1.ConfigMapPatch) for d in deps)
+    [patch] = r.of_type("kubernetes:core/v1:ConfigMapPatch")
+    assert patch.inputs["metadata"]["namespace"] == "knative-serving"
+    assert patch.inputs["data"] == {"kubernetes.podspec-nodeselector": "enabled",
+                                    "kubernetes.podspec-tolerations": "enabled"}
 
 
 def test_without_the_cache_models_download_directly_and_nothing_waits():

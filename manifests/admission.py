@@ -1,0 +1,27 @@
+"""The stack's rendered objects through the cluster's admission rules (validation/admission.py), as the cluster
+the stack targets is configured: Knative's upstream feature defaults plus the flags the stack enables itself."""
+
+from __future__ import annotations
+
+from manifests import knative_features, render_stack
+from stackconfig.schema import StackConfig
+from validation.admission import ClusterAdmission, Refusal, admission_refusals
+
+
+def cluster_admission(cfg: StackConfig) -> ClusterAdmission:
+    """Knative at its shipped defaults, with the features the stack patches into config-features enabled."""
+    patch = knative_features(cfg)
+    return ClusterAdmission().with_features(patch["data"] if patch else [])
+
+
+def admission_problems(cfg: StackConfig) -> list[Refusal]:
+    return admission_refusals(render_stack(cfg), cluster_admission(cfg))
+
+
+def admission_failure(cfg: StackConfig) -> str | None:
+    """The message `pulumi up` fails with when a webhook would refuse an object, else None."""
+    refusals = admission_problems(cfg)
+    if not refusals:
+        return None
+    return ("admission: the cluster's webhooks would refuse this stack:\n"
+            + "\n".join(f"  - {r}" for r in refusals))

@@ -1,0 +1,49 @@
+"""The Knative features the stack's own services need, and the patch of `knative-serving/config-features` that
+enables them.
+
+Knative refuses pod-spec fields whose feature flag is off (validation/admission.py); the GPU predictors need
+`tolerations` (the node group's taint) and `nodeSelector` (its label). Rather than a list kept by hand, the flags
+are derived from the rendered InferenceServices: whatever a Knative-mode predictor uses is exactly what is
+enabled. The patch is a server-side-apply `ConfigMapPatch` (pulumi-kubernetes ≥ 4) that owns only these keys,
+so the rest of the ConfigMap stays with whoever installed Knative; `pulumi destroy` removes only our keys.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from validation.admission import ClusterAdmission, KNATIVE_FEATURE_DEFAULTS, knative_pod_refusals
+
+KNATIVE_NAMESPACE = "knative-serving"
+CONFIG_FEATURES = "config-features"
+
+
+def required_features(manifests: Iterable[Mapping]) -> list[str]:
+    """The flags the Knative-mode predictors need, found by asking each flag whether enabling it admits more."""
+    isvcs = [m for m in manifests if m.get("kind") == "InferenceService"
+             and (m["metadata"].get("annotations") or {}).get("serving.kserve.io/deploymentMode") != "RawDeployment"]
+    if not isvcs:
+        return []
+    baseline = ClusterAdmission()
+
+    def refused(cluster: ClusterAdmission) -> int:
+        return sum(1 for m in isvcs for _ in knative_pod_refusals("", m["spec"]["predictor"], cluster))
+
+    before = refused(baseline)
+    return sorted(flag for flag, default in KNATIVE_FEATURE_DEFAULTS.items()
+                  if default != "enabled" and refused(baseline.with_features([flag])) < before)
+
+
+def config_features_patch(flags: Iterable[str]) -> dict | None:
+    """The ConfigMap keys to own in knative-serving/config-features (None when nothing needs enabling)."""
+    flags = sorted(flags)
+    if not flags:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CONFIG_FEATURES, "namespace": KNATIVE_NAMESPACE,
+                     # The Knative operator or installer owns the ConfigMap; take over just these keys.
+                     "annotations": {"pulumi.com/patchForce": "true"}},
+        "data": {flag: "enabled" for flag in flags},
+    }

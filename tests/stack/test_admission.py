@@ -1,0 +1,159 @@
+"""The admission validator: every shipped stack is admitted, and each rule catches its own failure."""
+
+from __future__ import annotations
+
+import copy
+
+import pulumi
+import pytest
+
+from manifests import render_stack
+from manifests.admission import admission_problems, cluster_admission
+from offline import run_program
+from stackconfig.load import load_stack, stack_names
+from validation.admission import ClusterAdmission, admission_refusals
+
+P = "kserve-preflight"
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_shipped_stack_is_admitted(stack):
+    assert admission_problems(load_stack(stack)) == []
+
+
+def _isvc(stack: str = "dev", name: str = "chat") -> dict:
+    return copy.deepcopy(next(m for m in render_stack(load_stack(stack))
+                              if m["kind"] == "InferenceService" and m["metadata"]["name"] == name))
+
+
+def _pred(m):
+    return m["spec"]["predictor"]
+
+
+def _ann(m):
+    return m["metadata"]["annotations"]
+
+
+def _standard(m, cls="hpa"):
+    _ann(m).update({"serving.kserve.io/deploymentMode": "RawDeployment", "serving.kserve.io/autoscalerClass": cls})
+    for k in ("scaleMetric", "scaleTarget", "containerConcurrency", "timeout"):
+        _pred(m).pop(k, None)
+
+
+ENABLED = ClusterAdmission().with_features(["kubernetes.podspec-tolerations", "kubernetes.podspec-nodeselector"])
+
+# (mutation of dev's chat InferenceService, cluster, rule function, fragment of the message)
+RULES = {
+    "tolerations-off": (lambda m: None, ClusterAdmission(), "PodSpecMask", "kubernetes.podspec-tolerations"),
+    "affinity-off": (lambda m: _pred(m).update(affinity={"nodeAffinity": {}}), ENABLED, "PodSpecMask",
+                     "kubernetes.podspec-affinity"),
+    "init-containers-off": (lambda m: _pred(m).update(initContainers=[{"name": "w", "image": "busybox:1"}]), ENABLED,
+                            "validateInitContainers", "kubernetes.podspec-init-containers"),
+    "pvc-off": (lambda m: _pred(m).update(volumes=[{"name": "v", "persistentVolumeClaim": {
+        "claimName": "c", "readOnly": True}}]), ENABLED, "validatePersistentVolumeClaims",
+        "kubernetes.podspec-persistent-volume-claim"),
+    "pvc-write-off": (lambda m: _pred(m).update(volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]),
+                      ENABLED.with_features(["kubernetes.podspec-persistent-volume-claim"]),
+                      "validatePersistentVolumeClaims", "kubernetes.podspec-persistent-volume-write"),
+    "hostpath-off": (lambda m: _pred(m).update(volumes=[{"name": "v", "hostPath": {"path": "/x"}}]), ENABLED,
+                     "validateVolume", "kubernetes.podspec-volumes-hostpath"),
+    "nfs-never": (lambda m: _pred(m).update(volumes=[{"name": "v", "nfs": {"server": "s", "path": "/"}}]), ENABLED,
+                  "VolumeSourceMask", "only secret, configMap, projected"),
+    "fieldref-off": (lambda m: _pred(m)["model"]["env"].append({"name": "POD", "valueFrom": {
+        "fieldRef": {"fieldPath": "metadata.name"}}}), ENABLED, "validateEnvValueFrom", "kubernetes.podspec-fieldref"),
+    "pod-security-context-off": (lambda m: _pred(m).update(securityContext={"runAsNonRoot": True}), ENABLED,
+                                 "PodSecurityContextMask", "container's securityContext"),
+    "privileged": (lambda m: _pred(m)["model"]["securityContext"].update(privileged=True), ENABLED,
+                   "SecurityContextMask", "privileged: false"),
+    "add-capabilities-off": (lambda m: _pred(m)["model"]["securityContext"].update(
+        capabilities={"add": ["SYS_ADMIN"]}), ENABLED, "CapabilitiesMask", "containerspec-addcapabilities"),
+    "container-lifecycle": (lambda m: _pred(m)["model"].update(lifecycle={"preStop": {}}), ENABLED, "ContainerMask",
+                            "never admits this container field"),
+    "automount-token-true": (lambda m: _pred(m).update(automountServiceAccountToken=True), ENABLED, "PodSpecMask",
+                             "only `false`"),
+    "restart-policy": (lambda m: _pred(m).update(restartPolicy="Always"), ENABLED, "PodSpecMask", "never admits"),
+    "isvc-name": (lambda m: m["metadata"].update(name="Chat_1"), ENABLED, "validateInferenceServiceName", "[a-z]"),
+    "autoscaler-class": (lambda m: _ann(m).update({"serving.kserve.io/autoscalerClass": "kpa"}), ENABLED,
+                         "validateInferenceServiceAutoscaler", "not a supported autoscaler class"),
+    "hpa-class-metric": (lambda m: (_standard(m), _pred(m).update(scaleMetric="concurrency")), ENABLED,
+                         "validateScalingHPACompExtension", "cpu or memory only"),
+    "hpa-class-cpu-target": (lambda m: (_standard(m), _pred(m).update(scaleMetric="cpu", scaleTarget=150)), ENABLED,
+                             "validateScalingHPACompExtension", "[1-100]"),
+    "keda-scale-metric": (lambda m: (_standard(m, "keda"), _pred(m).update(scaleMetric="cpu")), ENABLED,
+                          "validateScalingKedaCompExtension", "ScaleMetric is not supported for KEDA"),
+    "keda-no-query": (lambda m: (_standard(m, "keda"), _pred(m).update(autoScaling={"metrics": [{
+        "type": "External", "external": {"metric": {"backend": "prometheus"}, "target": {"type": "Value",
+                                                                                         "value": "4"}}}]})),
+        ENABLED, "validateScalingKedaCompExtension", "the query should not be empty"),
+    "kpa-metric": (lambda m: _pred(m).update(scaleMetric="cpu"), ENABLED, "validateScalingKPACompExtension",
+                   "not a supported metric in Knative mode"),
+    "kpa-rps-target": (lambda m: _pred(m).update(scaleMetric="rps", scaleTarget=0.5), ENABLED,
+                       "validateScalingKPACompExtension", "rps should be greater than 1"),
+    "kpa-deployment-strategy": (lambda m: _pred(m).update(deploymentStrategy={"type": "Recreate"}), ENABLED,
+                                "validateScalingKPACompExtension", "only supported for raw deployment mode"),
+    "initial-scale-zero": (lambda m: _ann(m).update({"autoscaling.knative.dev/initial-scale": "0"}), ENABLED,
+                           "ValidateInitialScaleAnnotation", "allow-zero-initial-scale"),
+}
+
+
+@pytest.mark.parametrize("mutate, cluster, rule, fragment", RULES.values(), ids=RULES.keys())
+def test_each_rule_refuses_its_failure(mutate, cluster, rule, fragment):
+    good = _isvc()
+    assert admission_refusals([good], ENABLED) == []  # control: the unmutated object passes
+    mutate(good)
+    refusals = admission_refusals([good], cluster)
+    assert refusals, rule
+    assert any(rule in r.rule and fragment in str(r) for r in refusals), [str(r) for r in refusals]
+
+
+def test_allowing_zero_initial_scale_admits_it():
+    m = _isvc()
+    _ann(m)["autoscaling.knative.dev/initial-scale"] = "0"
+    assert admission_refusals([m], ClusterAdmission(ENABLED.knative_features, allow_zero_initial_scale=True)) == []
+
+
+def test_deployment_mode_cannot_change_in_place():
+    old, new = _isvc(), _isvc()
+    _standard(new)
+    _pred(new).update(scaleMetric="cpu")
+    [refusal] = admission_refusals([new], ENABLED, previous={"chat": old})
+    assert "validateDeploymentMode" in refusal.rule and "cannot be changed from 'Serverless'" in refusal.message
+    assert admission_refusals([old], ENABLED, previous={"chat": old}) == []
+
+
+def test_standard_mode_predictors_skip_knative_rules():
+    """KServe's raw Deployment takes any pod-spec field: Knative's masks apply only to Knative-mode predictors."""
+    m = _isvc()
+    _standard(m, "external")
+    _pred(m).update(affinity={"nodeAffinity": {}}, initContainers=[{"name": "w", "image": "busybox:1"}])
+    assert admission_refusals([m], ClusterAdmission()) == []
+
+
+def test_the_stack_enables_exactly_what_its_knative_services_use():
+    assert sorted(cluster_admission(load_stack("dev")).knative_features.items()) == sorted({
+        **ClusterAdmission().knative_features, "kubernetes.podspec-tolerations": "enabled",
+        "kubernetes.podspec-nodeselector": "enabled"}.items())
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    import offline
+
+    seen: list[str] = []
+    original = offline.Mocks.new_resource
+    monkeypatch.setattr(offline.Mocks, "new_resource", lambda self, args: (seen.append(args.name),
+                                                                           original(self, args))[1])
+    return seen
+
+
+def test_a_refused_config_stops_the_program_before_any_resource(registered):
+    def edit(c):
+        c[f"{P}:services"][0]["annotations"]["autoscaling.knative.dev/initial-scale"] = "0"
+
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("dev", edit=edit)
+    assert "admission: the cluster's webhooks would refuse" in str(err.value)
+    assert "InferenceService/chat: metadata.annotations[autoscaling.knative.dev/initial-scale]" in str(err.value)
+    assert registered == []
+    run_program("dev")  # control: the probe records the shipped stack's resources
+    assert "gpu-ng" in registered

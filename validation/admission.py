@@ -1,0 +1,331 @@
+"""What the cluster's admission webhooks would refuse, checked offline on the rendered objects.
+
+Schema validation (validation/kubernetes.py) says a manifest is well-formed; the webhooks then apply rules that
+depend on the cluster's configuration. This module applies the ones that bite a GPU InferenceService, each with
+the upstream function it follows (knative/serving and kserve/kserve, checked 2026-08 `main`):
+
+Knative Serving webhook — KServe copies a Knative-mode predictor's pod spec into the Knative Service
+(kserve `reconcilers/knative/ksvc_reconciler.go`), so Knative's pod-spec rules apply to it (kserve/kserve#2554):
+- `pkg/apis/serving/fieldmask.go: PodSpecMask`: pod fields behind `config-features` flags, off by default
+  (affinity, nodeSelector, tolerations, topology spread, priorityClassName, …); `automountServiceAccountToken`
+  only `false`; restartPolicy, nodeName, terminationGracePeriodSeconds … never.
+- `pkg/apis/serving/k8s_validation.go: validateInitContainers` ("pod spec support for init-containers is off"),
+  `validatePersistentVolumeClaims` ("Persistent volume claim support is disabled", "… write support is
+  disabled"), `validateVolume` (emptyDir, hostPath, csi, ephemeral, image volumes behind their flags),
+  `validateEnvValueFrom` (fieldRef behind `kubernetes.podspec-fieldref`).
+- `fieldmask.go: PodSecurityContextMask` (pod-level securityContext behind `kubernetes.podspec-securitycontext`;
+  only seccompProfile with `secure-pod-defaults`), `SecurityContextMask` (no privileged, seLinuxOptions,
+  procMount), `CapabilitiesMask` (capabilities.add behind `kubernetes.containerspec-addcapabilities`),
+  `ContainerMask` (no lifecycle, stdin, tty …).
+KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
+- `validateInferenceServiceName` (IsvcNameFmt), `validateInferenceServiceAutoscaler` (AutoscalerAllowedClassList),
+  `validateAutoScalingCompExtension` → `validateScalingHPACompExtension` (class hpa: cpu/memory only,
+  AutoscalerAllowedHPAMetricsList; cpu target 1–100), `validateScalingKedaCompExtension` (no scaleMetric; metric
+  sources with a query and a value), `validateScalingKPACompExtension` (concurrency/rps; rps target ≥ 1; no
+  deploymentStrategy), and on update `validateDeploymentMode` ("deploymentMode cannot be changed").
+- `pkg/controller/v1alpha1/utils/utils.go: ValidateInitialScaleAnnotation`: `initial-scale: 0` without the
+  autoscaler's `allow-zero-initial-scale` is dropped silently — reported here because the intent is lost.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+# knative/serving config/core/configmaps/features.yaml: the shipped defaults of the flags checked here.
+KNATIVE_FEATURE_DEFAULTS: dict[str, str] = {
+    "secure-pod-defaults": "disabled",
+    "kubernetes.podspec-affinity": "disabled",
+    "kubernetes.podspec-topologyspreadconstraints": "disabled",
+    "kubernetes.podspec-hostaliases": "disabled",
+    "kubernetes.podspec-nodeselector": "disabled",
+    "kubernetes.podspec-tolerations": "disabled",
+    "kubernetes.podspec-fieldref": "disabled",
+    "kubernetes.podspec-runtimeclassname": "disabled",
+    "kubernetes.podspec-dnspolicy": "disabled",
+    "kubernetes.podspec-dnsconfig": "disabled",
+    "kubernetes.podspec-securitycontext": "disabled",
+    "kubernetes.podspec-shareprocessnamespace": "disabled",
+    "kubernetes.podspec-hostipc": "disabled",
+    "kubernetes.podspec-hostpid": "disabled",
+    "kubernetes.podspec-hostnetwork": "disabled",
+    "kubernetes.podspec-priorityclassname": "disabled",
+    "kubernetes.podspec-schedulername": "disabled",
+    "kubernetes.containerspec-addcapabilities": "disabled",
+    "kubernetes.podspec-volumes-emptydir": "enabled",
+    "kubernetes.podspec-volumes-image": "disabled",
+    "kubernetes.podspec-volumes-hostpath": "disabled",
+    "kubernetes.podspec-volumes-ephemeral": "disabled",
+    "kubernetes.podspec-volumes-csi": "disabled",
+    "kubernetes.podspec-init-containers": "disabled",
+    "kubernetes.podspec-persistent-volume-claim": "disabled",
+    "kubernetes.podspec-persistent-volume-write": "disabled",
+    "kubernetes.podspec-volumes-mount-propagation": "disabled",
+}
+FEATURE_VALUES = ("enabled", "disabled", "allowed")
+
+# PodSpecMask: pod-spec field → the flag that admits it.
+POD_FEATURES = {
+    "affinity": "kubernetes.podspec-affinity",
+    "topologySpreadConstraints": "kubernetes.podspec-topologyspreadconstraints",
+    "hostAliases": "kubernetes.podspec-hostaliases",
+    "nodeSelector": "kubernetes.podspec-nodeselector",
+    "runtimeClassName": "kubernetes.podspec-runtimeclassname",
+    "tolerations": "kubernetes.podspec-tolerations",
+    "shareProcessNamespace": "kubernetes.podspec-shareprocessnamespace",
+    "priorityClassName": "kubernetes.podspec-priorityclassname",
+    "schedulerName": "kubernetes.podspec-schedulername",
+    "initContainers": "kubernetes.podspec-init-containers",
+    "dnsPolicy": "kubernetes.podspec-dnspolicy",
+    "dnsConfig": "kubernetes.podspec-dnsconfig",
+    "hostIPC": "kubernetes.podspec-hostipc",
+    "hostPID": "kubernetes.podspec-hostpid",
+    "hostNetwork": "kubernetes.podspec-hostnetwork",
+}
+POD_NEVER = ("restartPolicy", "terminationGracePeriodSeconds", "activeDeadlineSeconds", "nodeName", "hostname",
+             "subdomain", "readinessGates", "ephemeralContainers", "overhead", "preemptionPolicy", "os")
+# validateVolume / VolumeSourceMask: volume source → flag (secret, configMap, projected are always admitted).
+VOLUME_FEATURES = {"emptyDir": "kubernetes.podspec-volumes-emptydir",
+                   "persistentVolumeClaim": "kubernetes.podspec-persistent-volume-claim",
+                   "hostPath": "kubernetes.podspec-volumes-hostpath", "csi": "kubernetes.podspec-volumes-csi",
+                   "ephemeral": "kubernetes.podspec-volumes-ephemeral", "image": "kubernetes.podspec-volumes-image"}
+VOLUME_ALWAYS = ("name", "secret", "configMap", "projected")
+# ContainerMask's allowed fields, plus the fields of KServe's ModelSpec that KServe consumes itself.
+CONTAINER_ALLOWED = {"name", "args", "command", "env", "workingDir", "envFrom", "image", "imagePullPolicy",
+                     "livenessProbe", "ports", "readinessProbe", "resources", "securityContext", "startupProbe",
+                     "terminationMessagePath", "terminationMessagePolicy", "volumeMounts"}
+KSERVE_MODEL_FIELDS = {"modelFormat", "storageUri", "runtime", "protocolVersion", "storage"}
+# Predictor fields that are KServe's own (ComponentExtensionSpec, PredictorSpec), not pod-spec fields.
+PREDICTOR_OWN = {"minReplicas", "maxReplicas", "scaleMetric", "scaleMetricType", "scaleTarget", "autoScaling",
+                 "containerConcurrency", "timeout", "canaryTrafficPercent", "logger", "batcher", "labels",
+                 "annotations", "deploymentStrategy", "workerSpec", "model", "containers", "name"}
+
+ISVC_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # kserve IsvcNameFmt
+AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")  # kserve constants.AutoscalerAllowedClassList
+HPA_METRICS = ("cpu", "memory")  # constants.AutoscalerAllowedHPAMetricsList
+KPA_METRICS = ("concurrency", "rps")  # constants.AutoscalerAllowedKPAMetricsList
+MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
+INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
+STANDARD_MODES = ("Standard", "RawDeployment")
+
+
+@dataclass(frozen=True)
+class ClusterAdmission:
+    """The cluster settings the webhooks read: Knative's `config-features` and `config-autoscaler`."""
+
+    knative_features: Mapping[str, str] = field(default_factory=lambda: dict(KNATIVE_FEATURE_DEFAULTS))
+    allow_zero_initial_scale: bool = False  # config-autoscaler allow-zero-initial-scale (default false)
+
+    def admits(self, flag: str) -> bool:
+        """The masks admit a field unless its flag is `disabled` (`allowed` needs a per-revision annotation,
+        which the stack never sets, so it is treated as off)."""
+        return self.knative_features.get(flag, KNATIVE_FEATURE_DEFAULTS.get(flag, "disabled")) == "enabled"
+
+    def with_features(self, enabled: Iterable[str]) -> "ClusterAdmission":
+        return ClusterAdmission({**self.knative_features, **{f: "enabled" for f in enabled}},
+                                self.allow_zero_initial_scale)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One object the cluster would refuse: where, which upstream rule, and what to change."""
+
+    obj: str
+    path: str
+    rule: str  # the upstream function
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.obj}: {self.path}: {self.message} ({self.rule})"
+
+
+def _feature_off(cluster: ClusterAdmission, flag: str) -> str:
+    return (f"Knative refuses it: `{flag}` is {cluster.knative_features.get(flag, 'disabled')!r} in "
+            f"knative-serving/config-features; enable it there (or let the stack manage it: knative.features)")
+
+
+def _containers(pred: Mapping) -> Iterator[tuple[str, Mapping]]:
+    if isinstance(pred.get("model"), Mapping):
+        yield "spec.predictor.model", pred["model"]
+    for i, c in enumerate(pred.get("containers") or []):
+        if isinstance(c, Mapping):
+            yield f"spec.predictor.containers[{i}]", c
+
+
+def knative_pod_refusals(obj: str, pred: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
+    """Knative's pod-spec rules on a Knative-mode predictor (see the module docstring for the sources)."""
+    p = "spec.predictor"
+    for key, flag in POD_FEATURES.items():
+        if pred.get(key) and not cluster.admits(flag):
+            rule = "k8s_validation.go validateInitContainers" if key == "initContainers" else "fieldmask.go PodSpecMask"
+            yield Refusal(obj, f"{p}.{key}", rule, _feature_off(cluster, flag))
+    for key in POD_NEVER:
+        if key in pred:
+            yield Refusal(obj, f"{p}.{key}", "fieldmask.go PodSpecMask", "Knative never admits this pod field")
+    if pred.get("automountServiceAccountToken") is True:
+        yield Refusal(obj, f"{p}.automountServiceAccountToken", "fieldmask.go PodSpecMask",
+                      "Knative admits only `false` here; leave it unset for the default")
+    sc = pred.get("securityContext")
+    if isinstance(sc, Mapping) and sc and not cluster.admits("kubernetes.podspec-securitycontext"):
+        seccomp_only = set(sc) == {"seccompProfile"} and cluster.admits("secure-pod-defaults")
+        if not seccomp_only:
+            yield Refusal(obj, f"{p}.securityContext", "fieldmask.go PodSecurityContextMask",
+                          _feature_off(cluster, "kubernetes.podspec-securitycontext")
+                          + "; or set these fields in the container's securityContext, which Knative admits")
+    for i, vol in enumerate(pred.get("volumes") or []):
+        yield from _volume_refusals(obj, f"{p}.volumes[{i}]", vol, cluster)
+    for path, c in _containers(pred):
+        yield from _container_refusals(obj, path, c, cluster)
+
+
+def _volume_refusals(obj: str, path: str, vol: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
+    for key in vol:
+        if key in VOLUME_ALWAYS:
+            continue
+        flag = VOLUME_FEATURES.get(key)
+        if flag is None:
+            yield Refusal(obj, f"{path}.{key}", "fieldmask.go VolumeSourceMask",
+                          "Knative admits only secret, configMap, projected and flag-gated volume sources")
+        elif not cluster.admits(flag):
+            rule = ("k8s_validation.go validatePersistentVolumeClaims" if key == "persistentVolumeClaim"
+                    else "k8s_validation.go validateVolume")
+            yield Refusal(obj, f"{path}.{key}", rule, _feature_off(cluster, flag))
+        elif key == "persistentVolumeClaim" and not (vol[key] or {}).get("readOnly") \
+                and not cluster.admits("kubernetes.podspec-persistent-volume-write"):
+            yield Refusal(obj, f"{path}.{key}", "k8s_validation.go validatePersistentVolumeClaims",
+                          "a writable PVC: " + _feature_off(cluster, "kubernetes.podspec-persistent-volume-write"))
+
+
+def _container_refusals(obj: str, path: str, c: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
+    for key in sorted(set(c) - CONTAINER_ALLOWED - KSERVE_MODEL_FIELDS):
+        yield Refusal(obj, f"{path}.{key}", "fieldmask.go ContainerMask", "Knative never admits this container field")
+    for i, env in enumerate(c.get("env") or []):
+        source = (env or {}).get("valueFrom") or {}
+        for key in ("fieldRef", "resourceFieldRef"):
+            if key in source and not cluster.admits("kubernetes.podspec-fieldref"):
+                yield Refusal(obj, f"{path}.env[{i}].valueFrom.{key}", "k8s_validation.go validateEnvValueFrom",
+                              _feature_off(cluster, "kubernetes.podspec-fieldref"))
+    sc = c.get("securityContext") or {}
+    if sc.get("privileged") is True:
+        yield Refusal(obj, f"{path}.securityContext.privileged", "fieldmask.go SecurityContextMask",
+                      "Knative admits only privileged: false")
+    for key in ("seLinuxOptions", "procMount", "windowsOptions"):
+        if key in sc:
+            yield Refusal(obj, f"{path}.securityContext.{key}", "fieldmask.go SecurityContextMask",
+                          "Knative never admits this securityContext field")
+    add = (sc.get("capabilities") or {}).get("add")
+    if add and not cluster.admits("kubernetes.containerspec-addcapabilities") and not (
+            list(add) == ["NET_BIND_SERVICE"] and cluster.admits("secure-pod-defaults")):
+        yield Refusal(obj, f"{path}.securityContext.capabilities.add", "fieldmask.go CapabilitiesMask",
+                      _feature_off(cluster, "kubernetes.containerspec-addcapabilities"))
+    for i, mount in enumerate(c.get("volumeMounts") or []):
+        if (mount or {}).get("mountPropagation") and not cluster.admits("kubernetes.podspec-volumes-mount-propagation"):
+            yield Refusal(obj, f"{path}.volumeMounts[{i}].mountPropagation", "k8s_validation.go validateVolumeMounts",
+                          _feature_off(cluster, "kubernetes.podspec-volumes-mount-propagation"))
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping | None = None) -> Iterator[Refusal]:
+    """KServe's InferenceService webhook rules (module docstring) and its silent initial-scale drop."""
+    meta = isvc.get("metadata") or {}
+    name, ann = str(meta.get("name", "")), meta.get("annotations") or {}
+    obj = f"InferenceService/{name}"
+    pred = ((isvc.get("spec") or {}).get("predictor")) or {}
+    rule = "inference_service_validation.go "
+    if not ISVC_NAME.match(name):
+        yield Refusal(obj, "metadata.name", rule + "validateInferenceServiceName",
+                      f"expected a name matching {ISVC_NAME.pattern}")
+    cls = ann.get(CLASS_ANNOTATION)
+    if cls is not None and cls not in AUTOSCALER_CLASSES:
+        yield Refusal(obj, f"metadata.annotations[{CLASS_ANNOTATION}]", rule + "validateInferenceServiceAutoscaler",
+                      f"[{cls}] is not a supported autoscaler class type; expected one of {AUTOSCALER_CLASSES}")
+    metric, target = pred.get("scaleMetric"), _number(pred.get("scaleTarget"))
+    metrics = ((pred.get("autoScaling") or {}).get("metrics")) or []
+    mode = ann.get(MODE_ANNOTATION, "Serverless")
+    if mode in STANDARD_MODES and (cls or "hpa") == "hpa":  # the hpa reconciler is the Standard-mode default
+        where = rule + "validateScalingHPACompExtension"
+        if (metric or "cpu") not in HPA_METRICS:
+            yield Refusal(obj, "spec.predictor.scaleMetric", where, f"[{metric}] is not a supported metric: "
+                          "autoscaler class hpa scales on cpu or memory only (use class keda or external)")
+        elif (metric or "cpu") == "cpu" and target is not None and not 1 <= target <= 100:
+            yield Refusal(obj, "spec.predictor.scaleTarget", where, "the target utilization percentage should be "
+                          "a [1-100] integer")
+        for i, m in enumerate(metrics):
+            if (m or {}).get("type") != "Resource":
+                yield Refusal(obj, f"spec.predictor.autoScaling.metrics[{i}].type", where,
+                              "valid metric source types are Resource")
+    elif mode in STANDARD_MODES and cls == "keda":
+        where = rule + "validateScalingKedaCompExtension"
+        if metric is not None:
+            yield Refusal(obj, "spec.predictor.scaleMetric", where, "ScaleMetric is not supported for KEDA")
+        for i, m in enumerate(metrics):
+            yield from _keda_metric_refusals(obj, f"spec.predictor.autoScaling.metrics[{i}]", m or {}, where)
+    elif mode not in STANDARD_MODES:
+        where = rule + "validateScalingKPACompExtension"
+        if "deploymentStrategy" in pred:
+            yield Refusal(obj, "spec.predictor.deploymentStrategy", where,
+                          "customizing deploymentStrategy is only supported for raw deployment mode")
+        if (metric or "concurrency") not in KPA_METRICS:
+            yield Refusal(obj, "spec.predictor.scaleMetric", where, f"[{metric}] is not a supported metric "
+                          f"in Knative mode; expected one of {KPA_METRICS}")
+        elif metric == "rps" and target is not None and target < 1:
+            yield Refusal(obj, "spec.predictor.scaleTarget", where, "the target for rps should be greater than 1")
+        if _number(ann.get(INITIAL_SCALE)) == 0 and not cluster.allow_zero_initial_scale:
+            yield Refusal(obj, f"metadata.annotations[{INITIAL_SCALE}]",
+                          "controller/v1alpha1/utils/utils.go ValidateInitialScaleAnnotation",
+                          "initial-scale 0 needs allow-zero-initial-scale: true in knative-serving/"
+                          "config-autoscaler; without it KServe drops the annotation and the revision starts at "
+                          "min-scale")
+    if previous is not None:
+        old = ((previous.get("metadata") or {}).get("annotations") or {}).get(MODE_ANNOTATION, "Serverless")
+        if _mode(old) != _mode(mode):
+            yield Refusal(obj, f"metadata.annotations[{MODE_ANNOTATION}]", rule + "validateDeploymentMode",
+                          f"update rejected: deploymentMode cannot be changed from {old!r} to {mode!r}; the "
+                          "InferenceService must be replaced (delete and create)")
+
+
+def _mode(value: str) -> str:
+    return "Standard" if value in STANDARD_MODES else "Knative"
+
+
+def _keda_metric_refusals(obj: str, path: str, m: Mapping, where: str) -> Iterator[Refusal]:
+    kind = m.get("type")
+    key = {"Resource": "resource", "External": "external", "PodMetric": "podmetric"}.get(kind)
+    if key is None:
+        yield Refusal(obj, f"{path}.type", where, f"unknown KEDA metric type [{kind}]; valid types are Resource, "
+                      "External, PodMetric")
+        return
+    source = m.get(key)
+    if not isinstance(source, Mapping):
+        yield Refusal(obj, f"{path}.{key}", where, f"metricSpec.{key} is not set for {kind} metric source type")
+        return
+    if kind in ("External", "PodMetric"):
+        if not (source.get("metric") or {}).get("query"):
+            yield Refusal(obj, f"{path}.{key}.metric.query", where, "the query should not be empty")
+        if (source.get("target") or {}).get("value") in (None, ""):
+            yield Refusal(obj, f"{path}.{key}.target.value", where, "the target threshold value should not be empty")
+
+
+def admission_refusals(manifests: Iterable[Mapping], cluster: ClusterAdmission | None = None,
+                       previous: Mapping[str, Mapping] | None = None) -> list[Refusal]:
+    """Every refusal for a stack's rendered objects; `previous` maps InferenceService names to the deployed ones."""
+    cluster = cluster or ClusterAdmission()
+    out: list[Refusal] = []
+    for m in manifests:
+        if m.get("kind") != "InferenceService":
+            continue
+        name = str((m.get("metadata") or {}).get("name", ""))
+        ann = (m.get("metadata") or {}).get("annotations") or {}
+        out += kserve_refusals(m, cluster, (previous or {}).get(name))
+        if ann.get(MODE_ANNOTATION, "Serverless") not in STANDARD_MODES:
+            pred = ((m.get("spec") or {}).get("predictor")) or {}
+            out += knative_pod_refusals(f"InferenceService/{name}", pred, cluster)
+    return out
