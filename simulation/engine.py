@@ -79,6 +79,7 @@ class Sim:
         self.restarts = 0
         self.restart_reasons: dict[str, int] = {}
         self.pods_created = 0
+        self.servers: list[Any] = []  # every pod's model server, gone ones too (the report sums their stats)
         self.snap_sys: list[float] = []
         self.snap_ready: list[float] = []
         self.snap_gpu: list[tuple[float, float]] = []
@@ -201,6 +202,7 @@ class Sim:
         pod = Pod(self, self._pid, warm=warm)
         self._pid += 1
         self.pods.append(pod)
+        self.servers.append(pod.server)
         if not warm:
             self.pods_created += 1
         pod.start()

@@ -12,6 +12,8 @@ Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see
   request is lost or double counted (bookkeeping_rel_diff), whatever the load.
 - replicas: Ready pods (time-weighted mean, min, max over W); gpu_hours: node GPUs × time over W (billed);
   pod_gpu_hours: GPUs held by pods × time over W.
+- server_stats: the model servers' counters summed over all pods, whole run (rejected_400, oom_events,
+  oom_crashes, oom_request_failures, completed; vLLM V1 preemptions).
 Floats are rounded to 6 significant digits and keys sorted, so equal runs give byte-identical JSON.
 """
 
@@ -91,6 +93,9 @@ class Report:
         r = d["replicas"]
         t.add_row("ready replicas min/mean/max", f"{r['min']} / {r['mean']:.2f} / {r['max']}")
         t.add_row("GPU-hours (nodes / pods)", f"{d['gpu_hours']:.3f} / {d['pod_gpu_hours']:.3f}")
+        st = d.get("server_stats") or {}
+        if st.get("preemptions") or st.get("oom_events"):
+            t.add_row("vLLM preemptions / CUDA OOMs", f"{st.get('preemptions', 0)} / {st.get('oom_events', 0)}")
         ll = d["littles_law"]
         if ll["L"]:
             t.add_row("Little's law L vs λW", f"{ll['L']:.3f} vs {ll['lambda_W']:.3f}")
@@ -115,6 +120,16 @@ def _rate(k: int, n: int, batch_k: list[int], batch_n: list[int]) -> dict:
         _, blo, bhi = batch_means_ci(vals)
         lo, hi = min(lo, max(0.0, blo)), max(hi, min(1.0, bhi))
     return {"rate": rate, "ci95": [lo, hi], "count": k}
+
+
+def _server_stats(sim: Any) -> dict[str, int]:
+    """The model servers' own counters (GPU servers: 400s, OOMs, vLLM preemptions), summed over every pod
+    of the run (whole run, warm-up included)."""
+    out: dict[str, int] = {}
+    for server in getattr(sim, "servers", ()):
+        for key, n in getattr(server, "stats", {}).items():
+            out[key] = out.get(key, 0) + n
+    return dict(sorted(out.items()))
 
 
 def build_report(sim: Any) -> Report:
@@ -211,5 +226,6 @@ def build_report(sim: Any) -> Report:
                            "nodes": [s[4] for s in series]},
         "gpu_hours": gpu_h,
         "pod_gpu_hours": pod_gpu_h,
+        "server_stats": _server_stats(sim),
     }
     return Report(data)

@@ -132,3 +132,37 @@ def vision_batch_time(model: Model, gpu: Gpu, pixels_per_item: list[int], *,
     compute_s = flops / _flops(gpu, eff, 1)
     memory_s = model.weights_bytes / _bandwidth(gpu, eff, 1)
     return max(compute_s, memory_s) + eff.step_overhead_s
+
+
+# -- one engine step mixing decode tokens and prefill chunks (vLLM V1) --------------------------------------
+
+@dataclass(frozen=True)
+class StepCost:
+    """The roofline of one forward pass over a mixed batch, its coefficients precomputed (a hot path).
+
+    A V1 step (`vllm/v1/core/sched/scheduler.py`) runs decode tokens and prefill chunks in one pass:
+    bytes = weights + KV bytes/token × kv_tokens (the KV it reads and writes), FLOPs = 2 × params × tokens
+    + 4 × layers × hidden × attn, where attn is Σ over the step's tokens of the context each attends to
+    (a decode token: its sequence's context; a chunk of c tokens after p cached ones: c × (p + c/2)). A step
+    with prefill tokens pays `prefill_overhead_s`, a decode-only step `step_overhead_s`. With one prompt and
+    nothing else it equals `prefill_time`, with decode tokens only `decode_step_time` (tested).
+    """
+
+    mem_base_s: float
+    mem_per_kv_s: float
+    cmp_per_token_s: float
+    cmp_per_attn_s: float
+    step_overhead_s: float
+    prefill_overhead_s: float
+
+    @classmethod
+    def of(cls, model: Model, gpu: Gpu, eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> "StepCost":
+        bw, peak = _bandwidth(gpu, eff, tp), _flops(gpu, eff, tp)
+        return cls(model.weights_bytes / bw, kv_bytes_per_token(model) / bw, model.flops_per_token / peak,
+                   4.0 * model.layers * model.hidden_size / peak, eff.step_overhead_s, eff.prefill_overhead_s)
+
+    def time(self, tokens: float, kv_tokens: float, attn: float, prefill: bool) -> float:
+        memory_s = self.mem_base_s + self.mem_per_kv_s * kv_tokens
+        compute_s = self.cmp_per_token_s * tokens + self.cmp_per_attn_s * attn
+        over = self.prefill_overhead_s if prefill else self.step_overhead_s
+        return (memory_s if memory_s > compute_s else compute_s) + over

@@ -4,33 +4,16 @@ at admission, prefill passes alone, no preemption). For users on vLLM < 0.8 or w
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Any
 
-from validation.fields import Section
-from simulation.gpu.llm_engine import LlmServer, LlmSpec, Seq, llm_common
-from simulation.gpu.memory import (BLOCK_SIZE, DEFAULT_ACTIVATION_GIB, DEFAULT_GPU_MEMORY_UTILIZATION,
-                                   DEFAULT_OVERHEAD_GIB, VllmBudget, blocks_for, kv_tokens_held, vllm_budget)
+from simulation.gpu.llm_engine import LlmServer, Seq
+from simulation.gpu.memory import blocks_for, kv_tokens_held
 from simulation.gpu.roofline import decode_step_time, prefill_time
-from simulation.gpu.server_common import BAD_REQUEST, model_name
-from simulation.server import register_server
+from simulation.gpu.vllm import VllmSpec, check_request
 
 
-@dataclass(frozen=True)
-class VllmSpec(LlmSpec):
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
-    max_model_len: int = 0  # 0 → the model's max_context
-    max_num_seqs: int = 256  # vLLM default
-    max_num_batched_tokens: int = 0  # tokens per prefill pass; 0 → max(max_model_len, 2048) (vLLM v0 default)
-    block_size: int = BLOCK_SIZE
-    activation_gib: float = DEFAULT_ACTIVATION_GIB
-    overhead_gib: float = DEFAULT_OVERHEAD_GIB
-    budget: VllmBudget | None = None  # derived
-
-
-@register_server
-class VllmServer(LlmServer):
-    """vLLM-style engine: pre-allocated KV blocks, continuous batching, never a runtime OOM.
+class VllmV0Engine(LlmServer):
+    """vLLM V0 engine (`scheduler: v0`): pre-allocated KV blocks, continuous batching, never a runtime OOM.
 
     Admission (FCFS, vLLM v0 `Scheduler._schedule_prefills`): the head of the queue joins when the batch has
     fewer than `max_num_seqs` sequences, the pass stays within `max_num_batched_tokens`, and enough free KV
@@ -44,29 +27,6 @@ class VllmServer(LlmServer):
 
     kind = "vllm"
 
-    @classmethod
-    def parse_spec(cls, section: Section, model: Any) -> VllmSpec | None:
-        common = llm_common(section, model_name(model))
-        util = section.float("gpu_memory_utilization", DEFAULT_GPU_MEMORY_UTILIZATION, min=0.05, max=1.0)
-        max_len = section.int("max_model_len", 0, min=1)
-        seqs = section.int("max_num_seqs", 256, min=1)
-        batched = section.int("max_num_batched_tokens", 0, min=1)
-        block = section.int("block_size", BLOCK_SIZE, min=1, max=256)
-        act = section.float("activation_gib", DEFAULT_ACTIVATION_GIB, min=0.0)
-        over = section.float("overhead_gib", DEFAULT_OVERHEAD_GIB, min=0.0)
-        if common is None:
-            return None
-        prof = common["profile"]
-        if max_len and max_len > prof.model.max_context:
-            section.problem("max_model_len", max_len, f"expected at most {prof.model.max_context} "
-                            f"({prof.model.name}'s context length)")
-        max_len = max_len or prof.model.max_context
-        budget = vllm_budget(prof.gpu, prof.model, gpu_memory_utilization=util, max_model_len=max_len,
-                             activation_gib=act, overhead_gib=over, block_size=block, tp=prof.tp)
-        return VllmSpec(**common, gpu_memory_utilization=util, max_model_len=max_len, max_num_seqs=seqs,
-                        max_num_batched_tokens=batched or max(max_len, 2048), block_size=block,
-                        activation_gib=act, overhead_gib=over, budget=budget)
-
     def __init__(self, env: Any, pod: Any, spec: VllmSpec, rng: random.Random) -> None:
         super().__init__(env, pod, spec, rng)
         self.budget = spec.budget
@@ -76,11 +36,7 @@ class VllmServer(LlmServer):
         return None if self.budget.can_start else f"vLLM refused to start: {self.budget.reason}"
 
     def check(self, request: Any) -> int | None:
-        status = super().check(request)
-        if status is None and request.input_tokens + request.output_tokens > self.spec.max_model_len:
-            self.stats["rejected_400"] += 1
-            status = BAD_REQUEST
-        return status
+        return check_request(self, request)
 
     def _admit(self) -> list[Seq]:
         batch: list[Seq] = []

@@ -60,7 +60,7 @@ def test_registry_knows_the_gpu_servers():
 
 
 def test_vllm_single_request_ttft_and_e2e_follow_the_roofline():
-    env, pod, s = make("vllm", {"model": "llama-3-8b", "gpu": "A100-80GB"})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB"})
     log = Log(env)
     s.submit(req(1, 1000, 101), log)
     env.run()
@@ -73,7 +73,7 @@ def test_vllm_single_request_ttft_and_e2e_follow_the_roofline():
 
 
 def test_vllm_continuous_batching_reschedules_only_on_batch_changes():
-    env, pod, s = make("vllm", {"model": "llama-3-8b", "gpu": "A100-80GB"})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB"})
     log = Log(env)
     for i in range(8):
         s.submit(req(i, 500, 200 + 100 * i), log)
@@ -88,7 +88,7 @@ def test_vllm_continuous_batching_reschedules_only_on_batch_changes():
 
 
 def test_vllm_arrival_mid_decode_preempts_the_segment_for_a_prefill():
-    env, pod, s = make("vllm", {"model": "llama-3-8b", "gpu": "A100-80GB"})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB"})
     log = Log(env)
     s.submit(req(1, 100, 1000), log)
     env.run(until=2.0)
@@ -101,7 +101,7 @@ def test_vllm_arrival_mid_decode_preempts_the_segment_for_a_prefill():
 
 def test_vllm_queues_when_kv_blocks_run_out_and_never_ooms():
     # util 0.4 on an A100-80GB: room for a few thousand tokens only.
-    env, pod, s = make("vllm", {"model": "llama-3-8b", "gpu": "A100-80GB", "gpu_memory_utilization": 0.24})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB", "gpu_memory_utilization": 0.24})
     cap = s.budget.kv_tokens
     assert 8192 <= cap < 3 * 8192
     log = Log(env)
@@ -114,7 +114,7 @@ def test_vllm_queues_when_kv_blocks_run_out_and_never_ooms():
 
 
 def test_vllm_max_num_seqs_caps_the_batch():
-    env, pod, s = make("vllm", {"model": "llama-3-8b", "gpu": "A100-80GB", "max_num_seqs": 3})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB", "max_num_seqs": 3})
     log = Log(env)
     for i in range(7):
         s.submit(req(i, 100, 50), log)
@@ -123,9 +123,9 @@ def test_vllm_max_num_seqs_caps_the_batch():
 
 
 def test_vllm_refuses_to_start_and_rejects_over_max_model_len():
-    env, pod, s = make("vllm", {"model": "llama-3-8b", "gpu": "L4", "gpu_memory_utilization": 0.76})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "L4", "gpu_memory_utilization": 0.76})
     assert "max_model_len 8192" in s.startup_error()
-    env, pod, s = make("vllm", {"model": "llama-3-8b", "gpu": "L4", "max_model_len": 4096})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "L4", "max_model_len": 4096})
     assert s.startup_error() is None
     assert s.check(req(1, 4000, 97)) == 400 and s.check(req(2, 4000, 96)) is None
 

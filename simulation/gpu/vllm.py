@@ -1,0 +1,104 @@
+"""`server.kind: vllm`: the keys, the version's defaults, and the scheduler it runs.
+
+`scheduler: v1` (default) is vLLM's V1 engine (vLLM ≥ 0.8, the only engine from 0.10): one token budget
+per step, chunked prefill, per-step KV blocks, preemption by recompute (`vllm_v1.py`). `scheduler: v0` is
+the V0 scheduler without chunked prefill, for users still on an older vLLM or `VLLM_USE_V1=0`
+(`vllm_v0.py`: whole-request KV reservation at admission, prefill passes alone, no preemption).
+
+Defaults by GPU class (`vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults`, OpenAI API server):
+a GPU with ≥ 70 GiB that is not an A100 (H100, H200) gets `max_num_batched_tokens` 8192 and `max_num_seqs`
+1024; others 2048 and 256. V0 keeps 256 and max(max_model_len, 2048). vLLM refuses a budget below
+`max_num_seqs` (`SchedulerConfig` validation), and so does this reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from catalog import Gpu
+from validation.fields import Section
+from simulation.gpu.llm_engine import LlmSpec, llm_common
+from simulation.gpu.memory import (BLOCK_SIZE, DEFAULT_ACTIVATION_GIB, DEFAULT_GPU_MEMORY_UTILIZATION,
+                                   DEFAULT_OVERHEAD_GIB, VllmBudget, vllm_budget)
+from simulation.gpu.server_common import BAD_REQUEST, model_name
+from simulation.server import ModelServer, register_server
+
+SCHEDULERS = ("v1", "v0")
+
+
+@dataclass(frozen=True)
+class VllmSpec(LlmSpec):
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    max_model_len: int = 0  # 0 → the model's max_context
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 0  # tokens per step (v1) / per prefill pass (v0); 0 → the version's default
+    block_size: int = BLOCK_SIZE
+    activation_gib: float = DEFAULT_ACTIVATION_GIB
+    overhead_gib: float = DEFAULT_OVERHEAD_GIB
+    scheduler: str = "v1"
+    prefix_cache_hit_ratio: float = 0.0  # share of each prompt found in the prefix cache (v1)
+    budget: VllmBudget | None = None  # derived
+
+
+def batch_defaults(gpu: Gpu, scheduler: str, max_model_len: int) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) the vLLM version picks on this GPU when not given."""
+    if scheduler == "v0":
+        return max(max_model_len, 2048), 256
+    if gpu.memory_gib >= 70 and "a100" not in gpu.name.lower():
+        return 8192, 1024
+    return 2048, 256
+
+
+def check_request(server: Any, request: Any) -> int | None:
+    """The OpenAI server's 400s: the caps, and prompt + max_tokens above `max_model_len`."""
+    spec = server.spec
+    if ((spec.max_input_tokens is not None and request.input_tokens > spec.max_input_tokens)
+            or (spec.max_new_tokens is not None and request.output_tokens > spec.max_new_tokens)
+            or request.input_tokens + request.output_tokens > spec.max_model_len):
+        server.stats["rejected_400"] += 1
+        return BAD_REQUEST
+    return None
+
+
+@register_server
+class VllmServer(ModelServer):
+    """Reads `server:` for kind `vllm` and builds the engine `scheduler` names (see the module docstring)."""
+
+    kind = "vllm"
+
+    def __new__(cls, env: Any, pod: Any, spec: VllmSpec, rng: Any) -> Any:
+        from simulation.gpu.vllm_v0 import VllmV0Engine
+        from simulation.gpu.vllm_v1 import VllmV1Engine
+        engine = VllmV0Engine if spec.scheduler == "v0" else VllmV1Engine
+        return engine(env, pod, spec, rng)
+
+    @classmethod
+    def parse_spec(cls, section: Section, model: Any) -> VllmSpec | None:
+        common = llm_common(section, model_name(model))
+        scheduler = section.choice("scheduler", list(SCHEDULERS), "v1")
+        util = section.float("gpu_memory_utilization", DEFAULT_GPU_MEMORY_UTILIZATION, min=0.05, max=1.0)
+        max_len = section.int("max_model_len", 0, min=1)
+        seqs = section.int("max_num_seqs", 0, min=1)
+        batched = section.int("max_num_batched_tokens", 0, min=1)
+        block = section.int("block_size", BLOCK_SIZE, min=1, max=256)
+        act = section.float("activation_gib", DEFAULT_ACTIVATION_GIB, min=0.0)
+        over = section.float("overhead_gib", DEFAULT_OVERHEAD_GIB, min=0.0)
+        hit = section.float("prefix_cache_hit_ratio", 0.0, min=0.0, max=0.99)
+        if common is None:
+            return None
+        prof = common["profile"]
+        if max_len and max_len > prof.model.max_context:
+            section.problem("max_model_len", max_len, f"expected at most {prof.model.max_context} "
+                            f"({prof.model.name}'s context length)")
+        max_len = max_len or prof.model.max_context
+        default_batched, default_seqs = batch_defaults(prof.gpu, scheduler, max_len)
+        batched, seqs = batched or default_batched, seqs or default_seqs
+        if scheduler == "v1" and batched < seqs:
+            section.problem("max_num_batched_tokens", batched, f"expected at least max_num_seqs ({seqs}); "
+                            "vLLM refuses a smaller step budget")
+        budget = vllm_budget(prof.gpu, prof.model, gpu_memory_utilization=util, max_model_len=max_len,
+                             activation_gib=act, overhead_gib=over, block_size=block, tp=prof.tp)
+        return VllmSpec(**common, gpu_memory_utilization=util, max_model_len=max_len, max_num_seqs=seqs,
+                        max_num_batched_tokens=batched, block_size=block, activation_gib=act, overhead_gib=over,
+                        scheduler=scheduler, prefix_cache_hit_ratio=hit, budget=budget)

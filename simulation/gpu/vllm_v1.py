@@ -1,0 +1,344 @@
+"""`vllm` with `scheduler: v1` (the default): vLLM's V1 scheduler, step by step, simulated in segments.
+
+What one engine step does (`vllm/v1/core/sched/scheduler.py: Scheduler.schedule`, read 2026-12):
+
+* One token budget per step, `max_num_batched_tokens`. Running requests go first, in admission order: a
+  decoding request takes one token, a request still prefilling takes its next chunk (chunked prefill:
+  `min(remaining prompt, budget left)`). Waiting requests are then admitted in FCFS order while budget
+  is left, fewer than `max_num_seqs` run and the KV pool has room for their first chunk; none is admitted
+  in a step that preempted.
+* KV blocks are allocated per step for the tokens scheduled (`KVCacheManager.allocate_slots`). When the
+  pool cannot hold the step, the most recently admitted running request is preempted (`self.running.pop()`):
+  its blocks are freed, it goes to the front of the waiting queue and is recomputed from scratch — its
+  prompt and the tokens it had generated become one longer prefill — then it continues decoding.
+  `stats["preemptions"]` counts them.
+* The step that completes a prompt samples the first output token (TTFT); each later step one more.
+* Prefix caching (on by default in V1) is modelled by `prefix_cache_hit_ratio`: that share of each
+  prompt, in whole blocks, is found cached at admission and not computed (at least one token always is).
+
+How it is simulated. Steps are not events: a segment is a run of k identical steps (same decode set, same
+chunk sizes), ended by the first of: a decode finishing, a prefill chunk size changing or completing, the
+pool running dry. k and the segment's time come from counters kept incrementally — a global decode-step
+counter (a decoding request's context is `base + steps`), Σ base over decoders, KV tokens in use and a
+heap of finish steps — so planning a step costs O(chunks + log n), never a scan of the batch. The step
+time is `roofline.StepCost` at the segment's mean context, exact for steps in one roofline regime (the
+time is affine in the context). An arrival or a cancellation does not replan at once: when the step in
+flight left room for a newcomer (budget, a seat, nobody waiting), the segment is cut at the end of that
+step, and every arrival until then is admitted together at the next step, as the engine does.
+
+Simplifications (say so, calibrate): the pool is counted in tokens, each running request's last block
+counted half-full (fragmentation error < one block per request); a sliding-window model holds at most its
+window per request; cached prefix blocks are charged to each request (no sharing between requests); a
+cancelled request's tokens still count in the step in flight.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from typing import Any
+
+from simulation.clock import call_later
+from simulation.gpu.roofline import StepCost
+from simulation.gpu.server_common import OK, new_stats
+from simulation.gpu.vllm import VllmSpec, check_request
+from simulation.server import ModelServer, OnDone
+
+DECODING, PREFILLING, WAITING = 0, 1, 2
+
+
+class _Req:
+    """One request inside the V1 engine."""
+
+    __slots__ = ("req", "on_done", "inp", "out", "gen", "t_submit", "ttfb", "state", "computed", "target",
+                 "base", "epoch")
+
+    def __init__(self, req: Any, on_done: OnDone, now: float) -> None:
+        self.req = req
+        self.on_done = on_done
+        self.inp = max(1, int(req.input_tokens))
+        self.out = max(1, int(req.output_tokens))
+        self.gen = 0  # output tokens sampled (valid while not decoding; decoding: base + steps − inp)
+        self.t_submit = now
+        self.ttfb: float | None = None
+        self.state = WAITING
+        self.computed = 0  # tokens whose KV is in the pool (prefilling)
+        self.target = self.inp  # tokens to compute before the next token is sampled
+        self.base = 0  # decoding: context = base + engine steps
+        self.epoch = 0  # bumped when it stops decoding (stale heap entries)
+
+
+class VllmV1Engine(ModelServer):
+    """vLLM V1 (see the module docstring)."""
+
+    kind = "vllm"
+
+    def __init__(self, env: Any, pod: Any, spec: VllmSpec, rng: random.Random) -> None:
+        super().__init__(env, pod, spec, rng)
+        prof = spec.profile
+        self.model, self.gpu, self.tp = prof.model, prof.gpu, prof.tp
+        self.budget = spec.budget
+        self.cost = StepCost.of(self.model, self.gpu, spec.eff, self.tp)
+        self.cap = spec.budget.kv_tokens
+        self.block = spec.block_size
+        self.window = self.model.sliding_window
+        self.waiting: deque[_Req] = deque()
+        self.running: dict[_Req, None] = {}  # admission order (preemption pops the newest)
+        self.prefilling: dict[_Req, None] = {}  # running requests still computing their prompt, in order
+        self._reqs: dict[Any, _Req] = {}
+        self._heap: list[tuple[int, int, int, _Req]] = []  # (finish step, tie, epoch, request)
+        self._tie = 0
+        self.steps = 0  # decode steps taken so far
+        self.n_dec = 0
+        self.dec_base = 0  # Σ base over decoding requests: their Σ context = dec_base + n_dec × steps
+        self.kv_pre = 0  # Σ computed over prefilling requests
+        self._call = None
+        self._planning = False
+        self._seg_t0 = self._seg_dt = 0.0
+        self._seg_k = 0
+        self._seg_chunks: list[tuple[_Req, int]] = []
+        self._seg_open = False  # the step in flight left room for a newcomer
+        self._cut = False
+        self._fails = 0
+        self.stats = new_stats()
+        self.stats["preemptions"] = 0
+        self.max_batch = 0
+        self.segments = 0
+        self.sampled_tokens = 0  # output tokens sampled (each kept across a preemption)
+        self.prefill_tokens = 0  # prompt tokens computed, recomputation included
+        self._seg_dec = 0
+
+    # -- contract ----------------------------------------------------------------------------------------
+    @property
+    def in_flight(self) -> int:
+        return len(self._reqs)
+
+    def check(self, request: Any) -> int | None:
+        return check_request(self, request)
+
+    def startup_error(self) -> str | None:
+        return None if self.budget.can_start else f"vLLM refused to start: {self.budget.reason}"
+
+    def startup_extra_s(self) -> float:
+        return self.spec.startup_extra_s
+
+    def submit(self, request: Any, on_done: OnDone) -> None:
+        r = _Req(request, on_done, self.env._now)
+        self._reqs[request] = r
+        self.waiting.append(r)
+        self._wake(self._seg_open)
+
+    def cancel(self, request: Any) -> None:
+        r = self._reqs.pop(request, None)
+        if r is None:
+            return
+        if r.state == WAITING:
+            self.waiting.remove(r)
+            return
+        self._drop(r)
+        self._wake(bool(self.waiting))
+
+    def fail_all(self, status: int) -> None:
+        self._fails += 1
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+        reqs = list(self._reqs.values())
+        self._reqs.clear()
+        self.waiting.clear()
+        self.running.clear()
+        self.prefilling.clear()
+        self._heap.clear()
+        self.n_dec = self.dec_base = self.kv_pre = 0
+        self._seg_chunks = []
+        for r in reqs:
+            r.on_done(r.req, status, None)
+
+    # -- bookkeeping ---------------------------------------------------------------------------------------
+    def kv_used(self) -> int:
+        """KV tokens in the pool now: decoding contexts (a sliding window caps each) + computed prompts."""
+        ctx = self.dec_base + self.n_dec * self.steps
+        if self.window:
+            ctx = min(ctx, self.n_dec * self.window)
+        return ctx + self.kv_pre
+
+    def _frag(self, n: int) -> int:
+        return max(0, n - 1) * (self.block // 2)
+
+    def _drop(self, r: _Req) -> None:
+        """Take a running request out of the batch (finished, cancelled or preempted)."""
+        del self.running[r]
+        if r.state == DECODING:
+            self.n_dec -= 1
+            self.dec_base -= r.base
+            r.gen = r.base + self.steps - r.inp
+            r.epoch += 1
+        else:
+            del self.prefilling[r]
+            self.kv_pre -= r.computed
+        r.state = WAITING
+
+    def _start_decoding(self, r: _Req) -> None:
+        r.state = DECODING
+        r.base = r.inp + r.gen - self.steps
+        self.n_dec += 1
+        self.dec_base += r.base
+        self._tie += 1
+        heapq.heappush(self._heap, (self.steps + r.out - r.gen, self._tie, r.epoch, r))
+
+    def _finish(self, r: _Req) -> None:
+        if r.state != WAITING:
+            self._drop(r)
+        self._reqs.pop(r.req, None)
+        self.stats["completed"] += 1
+        r.on_done(r.req, OK, r.ttfb)  # may submit the next request: it waits for this plan
+
+    def _preempt(self) -> _Req:
+        r = next(reversed(self.running))
+        self._drop(r)
+        r.computed, r.target = 0, r.inp + r.gen  # recompute prompt + generated tokens
+        self.waiting.appendleft(r)
+        self.stats["preemptions"] += 1
+        return r
+
+    # -- timeline ------------------------------------------------------------------------------------------
+    def _wake(self, replan: bool) -> None:
+        """Something changed between step boundaries: plan now if idle; else, when the change matters to
+        the next step (`replan`), end the segment after the step in flight, coalescing every change until
+        then into that one plan."""
+        if self._planning:
+            return
+        if self._call is None:
+            self._plan()
+            return
+        if self._cut or not replan:
+            return
+        self._cut = True
+        elapsed = self.env._now - self._seg_t0
+        j = max(1, math.ceil(elapsed / self._seg_dt - 1e-9)) if self._seg_dt > 0 else 1
+        if j < self._seg_k:
+            self._call.cancel()
+            self._seg_k = j
+            self._call = call_later(self.env, self._seg_t0 + j * self._seg_dt - self.env._now, self._end)
+
+    def _end(self) -> None:
+        """The segment's k steps are done: credit decode steps and prefill chunks, then plan the next."""
+        self._call = None
+        k = self._seg_k
+        self.steps += k
+        self.sampled_tokens += self._seg_dec * k
+        now = self.env._now
+        done = []
+        for r, c in self._seg_chunks:
+            if r.state != PREFILLING:
+                continue  # cancelled meanwhile
+            r.computed += c * k
+            self.kv_pre += c * k
+            self.prefill_tokens += c * k
+            if r.computed >= r.target:
+                del self.prefilling[r]
+                self.kv_pre -= r.computed
+                r.gen += 1  # the step that completes the prompt samples a token
+                self.sampled_tokens += 1
+                if r.ttfb is None:
+                    r.ttfb = now - r.t_submit
+                if r.gen >= r.out:
+                    del self.running[r]
+                    r.state = WAITING
+                    done.append(r)
+                else:
+                    self._start_decoding(r)
+        self._seg_chunks = []
+        for r in done:
+            self._finish(r)
+        self._plan()
+
+    def _plan(self) -> None:
+        self._planning = True
+        try:
+            self._finish_decoded()
+            self._plan_step()
+        finally:
+            self._planning = False
+
+    def _finish_decoded(self) -> None:
+        heap, steps = self._heap, self.steps
+        while heap and heap[0][0] <= steps:
+            _, _, epoch, r = heapq.heappop(heap)
+            if epoch == r.epoch and r.state == DECODING:
+                self._finish(r)
+
+    def _plan_step(self) -> None:
+        spec = self.spec
+        budget = spec.max_num_batched_tokens - self.n_dec
+        chunks: list[tuple[_Req, int]] = []
+        new = self.n_dec
+        for r in self.prefilling:
+            if budget <= 0:
+                break
+            c = min(r.target - r.computed, budget)
+            chunks.append((r, c))
+            budget -= c
+            new += c
+        used = self.kv_used()
+        preempted = False
+        while self.running and used + new + self._frag(len(self.running)) > self.cap:
+            victim = self._preempt()
+            preempted = True
+            for i, (r, c) in enumerate(chunks):
+                if r is victim:
+                    del chunks[i]
+                    new -= c
+                    budget += c
+                    break
+            else:
+                new -= 1  # a decoding victim
+            used = self.kv_used()
+        if not preempted or not self.running:  # (a lone request always fits: max_model_len is checked)
+            block, hit = self.block, spec.prefix_cache_hit_ratio
+            while self.waiting and budget > 0 and len(self.running) < spec.max_num_seqs:
+                r = self.waiting[0]
+                cached = min(int(r.inp * hit) // block * block, r.target - 1) if hit else 0
+                c = min(r.target - cached, budget)
+                if used + new + cached + c + self._frag(len(self.running) + 1) > self.cap:
+                    break
+                self.waiting.popleft()
+                r.state, r.computed = PREFILLING, cached
+                self.running[r] = None
+                self.prefilling[r] = None
+                self.kv_pre += cached
+                used += cached
+                chunks.append((r, c))
+                budget -= c
+                new += c
+        n_dec = self.n_dec
+        if not chunks and not n_dec:
+            return  # idle
+        # k identical steps: until a decode finishes, a chunk changes or completes, or the pool runs dry
+        k = self._heap[0][0] - self.steps if n_dec else 1 << 60
+        for r, c in chunks:
+            k = min(k, (r.target - r.computed) // c)
+        room = self.cap - self._frag(len(self.running)) - used
+        k = max(1, min(k, room // new))
+        mid = (k - 1) / 2.0
+        dec_ctx = self.dec_base + n_dec * (self.steps + mid)
+        if self.window:
+            dec_ctx = min(dec_ctx, n_dec * self.window)
+        pre_tokens = pre_kv = attn = 0.0
+        for r, c in chunks:
+            prior = r.computed + c * mid
+            pre_tokens += c
+            pre_kv += prior + c
+            attn += c * (prior + c / 2.0)
+        dt = self.cost.time(n_dec + pre_tokens, dec_ctx + pre_kv, dec_ctx + attn, bool(chunks))
+        self._seg_chunks = chunks
+        self._seg_t0, self._seg_dt, self._seg_k, self._seg_dec = self.env._now, dt, k, n_dec
+        self._seg_open = budget > 0 and len(self.running) < spec.max_num_seqs and not self.waiting
+        self._cut = False
+        batch = n_dec + len(chunks)
+        if batch > self.max_batch:
+            self.max_batch = batch
+        self.segments += 1
+        self._call = call_later(self.env, k * dt, self._end)
