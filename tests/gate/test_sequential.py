@@ -47,9 +47,12 @@ def test_a_clear_miss_fails_on_the_lower_end_of_its_interval():
 
 
 def test_undecided_fail_stops_pulumi_before_any_resource():
+    [two] = gate.check_stack(_dev({"min": 2, "max": 2}))
+    p99 = two.checks[0].observed  # the SLO on the 2-replication estimate: its interval straddles it
+
     def edge(c):
         c[f"{P}:gate"] = {"durationS": 300, "replications": {"min": 2, "max": 2}, "undecided": "fail"}
-        c[f"{P}:services"][0]["slo"]["p99LatencyS"] = 25.0
+        c[f"{P}:services"][0]["slo"]["p99LatencyS"] = p99
 
     with pytest.raises(pulumi.RunError, match="undecided"):
         run = run_program("dev", edit=edge)
