@@ -18,7 +18,7 @@ from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheAr
 from components.knative_features import KnativeFeatures
 from components.kubernetes_object import kubernetes_object
 from manifests import knative_features
-from manifests.admission import admission_failure
+from manifests.admission import admission_failure, check_nodes_fit
 from manifests.common import namespace
 from validation.errors import InputError
 from gate import check_stack, gate_failure, gate_warnings
@@ -93,7 +93,11 @@ def _est(check) -> str:
 
 
 def check_cluster_admits(cfg: StackConfig) -> None:
-    """What the webhooks would refuse, before any resource is registered (validation/admission.py)."""
+    """Pods that fit no node, and what the webhooks would refuse, before any resource is registered."""
+    try:
+        check_nodes_fit(cfg)
+    except InputError as err:
+        raise pulumi.RunError(f"invalid stack config: {err}") from None
     failure = admission_failure(cfg)
     if failure:
         raise pulumi.RunError(failure)

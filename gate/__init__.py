@@ -23,6 +23,7 @@ from validation.errors import InputError, Problem
 from manifests.inference_service import horizontal_pod_autoscaler, inference_service
 from stackconfig.load import ROOT
 from stackconfig.schema import ServiceConfig, StackConfig
+from stackconfig.platform import load_gbps
 from gate.verdict import Check, Verdict, judge
 from gate.sequential import Trial, decide
 
@@ -61,7 +62,7 @@ def cluster_profile(cfg: StackConfig, svc: ServiceConfig) -> dict:
         # The prefetched PVC: every pod mounts the weights instead of downloading them.
         "model_cache_hit_ratio": 1.0 if cfg.model_cache.enabled else 0.0,
         "model_download_mib_s": cold.download_gbps * 1e9 / MIB,
-        "load_gib_s": cold.load_gbps * 1e9 / GIB,
+        "load_gib_s": load_gbps(cold, cfg.model_cache) * 1e9 / GIB,  # capped by the cache storage (EFS)
         "warmup_s": cold.engine_init_s,
     }
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from manifests import knative_features, render_stack
 from stackconfig.schema import StackConfig
+from manifests.node_fit import node_fit_problems
 from validation.admission import ClusterAdmission, Refusal, admission_refusals
+from validation.errors import InputError, Problem
 
 
 def cluster_admission(cfg: StackConfig) -> ClusterAdmission:
@@ -25,3 +27,10 @@ def admission_failure(cfg: StackConfig) -> str | None:
         return None
     return ("admission: the cluster's webhooks would refuse this stack:\n"
             + "\n".join(f"  - {r}" for r in refusals))
+
+
+def check_nodes_fit(cfg: StackConfig) -> None:
+    """Raise InputError (key paths under the project namespace) when a pod cannot fit its nodes."""
+    problems = node_fit_problems(cfg)
+    if problems:
+        raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems])

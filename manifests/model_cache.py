@@ -1,8 +1,11 @@
-"""The model cache: a shared PVC holding model artifacts and a DaemonSet that fills it from the GPU nodes.
+"""The model cache: a shared PVC holding model artifacts and a DaemonSet that fills it.
 
-Each prefetch pod downloads every configured model that is not yet complete (one node at a time per model,
-through an atomic `mkdir` lock on the shared volume), writes a `.complete` marker only after the download
-finished, and turns Ready only when every marker is there. InferenceServices then read `pvc://<pvc>/<model>`,
+Each model is cached under a key of its name and a hash of its source URI (`hf://org/model:<revision>` pins a
+revision), so a changed URI or revision is a new download, never the stale copy. Each prefetch pod downloads every
+configured model that is not yet complete, all models in parallel (one node at a time per model, through an
+atomic `mkdir` lock on the shared volume), writes a `.complete` marker only after the download finished, and
+turns Ready only when every marker is there. The DaemonSet runs on every Linux node (GPU nodes included), so the
+cache fills while the GPU node group is still at zero. InferenceServices then read `pvc://<pvc>/<key>`,
 which KServe mounts instead of running its storage initializer (kserve `pkg/webhook/admission/pod/
 storage_initializer_injector.go`: PVC URIs are mounted, not downloaded), so a warm cache skips the download.
 KServe adds that mount in its pod webhook, after Knative validated the service, so no pod-spec PVC feature flag
@@ -12,10 +15,12 @@ creates the InferenceServices only after the prefetch DaemonSet is Ready, i.e. a
 
 from __future__ import annotations
 
+import hashlib
+import math
 import shlex
 
 from manifests.common import labels, restricted_security_context
-from stackconfig.schema import GPU_LABEL, ServiceConfig, StackConfig
+from stackconfig.schema import ServiceConfig, StackConfig
 
 NAME = "model-cache-prefetch"
 MOUNT = "/models"
@@ -23,17 +28,42 @@ MOUNT = "/models"
 DOWNLOAD = "/storage-initializer/scripts/initializer-entrypoint"
 
 
+PREFETCH_IMAGE_GIB = 2.0  # kserve/storage-initializer, compressed, rounded up
+FILL_MARGIN_S = 300  # scheduling, pod start, listing the repository
+
+
+def cache_key(svc: ServiceConfig) -> str:
+    """The model's folder in the cache: its name and the first 12 hex digits of sha256(source URI), as KServe's
+    LocalModelCache keys by sha256(storageUri)."""
+    return f"{svc.model.name}-{hashlib.sha256(svc.storage_uri.encode()).hexdigest()[:12]}"
+
+
+def _cached(svc: ServiceConfig) -> bool:
+    return not svc.storage_uri.startswith("pvc://")
+
+
 def cache_uri(cfg: StackConfig, svc: ServiceConfig) -> str:
     """Where the service reads its model: the cache when it is enabled, else the model's source URI."""
-    if cfg.model_cache.enabled and not svc.storage_uri.startswith("pvc://"):
-        return f"pvc://{cfg.model_cache.pvc_name}/{svc.model.name}"
+    if cfg.model_cache.enabled and _cached(svc):
+        return f"pvc://{cfg.model_cache.pvc_name}/{cache_key(svc)}"
     return svc.storage_uri
 
 
 def cached_models(cfg: StackConfig) -> dict[str, str]:
-    """model name → source URI for every service whose model goes through the cache (sorted, deduplicated)."""
-    return dict(sorted({s.model.name: s.storage_uri for s in cfg.services
-                        if not s.storage_uri.startswith("pvc://")}.items()))
+    """cache key → source URI for every service whose model goes through the cache (sorted, deduplicated)."""
+    return dict(sorted({cache_key(s): s.storage_uri for s in cfg.services if _cached(s)}.items()))
+
+
+def fill_timeout_s(cfg: StackConfig) -> int:
+    """How long Pulumi waits for the prefetch DaemonSet to be Ready (every model complete): twice the expected
+    pull of the prefetch image and download of every cached model at the `coldStart.downloadGBps` prior (capped
+    by the cache storage's throughput), plus a margin. pulumi-kubernetes' own default is 10 minutes
+    (provider/pkg/await/daemonset.go), too short for a first download of large weights."""
+    cold, mc = cfg.cold_start, cfg.model_cache
+    weights = sum({cache_key(s): s.model.weights_bytes for s in cfg.services if _cached(s)}.values())
+    rate = min(cold.download_gbps * 1e9, mc.throughput_mib_s * 2**20)
+    pull = PREFETCH_IMAGE_GIB * 2**30 / (cold.image_pull_mbps * 1e6)
+    return math.ceil(2 * (pull + weights / rate) + FILL_MARGIN_S)
 
 
 def model_cache_pvc(cfg: StackConfig) -> dict:
@@ -54,9 +84,9 @@ RETRY_S = 60  # back-off after a failed download (bad URI, missing credentials, 
 # refreshes the lock's mtime every 5 s while the download runs, so other nodes break only locks whose holder is
 # gone; SIGTERM (pod deletion, node drain) releases a held lock at once.
 _FETCH = f"""set -u
-held=""
-trap 'if [ -n "$held" ]; then rmdir "$held" 2>/dev/null; fi; exit 143' TERM INT
 fetch() {{
+  held=""
+  trap 'if [ -n "$held" ]; then rmdir "$held" 2>/dev/null; fi; exit 143' TERM INT
   until [ -f "$2/.complete" ]; do
     if mkdir "$2.lock" 2>/dev/null; then
       held="$2.lock"
@@ -81,15 +111,20 @@ fetch() {{
 
 
 def prefetch_script(models: dict[str, str]) -> str:
-    """POSIX sh: fetch each missing model under a lock on the shared volume, mark it complete, then idle.
+    """POSIX sh: fetch every missing model in parallel, each under a lock on the shared volume, mark it complete,
+    then idle. Each fetch runs in its own subshell with its own TERM trap (a subshell does not inherit the
+    parent's traps); the parent forwards TERM to them, so every held lock is released on pod deletion.
 
     The download is KServe's storage initializer (`initializer-entrypoint SRC DEST`, the image's ENTRYPOINT in
     kserve `python/storage-initializer.Dockerfile`; Debian slim, so dash, GNU find and coreutils are there).
     URIs and paths are shell-quoted: model names come from the stack's catalog.
     """
-    lines = [_FETCH]
-    lines += [f"fetch {shlex.quote(uri)} {shlex.quote(f'{MOUNT}/{name}')}" for name, uri in models.items()]
-    lines.append("exec sleep 2147483647")
+    lines = [_FETCH, 'pids=""']
+    lines += [f"fetch {shlex.quote(uri)} {shlex.quote(f'{MOUNT}/{name}')} &\npids=\"$pids $!\""
+              for name, uri in models.items()]
+    lines += ["trap 'kill -TERM $pids 2>/dev/null; wait; exit 143' TERM INT",
+              "wait",
+              "exec sleep 2147483647"]
     return "\n".join(lines)
 
 
@@ -105,21 +140,26 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {"name": NAME, "namespace": mc.namespace, "labels": meta_labels},
+        "metadata": {"name": NAME, "namespace": mc.namespace, "labels": meta_labels,
+                     # pulumi-kubernetes waits this long for Ready (every model downloaded) before the services
+                     "annotations": {"pulumi.com/timeoutSeconds": str(fill_timeout_s(cfg))}},
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
             "template": {
                 "metadata": {"labels": meta_labels},
                 "spec": {
-                    "nodeSelector": dict(GPU_LABEL),
+                    # Every Linux node, GPU nodes included: the cache fills with the GPU group at zero.
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
                     "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in ng.taints],
+                    "automountServiceAccountToken": bool(mc.service_account),  # IRSA needs its projected token
                     "terminationGracePeriodSeconds": 30,  # the TERM trap runs after the current `sleep 5`
                     "containers": [{
                         "name": "prefetch",
                         "image": mc.prefetch_image,
                         "command": ["sh", "-c", prefetch_script(models)],
                         "securityContext": restricted_security_context(),
-                        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"},
+                        # Idle once the cache is full; a download is network- and storage-bound.
+                        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
                                       "limits": {"cpu": "2", "memory": "4Gi"}},
                         "readinessProbe": {"exec": {"command": readiness_command(models)},
                                            "periodSeconds": 15, "failureThreshold": 1},

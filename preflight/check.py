@@ -71,9 +71,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     from policy.stack import resources_from_run
     from offline import run_program
 
-    from manifests.admission import admission_problems
+    from manifests.admission import admission_problems, check_nodes_fit
 
     cfg = load_stack(stack)
+    check_nodes_fit(cfg)
     result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)])
     if result.admission:  # the program would stop here too, before registering anything
         return result

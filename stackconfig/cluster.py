@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from catalog import Catalog
-from stackconfig.formats import DNS_LABEL, check_k8s_name
+from stackconfig.formats import DNS_LABEL, QUANTITY, check_k8s_name
 from stackconfig.types import ClusterConfig, NodeGroupConfig, Taint
 from validation.errors import Problem
 from validation.fields import Section
@@ -70,6 +70,16 @@ def _taints(sec: Section) -> list[Taint]:
     return out
 
 
+def _other_daemonsets(sec: Section) -> dict[str, str]:
+    """What the cluster's own DaemonSets request per node, for the fits-the-node check (manifests/node_fit.py)."""
+    out = {"other_daemonsets_cpu": sec.str("cpu", "200m"), "other_daemonsets_memory": sec.str("memory", "512Mi")}
+    for key, value in zip(("cpu", "memory"), out.values()):
+        if not QUANTITY.match(value):
+            sec.problem(key, value, "expected a Kubernetes quantity such as \"200m\" or \"512Mi\"")
+    sec.done()
+    return out
+
+
 def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
     instance_types = sec.str_list("instanceTypes", ["g6e.xlarge"])
     gpu, gpus_per_node = catalog.gpus["L40S"], 1
@@ -105,6 +115,7 @@ def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
         labels={**GPU_LABEL, **sec.str_map("labels", {})},
         taints=_taints(sec),
         gpu=gpu, gpus_per_node=gpus_per_node,
+        **_other_daemonsets(sec.section("otherDaemonSets")),
     )
     sec.done()
     return out

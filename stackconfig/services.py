@@ -13,7 +13,7 @@ from pathlib import Path
 from stackconfig.autoscaling import check_hpa_behavior, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
 from stackconfig.formats import QUANTITY, SERVICE_NAME, check_pinned
-from stackconfig.platform import expected_load_s
+from stackconfig.platform import expected_load_s, load_gbps
 from stackconfig.types import InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint, Toleration
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
@@ -160,7 +160,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                     f"{model.max_context}, the context length of {model.name}")
 
     cache_hit = ctx.model_cache.enabled
-    load_s = expected_load_s(model, cold, cache_hit)
+    load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache))
     # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
     startup_failures = max(6, int(2 * load_s / 10) + 1)
     probes = sec.section("probes")

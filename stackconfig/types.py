@@ -60,6 +60,10 @@ class NodeGroupConfig:
     taints: list[Taint]
     gpu: Gpu
     gpus_per_node: int
+    # Requests of the cluster's own DaemonSets on every node (EKS add-ons: aws-node 25m, kube-proxy 100m, the EFS
+    # CSI node plugin, log/metrics agents); the stack's own DaemonSets are counted from their manifests.
+    other_daemonsets_cpu: str = "200m"
+    other_daemonsets_memory: str = "512Mi"
 
     @property
     def gpu_capacity(self) -> int:
@@ -91,6 +95,9 @@ class ModelCacheConfig:
     # identity webhook), a Secret of env vars such as HF_TOKEN for gated hf:// models. None: anonymous.
     service_account: str | None = None
     credentials_secret: str | None = None
+    # Per-client throughput of the cache's storage, reading and writing: Amazon EFS (Elastic) tops out near
+    # 1,500 MiB/s per client (AWS EFS performance table); a model loads from the PVC no faster than this.
+    throughput_mib_s: float = 1500.0
 
 
 @dataclass(frozen=True)

@@ -90,3 +90,30 @@ def test_readiness_needs_every_marker(tmp_path):
     (tmp_path / "odd name;x").mkdir()
     (tmp_path / "odd name;x" / ".complete").touch()
     assert subprocess.run(["sh", "-c", check]).returncode == 0
+
+
+def test_different_models_download_in_parallel(tmp_path):
+    """Each download waits until the other one has started: in series the first would never finish."""
+    rendezvous = (f'touch "$2.started"\nfor i in $(seq 50); do [ $(ls {tmp_path}/cache/*.started | wc -l) -ge 2 ] '
+                  f'&& break; sleep 0.1; done\n[ $(ls {tmp_path}/cache/*.started | wc -l) -ge 2 ] || exit 1\n'
+                  'mkdir -p "$2" && printf %s "$1" > "$2/weights"\n')
+    models = {"a": "hf://o/a", "b": "s3://bucket/b"}
+    proc = subprocess.run(["sh", "-c", _script(tmp_path, rendezvous, models)], capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert "failed" not in proc.stderr  # neither download had to retry
+    assert all((tmp_path / "cache" / name / ".complete").is_file() for name in models)
+
+
+def test_cache_key_follows_the_source_uri():
+    """A changed URI or pinned revision is a new folder (a fresh download), never the stale copy."""
+    from dataclasses import replace
+
+    from manifests.model_cache import cache_key, cache_uri
+    from stackconfig.load import load_stack
+
+    cfg = load_stack("dev")
+    svc = cfg.services[0]
+    pinned = replace(svc, storage_uri=svc.storage_uri + ":5f0b02c75b57c5855da9ae460ce51323ea669d8a")
+    assert cache_key(svc) != cache_key(pinned) and cache_key(svc).startswith("llama-3-8b-")
+    assert cache_uri(cfg, pinned) == f"pvc://model-cache/{cache_key(pinned)}"

@@ -99,13 +99,36 @@ def test_model_cache_pvc_protected_and_prefetch_ready_only_when_complete(run):
     [ds] = [d for d in r.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
     [container] = ds.inputs["spec"]["template"]["spec"]["containers"]
     ready = " ".join(container["readinessProbe"]["exec"]["command"])
-    for svc in load_stack(stack).services:
-        assert f"test -f /models/{svc.model.name}/.complete" in ready
+    from manifests.model_cache import cache_key, fill_timeout_s
+
+    cfg = load_stack(stack)
+    for svc in cfg.services:
+        assert f"test -f /models/{cache_key(svc)}/.complete" in ready
         assert svc.storage_uri in container["command"][-1]
     assert ds.inputs["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "model-cache"
+    # Pulumi waits for every model, longer than its 10-minute default when the weights need it.
+    assert ds.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == str(fill_timeout_s(cfg))
+
+
+def test_cache_wait_grows_with_the_weights_and_the_download_rate():
+    """2 × (prefetch image pull + all cached weights at downloadGBps) + 300 s."""
+    import math
+
+    from manifests.model_cache import fill_timeout_s
+
+    dev = load_stack("dev")
+    assert fill_timeout_s(dev) == 300 + round(2 * (2 * 2**30 / 60e6 + dev.services[0].model.weights_bytes / 0.5e9)
+                                              + 0.5)
+    slow = run_program("dev", edit=lambda c: c.__setitem__("kserve-preflight:coldStart", {"downloadGBps": 0.05}))
+    [ds] = [d for d in slow.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
+    waited = int(ds.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"])
+    assert waited == math.ceil(2 * (2 * 2**30 / 60e6 + dev.services[0].model.weights_bytes / 0.05e9) + 300)
+    assert waited > 600  # beyond pulumi-kubernetes' 10-minute default, which would fail the first `pulumi up`
 
 
 def test_inference_services_are_tuned(run):
+    from manifests.model_cache import cache_key
+
     stack, r = run
     cfg = load_stack(stack)
     isvcs = {i.inputs["metadata"]["name"]: normalise(i.inputs) for i in r.of_type(ISVC)}
@@ -113,7 +136,7 @@ def test_inference_services_are_tuned(run):
     for svc in cfg.services:
         predictor = isvcs[svc.name]["spec"]["predictor"]
         model = predictor["model"]
-        assert model["storageUri"] == f"pvc://model-cache/{svc.model.name}"
+        assert model["storageUri"] == f"pvc://model-cache/{cache_key(svc)}"
         assert model["resources"]["limits"]["nvidia.com/gpu"] == str(svc.gpus)
         assert predictor["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
         assert all(any(t["key"] == taint.key and t.get("effect") == taint.effect for t in predictor["tolerations"])
