@@ -95,7 +95,7 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         meta.problem("annotations", annotations, "expected a mapping of strings")
         annotations = {}
     mode_raw = annotations.get(MODE_ANNOTATION, "Serverless")
-    mode = KNATIVE_MODES.get(mode_raw)
+    mode = KNATIVE_MODES.get(mode_raw) if isinstance(mode_raw, str) else None
     if mode is None:
         problems.append(Problem(f"{path}.metadata.annotations[{MODE_ANNOTATION}]", mode_raw,
                                 "expected 'Knative' (or 'Serverless') or 'Standard' (or 'RawDeployment'); "
@@ -289,12 +289,15 @@ def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
     set (Triton: the config.pbtxt caps the stack declares as annotations), and tensor parallelism from the GPU limit. A scenario's own `server:` keys override these
     (a what-if); a scenario that names another server kind gets none of them."""
     meta = manifest.get("metadata") if isinstance(manifest, dict) else None
-    annotations = (meta or {}).get("annotations") or {}
-    kind = ENGINE_KINDS.get(annotations.get(ENGINE_ANNOTATION))
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict):  # a malformed manifest is reported by the schema check
+        return {}
+    engine = annotations.get(ENGINE_ANNOTATION)
+    kind = ENGINE_KINDS.get(engine) if isinstance(engine, str) else None
     if kind is None:
         return {}
     out: dict[str, Any] = {"kind": kind}
-    if annotations.get(MODEL_ANNOTATION):
+    if isinstance(annotations.get(MODEL_ANNOTATION), str) and annotations[MODEL_ANNOTATION]:
         out["model"] = annotations[MODEL_ANNOTATION]
     if kind != "triton" and serving.gpus > 1:
         out["tensor_parallel_size"] = serving.gpus

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from validation.errors import InputError, Problem
 from validation.fields import Section
+from validation.kubernetes import crd_errors
+from validation.yaml_input import plain, read_yaml
 from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
 from simulation.workload import WorkloadSpec, parse_workload
@@ -276,19 +276,19 @@ TOP_KEYS = ("name", "inferenceService", "inferenceServiceFile", "hpa", "workload
             "series_interval_s")
 
 
-def _read_yaml(path: Path, key: str, problems: list[Problem], multi: bool = False) -> Any:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        problems.append(Problem(key, str(path), f"cannot read the file ({exc.strerror or exc})"))
-        return None
-    try:
-        return list(yaml.safe_load_all(text)) if multi else yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problems.append(Problem(key, str(path), f"not valid YAML{where}: {getattr(exc, 'problem', exc)}"))
-        return None
+def _check_isvc_schema(manifest: Any, path: str, problems: list[Problem]) -> None:
+    """The embedded InferenceService against the CRD schema the stack's manifests are checked with (closed
+    objects, so `containerConcurency` is an error rather than a silently ignored field). apiVersion, kind and a
+    name are filled in when the scenario leaves them out."""
+    if not isinstance(manifest, dict):
+        return
+    meta = manifest.get("metadata")
+    full = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", **manifest}
+    if isinstance(meta, dict) and "name" not in meta:
+        full["metadata"] = {"name": "isvc", **meta}
+    for where, message in crd_errors(full):
+        problems.append(Problem(f"{path}.{where}" if where != "(root)" else path, "(InferenceService)",
+                                f"expected a valid KServe v1beta1 InferenceService: {message}"))
 
 
 def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
@@ -298,12 +298,12 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
     if isinstance(path_or_mapping, (str, os.PathLike)):
         path = Path(path_or_mapping)
         source = str(path)
-        data = _read_yaml(path, "(scenario file)", problems)
+        data = read_yaml(path, "(scenario file)", problems)
         if problems:
             raise InputError(problems, source)
         base = str(path.resolve().parent) if base_dir is None else str(base_dir)
     else:
-        data = path_or_mapping
+        data = plain(path_or_mapping, "", problems)
         base = str(base_dir) if base_dir is not None else os.getcwd()
     top = Section(data, "", problems)
 
@@ -316,7 +316,7 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
     elif manifest is not None and isvc_file is not None:
         problems.append(Problem("inferenceServiceFile", isvc_file, "give either inferenceService or inferenceServiceFile, not both"))
     elif isvc_file is not None:
-        docs = _read_yaml(Path(base) / isvc_file, "inferenceServiceFile", problems, multi=True) or []
+        docs = read_yaml(Path(base) / isvc_file, "inferenceServiceFile", problems, multi=True) or []
         for doc in docs:
             if isinstance(doc, dict) and doc.get("kind") == "InferenceService" and manifest is None:
                 manifest = doc
@@ -324,9 +324,9 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
                 hpa_manifest = doc
         if manifest is None and not any(p.path == "inferenceServiceFile" for p in problems):
             problems.append(Problem("inferenceServiceFile", isvc_file, "the file holds no document with kind: InferenceService"))
-    serving = ServingSpec.from_manifest(manifest or {"spec": {"predictor": {}}}, hpa_manifest,
-                                        "inferenceService" if isvc_file is None else f"inferenceServiceFile({isvc_file})",
-                                        problems)
+    isvc_path = "inferenceService" if isvc_file is None else f"inferenceServiceFile({isvc_file})"
+    _check_isvc_schema(manifest, isvc_path, problems)
+    serving = ServingSpec.from_manifest(manifest or {"spec": {"predictor": {}}}, hpa_manifest, isvc_path, problems)
     if top.has("hpa") and serving.mode != "Standard":
         top.problem("hpa", "(HorizontalPodAutoscaler)", "an HPA manifest is only used in Standard (RawDeployment) "
                     "mode; this InferenceService is in Knative mode")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from simulation.autoscaler.config import from_annotations
+from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from validation.fields import Section
-from validation.kubernetes import parse_duration, validation_errors
+from validation.kubernetes import validation_errors
 
 # Knative annotations a service may set (pkg/apis/autoscaling/register.go). min/max-scale, target, metric and
 # class come from KServe's own fields, so setting them here would put one knob in two places.
@@ -21,37 +23,36 @@ KNATIVE_ANNOTATIONS = {
 }
 
 
-def parse_annotations(sec: Section) -> dict[str, str]:
+def parse_annotations(sec: Section, container_concurrency: int | None) -> dict[str, str]:
+    """The service's Knative annotations: only the keys listed above; every value's range is checked by the
+    simulation's own reader (`simulation.autoscaler.config.from_annotations`, Knative's register.go bounds), the
+    one place both the config and the gate read them, so a bad value stops `pulumi up` with the gate off too."""
     annotations = sec.str_map("annotations", {})
     for key, value in annotations.items():
-        kind = KNATIVE_ANNOTATIONS.get(key)
-        if kind is None:
+        if key not in KNATIVE_ANNOTATIONS:
             sec.problem(f"annotations.{key}", value, "expected one of the Knative autoscaling annotations "
                         + ", ".join(sorted(KNATIVE_ANNOTATIONS)) + " (min/max scale, target and metric are "
                         "the service's minReplicas/maxReplicas/scaleTarget/scaleMetric)")
-        elif kind == "duration" and parse_duration(value) is None:
-            sec.problem(f"annotations.{key}", value, 'expected a duration such as "90s", "5m" or "1h"')
-        elif kind == "number":
-            try:
-                float(value)
-            except ValueError:
-                sec.problem(f"annotations.{key}", value, 'expected a number as a string, e.g. "211"')
-    window = parse_duration(annotations.get("autoscaling.knative.dev/window"))
-    if window is not None and not 6 <= window <= 3600:
-        sec.problem("annotations.autoscaling.knative.dev/window", annotations["autoscaling.knative.dev/window"],
-                    "expected between 6s and 1h (knative pkg/apis/autoscaling/register.go)")
+    known = {k: v for k, v in annotations.items() if k in KNATIVE_ANNOTATIONS}
+    from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"))
     return annotations
 
 
 def check_hpa_behavior(hpa: Section, behavior: dict, kubernetes_version: str) -> None:
-    """Schema-check `hpa.behavior` now: it goes into the HPA verbatim, and the API server would reject it only
-    after `pulumi up` had created the node group and everything before the HPA."""
+    """Check `hpa.behavior` now: it goes into the HPA verbatim, and the API server would reject it only after
+    `pulumi up` had created the node group and everything before the HPA. The schema (kubernetes-validate) checks
+    its shape; the simulation's own reader (`simulation.autoscaler.hpa.rules_from_manifest`) its ranges, as the
+    API server's validation does (`periodSeconds` 1–1800, `stabilizationWindowSeconds` 0–3600, `value` > 0)."""
     probe = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
              "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 1,
                       "behavior": behavior}}
-    for error in validation_errors(probe, kubernetes_version):
+    errors = validation_errors(probe, kubernetes_version)
+    for error in errors:
         hpa.problem("behavior", behavior, "expected an autoscaling/v2 HorizontalPodAutoscalerBehavior: "
                     + error.split(": ", 1)[1].replace("spec.behavior", "behavior"))
+    if not errors:
+        for key, default in (("scaleUp", DEFAULT_UP), ("scaleDown", DEFAULT_DOWN)):
+            rules_from_manifest(behavior.get(key), default, hpa.key_path(f"behavior.{key}"), hpa.problems)
 
 
 def traffic_shape(workload: dict | None) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from catalog import Catalog
-from stackconfig.formats import DNS_LABEL, QUANTITY, check_k8s_name
+from stackconfig.formats import (DNS_LABEL, EKS_CLUSTER_NAME, LABEL_VALUE, QUALIFIED_NAME, QUANTITY, ROLE_ARN,
+                                 SUBNET_ID, check_format, check_k8s_name, check_labels)
 from stackconfig.types import ClusterConfig, NodeGroupConfig, Taint
 from validation.errors import Problem
 from validation.fields import Section
@@ -23,6 +24,8 @@ def node_group_name_prefix(cluster: str, node_group: str) -> str:
 
 
 def check_node_group_name(cluster: ClusterConfig, node_group: NodeGroupConfig, problems: list[Problem]) -> None:
+    if not EKS_CLUSTER_NAME.match(cluster.name):
+        return  # cluster.name is reported on its own; blaming gpuNodeGroup.name for it would mislead
     prefix = node_group_name_prefix(cluster.name, node_group.name)
     if len(prefix) > 63 - 26 or not re.match(r"^[0-9A-Za-z][A-Za-z0-9_-]*$", prefix):
         problems.append(Problem("gpuNodeGroup.name", node_group.name, f"expected letters, digits, '-' and '_', "
@@ -40,6 +43,16 @@ def parse_cluster(sec: Section, project: str) -> ClusterConfig:
         namespace=sec.str("namespace", "kserve-inference"),
     )
     check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
+    if out.name:
+        check_format(sec, "name", out.name, EKS_CLUSTER_NAME, "expected an EKS cluster name: letters, digits, "
+                     "'-' and '_', starting with a letter or digit, at most 100 characters")
+    for i, subnet in enumerate(out.subnet_ids):
+        check_format(sec, f"subnetIds[{i}]", subnet, SUBNET_ID, "expected a subnet ID such as "
+                     "'subnet-0a1b2c3d4e5f60001' ('subnet-' and 8 or 17 hexadecimal digits)")
+    if not out.subnet_ids and sec.has("subnetIds"):
+        sec.problem("subnetIds", [], "expected at least one subnet ID")
+    check_format(sec, "nodeRoleArn", out.node_role_arn, ROLE_ARN, "expected an IAM role ARN such as "
+                 "'arn:aws:iam::123456789012:role/eks-gpu-node'")
     if not out.node_role_arn and not out.create_node_role:
         sec.problem("nodeRoleArn", None, "set nodeRoleArn to an existing node IAM role, or createNodeRole: true")
     if out.node_role_arn and out.create_node_role:
@@ -62,10 +75,17 @@ def _taints(sec: Section) -> list[Taint]:
     items = sec.sections("taints")
     if not sec.has("taints"):
         return [Taint(**GPU_TAINT)]
-    out = []
+    out: list[Taint] = []
     for t in items:
-        out.append(Taint(t.str("key", "", required=True), t.str("value", ""),
-                         t.choice("effect", TAINT_EFFECTS, "NoSchedule")))
+        taint = Taint(t.str("key", "", required=True), t.str("value", ""), t.choice("effect", TAINT_EFFECTS, "NoSchedule"))
+        check_format(t, "key", taint.key or None, QUALIFIED_NAME, "expected a taint key: an optional DNS subdomain "
+                     "prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
+        check_format(t, "value", taint.value, LABEL_VALUE, "expected a taint value: at most 63 letters, digits, "
+                     "'-', '_' or '.', starting and ending with a letter or digit")
+        if any((o.key, o.effect) == (taint.key, taint.effect) for o in out):
+            t.problem("key", taint.key, f"expected one taint per key and effect ({taint.key}:{taint.effect} is "
+                      "already set; EKS rejects duplicates)")
+        out.append(taint)
         t.done()
     return out
 
@@ -82,8 +102,13 @@ def _other_daemonsets(sec: Section) -> dict[str, str]:
 
 def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
     instance_types = sec.str_list("instanceTypes", ["g6e.xlarge"])
+    if not instance_types:
+        sec.problem("instanceTypes", [], "expected at least one GPU instance type from the catalog: "
+                    + ", ".join(sorted(catalog.instances)))
+        instance_types = ["g6e.xlarge"]
     gpu, gpus_per_node = catalog.gpus["L40S"], 1
-    known = [t for t in instance_types if t in catalog.instances]
+    # An instance type whose GPU is not in the catalog is reported by catalog_overrides; skip it here.
+    known = [t for t in instance_types if t in catalog.instances and catalog.instances[t].gpu in catalog.gpus]
     for t in instance_types:
         if t not in catalog.instances:
             sec.problem("instanceTypes", t, "expected GPU instance types from the catalog: "
@@ -112,10 +137,16 @@ def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
         capacity_type=sec.choice("capacityType", ["ON_DEMAND", "SPOT"], "ON_DEMAND"),
         disk_size_gib=sec.int("diskSizeGib", 200, min=50, max=16384),
         min_size=min_size, max_size=max_size, desired_size=desired,
-        labels={**GPU_LABEL, **sec.str_map("labels", {})},
+        labels={**GPU_LABEL, **_labels(sec)},
         taints=_taints(sec),
         gpu=gpu, gpus_per_node=gpus_per_node,
         **_other_daemonsets(sec.section("otherDaemonSets")),
     )
     sec.done()
     return out
+
+
+def _labels(sec: Section) -> dict[str, str]:
+    labels = sec.str_map("labels", {})
+    check_labels(sec, "labels", labels)
+    return labels

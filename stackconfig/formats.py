@@ -28,3 +28,71 @@ def check_k8s_name(sec: Section, key: str, value: str | None, pattern: re.Patter
 def check_pinned(sec: Section, key: str, image: str | None) -> None:
     if image is not None and not image_pinned(image):
         sec.problem(key, image, "expected a pinned image tag or digest (no 'latest', no missing tag)")
+
+
+# Label keys, taint keys and toleration keys: a qualified name, `[DNS-subdomain prefix/]name`
+# (apimachinery validation.IsQualifiedName); label and taint values: at most 63 characters (IsValidLabelValue).
+_QUALIFIED_PART = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+QUALIFIED_NAME = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_QUALIFIED_PART}$")
+LABEL_VALUE = re.compile(rf"^({_QUALIFIED_PART})?$")
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")  # validation.IsEnvVarName
+# EC2 resource IDs are 8 (legacy) or 17 hex digits; IAM role ARNs per partition (IAM User Guide, "IAM identifiers").
+SUBNET_ID = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
+ROLE_ARN = re.compile(r"^arn:aws(-cn|-us-gov|-iso|-iso-b)?:iam::\d{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
+EKS_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")  # EKS CreateCluster `name`
+# An image reference (distribution/reference's grammar): [registry[:port]/]path[:tag][@digest].
+_DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*" \
+          r"(?::[0-9]+)?"
+_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH}(?:/{_PATH})*(?::[\w][\w.-]{{0,127}})?"
+                             r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$")
+# What KServe's storage initializer accepts after each scheme (kserve python/kserve/kserve/storage/storage.py).
+_BUCKET = r"[a-z0-9][a-z0-9.\-_]{0,222}"  # S3 and GCS need 3-63; loose so placeholders pass
+STORAGE_URI = {
+    "s3": re.compile(rf"^s3://{_BUCKET}(/\S*)?$"),
+    "gs": re.compile(rf"^gs://{_BUCKET}(/\S*)?$"),
+    "hf": re.compile(r"^hf://[\w.-]+/[\w.-]+(:[\w.-]+)?/?$"),  # hf://<org>/<model>[:<revision>]
+    "https": re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/\S*)?$"),
+    "http": re.compile(r"^http://[A-Za-z0-9.-]+(:\d+)?(/\S*)?$"),
+    "pvc": re.compile(r"^pvc://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/\S*)?$"),
+    "oci": re.compile(rf"^oci://{IMAGE_REFERENCE.pattern[1:-1]}$"),
+}
+
+
+def check_format(sec: Section, key: str, value: str | None, pattern: re.Pattern, allowed: str) -> None:
+    if isinstance(value, str) and not pattern.match(value):
+        sec.problem(key, value, allowed)
+
+
+def check_image(sec: Section, key: str, image: str | None) -> None:
+    """A valid reference, pinned: the kubelet would fail the pull (ErrImagePull / InvalidImageName) only after
+    `pulumi up` had created the node group."""
+    if image is None:
+        return
+    if not IMAGE_REFERENCE.match(image):
+        sec.problem(key, image, "expected an image reference such as \"registry.example.com/team/image:v1.2\" "
+                    "(lowercase path, optional :tag, optional @sha256:digest)")
+    else:
+        check_pinned(sec, key, image)
+
+
+def check_labels(sec: Section, key: str, labels: dict[str, str]) -> None:
+    for name, value in labels.items():
+        check_format(sec, f"{key}.{name}", name, QUALIFIED_NAME, "expected a label key: an optional DNS "
+                     "subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
+        check_format(sec, f"{key}.{name}", value, LABEL_VALUE, "expected a label value: at most 63 letters, "
+                     "digits, '-', '_' or '.', starting and ending with a letter or digit")
+
+
+def check_storage_uri(sec: Section, key: str, uri: str | None) -> None:
+    if not uri:
+        return
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    pattern = STORAGE_URI.get(scheme)
+    if pattern is None:
+        sec.problem(key, uri, "expected an s3://, gs://, hf://, https://, pvc:// or oci:// URI")
+    elif not pattern.match(uri):
+        shape = {"s3": "s3://<bucket>/<prefix>", "gs": "gs://<bucket>/<prefix>", "hf": "hf://<org>/<model>",
+                 "https": "https://<host>/<path>", "http": "http://<host>/<path>", "pvc": "pvc://<claim>/<path>",
+                 "oci": "oci://<registry>/<image>:<tag>"}[scheme]
+        sec.problem(key, uri, f"expected {shape} with no spaces")

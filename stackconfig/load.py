@@ -11,15 +11,20 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from validation.errors import InputError, Problem
+from validation.yaml_input import plain, read_yaml
 from stackconfig.schema import PROJECT_ROOT as ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 
 
 def read_project(root: Path = ROOT) -> dict:
-    return yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
+    problems: list[Problem] = []
+    project = read_yaml(root / "Pulumi.yaml", "Pulumi.yaml", problems)
+    if problems:
+        raise InputError(problems)
+    if not isinstance(project, dict) or not isinstance(project.get("name"), str):
+        raise InputError([Problem(str(root / "Pulumi.yaml"), project, "expected a Pulumi project file with a name")])
+    return project
 
 
 def stack_names(root: Path = ROOT) -> list[str]:
@@ -41,10 +46,11 @@ def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, A
             values[full] = spec["default"]
         elif not isinstance(spec, dict):
             values[full] = spec
-    try:
-        stack_file = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise InputError([Problem(str(path), "(unparseable YAML)", f"expected valid YAML: {err}")]) from None
+    problems: list[Problem] = []
+    stack_file = read_yaml(path, str(path), problems)
+    if problems:
+        raise InputError(problems, str(path))
+    stack_file = stack_file or {}
     if not isinstance(stack_file, dict):
         raise InputError([Problem(str(path), stack_file, "expected a mapping with a `config:` key (a Pulumi stack "
                                   "settings file)")])
@@ -59,6 +65,11 @@ def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, A
 def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
     """The project's own keys, prefix stripped; string values that hold JSON (as the CLI passes objects) decoded."""
     out: dict[str, Any] = {}
+    bad = [key for key in values if not isinstance(key, str)]
+    if bad:
+        raise InputError([Problem(f"config.{k!r}", values[k], f'expected a "<namespace>:<key>" string key such as '
+                                  f'"{project}:cluster" (quote it)') for k in bad])
+    problems: list[Problem] = []
     for key, value in values.items():
         ns, _, short = key.partition(":")
         if ns != project:
@@ -66,9 +77,11 @@ def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
         if isinstance(value, str) and value[:1] in "[{":
             try:
                 value = json.loads(value)
-            except json.JSONDecodeError:
-                pass
-        out[short] = value
+            except (json.JSONDecodeError, RecursionError):
+                pass  # left a string: the typed reader reports it where a mapping or list was expected
+        out[short] = plain(value, f"{project}:{short}", problems)
+    if problems:
+        raise InputError(problems)
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from catalog import Model
-from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_k8s_name, check_pinned
+from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_image, check_k8s_name
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
                                ServiceConfig)
 from validation.errors import Problem
@@ -15,7 +15,7 @@ from validation.fields import Section
 def parse_device_plugin(sec: Section) -> DevicePluginConfig:
     out = DevicePluginConfig(image=sec.str("image", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"),
                              namespace=sec.str("namespace", "kube-system"))
-    check_pinned(sec, "image", out.image)
+    check_image(sec, "image", out.image)
     check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
     sec.done()
     return out
@@ -36,7 +36,8 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
     )
     for key, value in (("serviceAccountName", out.service_account), ("credentialsSecret", out.credentials_secret)):
         check_k8s_name(sec, key, value, DNS_SUBDOMAIN, "object name")
-    check_pinned(sec, "prefetchImage", out.prefetch_image)
+    check_image(sec, "prefetchImage", out.prefetch_image)
+    check_k8s_name(sec, "storageClass", out.storage_class, DNS_SUBDOMAIN, "StorageClass name")
     if sec.has("namespace"):  # the default is cluster.namespace, checked there
         check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
     check_k8s_name(sec, "pvcName", out.pvc_name, DNS_SUBDOMAIN, "object name")

@@ -7,12 +7,12 @@ Knative's autoscaling annotation keys (`pkg/apis/autoscaling/register.go`); defa
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from stackconfig.autoscaling import check_hpa_behavior, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
-from stackconfig.formats import QUANTITY, SERVICE_NAME, check_pinned
+from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
+                                 check_storage_uri)
 from stackconfig.platform import expected_load_s, load_gbps
 from stackconfig.types import InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint, Toleration
 from validation.fields import Section
@@ -43,8 +43,11 @@ def _tolerations(sec: Section, taints: list[Taint]) -> list[Toleration]:
     out = []
     for t in sec.sections("tolerations"):
         op = t.choice("operator", ["Equal", "Exists"], "Equal")
-        out.append(Toleration(t.str("key", ""), op, t.str("value") if op == "Equal" else None,
-                              t.choice("effect", TAINT_EFFECTS)))
+        tol = Toleration(t.str("key", ""), op, t.str("value") if op == "Equal" else None,
+                         t.choice("effect", TAINT_EFFECTS))
+        check_format(t, "key", tol.key or None, QUALIFIED_NAME, "expected a taint key: an optional DNS subdomain "
+                     "prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
+        out.append(tol)
         t.done()
     for taint in taints:
         if taint.key and taint.effect != "PreferNoSchedule" and not any(tol.tolerates(taint) for tol in out):
@@ -91,7 +94,13 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     if timeout is not None and timeout > KNATIVE_MAX_TIMEOUT_S:
         sec.problem("timeout", timeout, f"expected at most {KNATIVE_MAX_TIMEOUT_S} seconds "
                     "(Knative max-revision-timeout-seconds)")
-    annotations = parse_annotations(sec)
+    if mode == "Standard":
+        for key, value in (("containerConcurrency", cc), ("timeout", timeout)):
+            if value is not None:
+                sec.problem(key, value, "expected none in Standard (RawDeployment) mode: there is no queue-proxy to "
+                            "enforce it and KServe drops it; cap in-flight requests with the runtime's limits "
+                            "(limits.maxBatchSize, --max-num-seqs) and time out at the client or gateway")
+    annotations = parse_annotations(sec, cc)
     if mode == "Standard" and annotations:
         sec.problem("annotations", annotations, "expected none in Standard mode: Knative annotations only act "
                     "in Knative mode; use hpa.behavior")
@@ -110,9 +119,12 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     engine = runtime.choice("engine", ENGINES, "vllm")
     model_format = runtime.str("modelFormat", "huggingface")
     image = runtime.str("image")
-    check_pinned(runtime, "image", image)
+    check_image(runtime, "image", image)
     args = runtime.str_list("args", [])
     env = runtime.str_map("env", {})
+    for key in env:
+        check_format(runtime, f"env.{key}", key, ENV_NAME, "expected an environment variable name: letters, "
+                     "digits, '_', '-' and '.', not starting with a digit (no spaces)")
     runtime.done()
 
     msec = sec.section("model", required=True)
@@ -122,8 +134,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         msec.problem("name", model_name, "expected a model from the catalog: " + ", ".join(sorted(catalog.models))
                      + " (or add one under catalog.models)")
     storage_uri = msec.str("storageUri", "", required=True)
-    if storage_uri and not re.match(r"^(s3|gs|hf|https?|pvc|oci)://", storage_uri):
-        msec.problem("storageUri", storage_uri, "expected an s3://, gs://, hf://, https://, pvc:// or oci:// URI")
+    check_storage_uri(msec, "storageUri", storage_uri)
     msec.done()
     model = model or catalog.models["llama-3-8b"]
 

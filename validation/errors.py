@@ -16,7 +16,16 @@ class Problem:
     allowed: str
 
     def __str__(self) -> str:
-        return f"{self.path}: got {self.value!r}; {self.allowed}"
+        return f"{self.path}: got {shown(self.value)}; {self.allowed}"
+
+
+def shown(value: Any, limit: int = 200) -> str:
+    """`repr(value)`, shortened: a fuzzed or pasted value may be megabytes long or an int too big to print."""
+    try:
+        text = repr(value)
+    except ValueError:  # int of more than sys.get_int_max_str_digits() digits
+        text = f"(an integer of about {int(value.bit_length() * 0.30103) + 1} digits)"
+    return text if len(text) <= limit else text[:limit - 20] + f"… ({len(text)} characters)"
 
 
 class InputError(Exception):

@@ -29,7 +29,12 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:  # an int of 309+ digits has no float: math.isfinite raises OverflowError
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _range_text(kind: str, min: float | None, max: float | None, min_exclusive: bool) -> str:

@@ -38,14 +38,23 @@ def _crd_validator(filename: str):
     return jsonschema.Draft202012Validator(json.loads((SCHEMAS / filename).read_text()))
 
 
+def crd_errors(manifest: dict) -> list[tuple[str, str]]:
+    """(dotted path, message) of every violation of our CRD schema (InferenceService); [] for other kinds."""
+    manifest = normalise(manifest)
+    crd = CRD_SCHEMAS.get((manifest.get("apiVersion"), manifest.get("kind")))
+    if not crd:
+        return []
+    return [(".".join(map(str, e.absolute_path)) or "(root)", e.message)
+            for e in sorted(_crd_validator(crd).iter_errors(manifest), key=lambda e: list(map(str, e.absolute_path)))]
+
+
 def validation_errors(manifest: dict, kubernetes_version: str = "1.31") -> list[str]:
     """Every schema violation of one manifest, as readable lines (empty when valid)."""
     manifest = normalise(manifest)
-    where = f"{manifest.get('kind')}/{manifest.get('metadata', {}).get('name')}"
-    crd = CRD_SCHEMAS.get((manifest.get("apiVersion"), manifest.get("kind")))
-    if crd:
-        return [f"{where}: {'.'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
-                for e in sorted(_crd_validator(crd).iter_errors(manifest), key=lambda e: list(e.absolute_path))]
+    meta = manifest.get("metadata")
+    where = f"{manifest.get('kind')}/{meta.get('name') if isinstance(meta, dict) else None}"
+    if CRD_SCHEMAS.get((manifest.get("apiVersion"), manifest.get("kind"))):
+        return [f"{where}: {path}: {message}" for path, message in crd_errors(manifest)]
     import kubernetes_validate  # imported here: the CrossGuard pack uses this module's helpers without it
 
     try:

@@ -160,6 +160,9 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     if v is not None:
         upd["target_utilization"] = v / 100.0
     v = number("target-burst-capacity", lo=-1)
+    if v is not None and -1 < v < 0:  # register.go: "must be non-negative, or -1 (unlimited)"
+        bad("target-burst-capacity", "expected a number >= 0, or -1 for unlimited (as a string)")
+        v = None
     if v is not None:
         upd["target_burst_capacity"] = v
     v = duration("window", 6.0, 3600.0)

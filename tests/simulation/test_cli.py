@@ -95,7 +95,7 @@ def test_missing_file_and_bad_yaml(tmp_path, capsys):
     bad.write_text("workload: [unclosed\n")
     with pytest.raises(SystemExit) as exc:
         main(["run", str(bad)])
-    assert exc.value.code == 2 and "not valid YAML" in capsys.readouterr().err
+    assert exc.value.code == 2 and "expected valid YAML" in capsys.readouterr().err
 
 
 def test_subprocess_exit_status_without_traceback(tmp_path):

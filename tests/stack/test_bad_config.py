@@ -41,7 +41,7 @@ CASES = [
     pytest.param(lambda c: _svc(c).update(timeout=900), "services[0].timeout: got 900",
                  "at most 600 seconds", id="timeout-above-knative-max"),
     pytest.param(lambda c: _svc(c)["annotations"].update({"autoscaling.knative.dev/window": "2 minutes"}),
-                 "autoscaling.knative.dev/window: got '2 minutes'", "expected a duration", id="bad-annotation"),
+                 "annotations[autoscaling.knative.dev/window]: got '2 minutes'", "expected a duration", id="bad-annotation"),
     pytest.param(lambda c: _svc(c)["runtime"].update(image="kserve/huggingfaceserver:latest"),
                  "services[0].runtime.image", "pinned image tag", id="unpinned-image"),
     pytest.param(lambda c: _svc(c).update(probes={"startup": {"periodSeconds": 1, "failureThreshold": 2}}),
