@@ -8,6 +8,7 @@ that the simulation predicts will miss its SLO (the gate, `gate/__init__.py`), r
 from __future__ import annotations
 
 import json
+import os
 
 import pulumi
 import pulumi_aws as aws
@@ -20,6 +21,7 @@ from components.kubernetes_object import kubernetes_object
 from manifests import knative_features
 from manifests.admission import admission_failure, check_nodes_fit
 from manifests.common import namespace
+from validation.cli import unexpected_error_line
 from validation.errors import InputError
 from gate import check_stack, gate_failure, gate_warnings
 from gate.outputs import predictions
@@ -104,9 +106,23 @@ def check_cluster_admits(cfg: StackConfig) -> None:
 
 
 def main() -> None:
-    cfg = load_config()
-    check_cluster_admits(cfg)
-    verdicts = run_gate(cfg)
+    """Config, gate, resources. Any exception that is not a user's mistake becomes one `error:` line with a hint
+    to report it (`pulumi.RunError` prints no traceback); KSERVE_PREFLIGHT_DEBUG=1 lets it through."""
+    try:
+        cfg = load_config()
+        check_cluster_admits(cfg)
+        verdicts = run_gate(cfg)
+        deploy(cfg, verdicts)
+    except pulumi.RunError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("KSERVE_PREFLIGHT_DEBUG"):
+            raise
+        raise pulumi.RunError(unexpected_error_line(exc)) from None
+
+
+def deploy(cfg: StackConfig, verdicts: list) -> None:
+    """Register every resource of a checked config (after the gate)."""
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
     provider = kubernetes_provider(cfg)
     on_cluster = pulumi.ResourceOptions(provider=provider)

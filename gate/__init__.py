@@ -76,6 +76,7 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "cluster": cluster_profile(cfg, svc),
         "model": {"name": svc.model.name, "weights_gib": round(svc.model.weights_gib, 3)},
         "duration_s": cfg.gate.duration_s,
+        "max_requests": cfg.gate.request_budget,
     }
     hpa = horizontal_pod_autoscaler(svc)
     if hpa:

@@ -17,6 +17,7 @@ from manifests import render_stack
 from manifests.node_group import node_group_spec
 from validation.kubernetes import validation_errors
 from validation.errors import InputError, Problem, exit_with
+from validation.cli import guarded
 from stackconfig.load import load_stack, stack_names
 
 
@@ -38,6 +39,7 @@ def render(stack: str, out: Path) -> list[Path]:
     return written + [path]
 
 
+@guarded
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m manifests", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

@@ -25,6 +25,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from validation.errors import InputError, Problem, exit_with  # noqa: E402
+from validation.cli import guarded  # noqa: E402
 from policy.rules import MANDATORY, RULES, Violation, evaluate  # noqa: E402
 
 
@@ -76,6 +77,7 @@ def _close_event_loop() -> None:
             obj.close()
 
 
+@guarded
 def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None) -> int:
     from stackconfig.load import stack_names
 

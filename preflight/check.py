@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from validation.errors import InputError, Problem, exit_with
+from validation.cli import guarded
 from gate import Verdict, check_stack
 from simulation.executors import add_executor_arguments, make_executor
 from stackconfig.load import load_stack, stack_names
@@ -158,6 +159,7 @@ def print_result(result: StackCheck, console: Console) -> None:
     console.print(f"{_ok(result.passed)} stack {result.stack}")
 
 
+@guarded
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m preflight", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

@@ -14,14 +14,14 @@ from typing import Any
 __all__ = ["load_scenario", "run_simulation", "Scenario", "Report"]
 
 
-def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> "Scenario":
+def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: int | None = None) -> "Scenario":
     from simulation.scenario import load_scenario as _load
-    return _load(path_or_mapping, base_dir=base_dir)
+    return _load(path_or_mapping, base_dir=base_dir, max_requests=max_requests)
 
 
-def run_simulation(scenario: "Scenario", seed: int = 0) -> "Report":
+def run_simulation(scenario: "Scenario", seed: int = 0, progress: Any = None) -> "Report":
     from simulation.engine import run_simulation as _run
-    return _run(scenario, seed=seed)
+    return _run(scenario, seed=seed, progress=progress)
 
 
 def __getattr__(name: str) -> Any:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from validation.errors import InputError, exit_with
+from validation.cli import guarded, progress_bar
+from validation.errors import InputError, Problem
 
 
+@guarded
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m simulation",
                                      description="Simulate one KServe InferenceService under a workload.")
@@ -16,17 +18,20 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("scenario", help="scenario YAML (names or embeds the InferenceService manifest)")
     run.add_argument("--seed", type=int, default=None, help="random seed (default: the scenario's seed, else 0)")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    run.add_argument("--max-requests", type=int, default=None, metavar="N",
+                     help="request budget: refuse a run expected to simulate more than N requests (default: the "
+                          "scenario's max_requests, else 2,000,000)")
     args = parser.parse_args(argv)
 
     from simulation import load_scenario, run_simulation
-    try:
-        scenario = load_scenario(args.scenario)
-    except InputError as err:
-        exit_with(err)
+    if args.max_requests is not None and args.max_requests < 1:
+        raise InputError([Problem("--max-requests", args.max_requests, "expected an integer >= 1")])
+    scenario = load_scenario(args.scenario, max_requests=args.max_requests)
     if args.seed is not None and args.seed < 0:
-        exit_with(_bad_seed(args.seed))
+        raise _bad_seed(args.seed)
     seed = args.seed if args.seed is not None else (scenario.seed if scenario.seed is not None else 0)
-    report = run_simulation(scenario, seed=seed)
+    with progress_bar(f"simulating {scenario.name} ({scenario.duration_s:g} s)") as progress:
+        report = run_simulation(scenario, seed=seed, progress=progress)
     if args.json:
         sys.stdout.write(report.to_json() + "\n")
     else:
@@ -35,7 +40,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bad_seed(seed: int) -> InputError:
-    from validation.errors import Problem
     return InputError([Problem("--seed", seed, "expected an integer >= 0")])
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any
+from typing import Any, Callable
 
 import simpy
 
@@ -278,7 +278,8 @@ class Sim:
         n = max(cfg.min_scale, init)
         return min(n, cfg.max_scale) if cfg.max_scale else n
 
-    def run(self) -> "Any":
+    def run(self, progress: "Callable[[float], None] | None" = None) -> "Any":
+        """Simulate; `progress(fraction)` is called as simulated time passes (the CLI's progress bar)."""
         sc = self.scenario
         env = self.env
         n0 = self.initial_replicas()
@@ -306,7 +307,12 @@ class Sim:
         first = next(self._arr, None)
         if first is not None:
             call_later(env, first[0], self._arrive, first[1], first[2])
-        env.run(until=sc.duration_s + 1e-9)
+        if progress is None:
+            env.run(until=sc.duration_s + 1e-9)
+        else:  # the same events in the same order, in 100 slices (a SimPy run may stop and resume)
+            for i in range(1, 101):
+                env.run(until=sc.duration_s * i / 100 + (1e-9 if i == 100 else 0.0))
+                progress(i / 100)
         end = sc.duration_s + sc.drain_s
         while (self.n_sys > 0 or self.client.pending_retries > 0) and env.now < end:
             env.run(until=min(end, env.now + 1.0))
@@ -315,6 +321,6 @@ class Sim:
         return build_report(self)
 
 
-def run_simulation(scenario: Any, seed: int = 0) -> Any:
+def run_simulation(scenario: Any, seed: int = 0, progress: "Callable[[float], None] | None" = None) -> Any:
     """Run one scenario with one seed; the same inputs and seed give the same Report."""
-    return Sim(scenario, seed).run()
+    return Sim(scenario, seed).run(progress)

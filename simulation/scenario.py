@@ -18,6 +18,7 @@ from validation.errors import InputError, Problem
 from validation.fields import Section
 from validation.kubernetes import crd_errors
 from validation.yaml_input import plain, read_yaml
+from simulation.budget import DEFAULT_REQUEST_BUDGET, budget_problem
 from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
 from simulation.workload import WorkloadSpec, parse_workload
@@ -273,7 +274,7 @@ def parse_server(sec: Section, model: ModelProfile) -> ServerConfig:
 
 TOP_KEYS = ("name", "inferenceService", "inferenceServiceFile", "hpa", "workload", "client", "gateway", "cluster",
             "model", "server", "duration_s", "warmup_s", "drain_s", "seed", "initial_replicas", "what_if",
-            "series_interval_s")
+            "series_interval_s", "max_requests")
 
 
 def _check_isvc_schema(manifest: Any, path: str, problems: list[Problem]) -> None:
@@ -291,8 +292,10 @@ def _check_isvc_schema(manifest: Any, path: str, problems: list[Problem]) -> Non
                                 f"expected a valid KServe v1beta1 InferenceService: {message}"))
 
 
-def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
-    """Parse a scenario file path or an already-loaded mapping; raises InputError listing every problem."""
+def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: int | None = None) -> Scenario:
+    """Parse a scenario file path or an already-loaded mapping; raises InputError listing every problem.
+
+    `max_requests` (the CLI's --max-requests) overrides the scenario's own `max_requests` request budget."""
     problems: list[Problem] = []
     source = ""
     if isinstance(path_or_mapping, (str, os.PathLike)):
@@ -337,6 +340,14 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None) -> Scenario:
     model = parse_model(top.section("model"))
     server = parse_server(_server_section(top, manifest, serving, cluster), model)
     duration = top.float("duration_s", 600.0, min=1.0, max=30 * 86400.0, required=True)
+    budget = top.int("max_requests", DEFAULT_REQUEST_BUDGET, min=1, max=10**12)
+    if max_requests is not None:
+        budget = max_requests
+    if duration is not None and not any(p.path.startswith("workload") for p in problems):
+        over = budget_problem(workload, duration, budget, "workload", "raise the budget with max_requests "
+                              "(or --max-requests)")
+        if over:
+            problems.append(over)
     warmup = top.float("warmup_s", 0.0, min=0.0)
     if duration is not None and warmup is not None and warmup >= duration:
         top.problem("warmup_s", warmup, f"expected less than duration_s ({duration})")

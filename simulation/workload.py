@@ -62,6 +62,7 @@ class WorkloadSpec:
     rate_scale: float = 1.0
     start_s: float = 0.0
     limit: int | None = None
+    columns: tuple[tuple[str, str], ...] = ()  # trace: (field, CSV column) overriding TRACE_COLUMNS
     input_tokens: SizeSpec = SizeSpec("fixed", 512)
     output_tokens: SizeSpec = SizeSpec("fixed", 128)
 
@@ -115,10 +116,20 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
         kw["amplitude"] = section.float("amplitude", 0.0, min=0.0, max=1.0, required=True)
     elif kind == "trace":
         path = section.str("path", "", required=True)
+        cols = section.section("columns")
+        kw["columns"] = tuple((field, name) for field in TRACE_COLUMNS
+                              if (name := cols.str(field)) is not None)
+        cols.done()
         if path:
             full = path if os.path.isabs(path) or base_dir is None else os.path.normpath(os.path.join(base_dir, path))
             if not os.path.isfile(full):
-                section.problem("path", path, f"trace file not found (looked at {full})")
+                section.problem("path", path, f"trace file not found (looked at {full}); the examples replay the "
+                                "Azure LLM inference trace 2023 (CC-BY-4.0), see the README's 'Traces' section")
+            else:
+                try:
+                    read_trace(full, kw["columns"])
+                except TraceError as err:
+                    section.problem("path", path, str(err))
             kw["path"] = full
         kw["time_scale"] = section.float("time_scale", 1.0, min=0.0, min_exclusive=True)
         kw["rate_scale"] = section.float("rate_scale", 1.0, min=0.0, min_exclusive=True, max=1000.0)
@@ -135,30 +146,66 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
 # Trace reading (cached per file: the CSVs are read-only shared data)
 # ---------------------------------------------------------------------------------------------------
 
-_TRACE_CACHE: dict[str, tuple[list[float], list[int], list[int]]] = {}
+# The Azure LLM inference trace's columns; a user's own CSV maps its column names with `columns:`.
+TRACE_COLUMNS = {"timestamp": "TIMESTAMP", "input_tokens": "ContextTokens", "output_tokens": "GeneratedTokens"}
+_TRACE_CACHE: dict[tuple, tuple[list[float], list[int], list[int]]] = {}
 
 
-def read_trace(path: str) -> tuple[list[float], list[int], list[int]]:
-    """(seconds since the first row, input tokens, output tokens), sorted by time."""
-    hit = _TRACE_CACHE.get(path)
+class TraceError(ValueError):
+    """A trace file that cannot be replayed; the message says which column or row and why."""
+
+
+def _seconds(text: str) -> float:
+    """A timestamp cell: seconds as a number, or a date-time ("2023-11-16 18:15:46.6805900", ISO 8601)."""
+    text = text.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(value):
+            raise ValueError(text)
+        return value
+    if "." in text:  # seven fractional digits in the Azure CSVs: keep six for %f
+        head, frac = text.split(".", 1)
+        text = f"{head}.{frac[:6]}"
+    return datetime.fromisoformat(text).timestamp()
+
+
+def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[list[float], list[int], list[int]]:
+    """(seconds since the first row, input tokens, output tokens), sorted by time; TraceError when the file
+    lacks a column or holds a row that is not a timestamp and two token counts."""
+    hit = _TRACE_CACHE.get((path, columns))
     if hit is not None:
         return hit
+    names = {**TRACE_COLUMNS, **dict(columns)}
     rows = []
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        for row in reader:
-            ts = row["TIMESTAMP"].strip()
-            if "." in ts:  # seven fractional digits in the Azure CSVs: keep six for %f
-                head, frac = ts.split(".", 1)
-                ts = f"{head}.{frac[:6]}"
-                t = datetime.strptime(ts, "%Y-%m-%d %H:%M:%S.%f")
-            else:
-                t = datetime.strptime(ts, "%Y-%m-%d %H:%M:%S")
-            rows.append((t.timestamp(), int(row["ContextTokens"]), int(row["GeneratedTokens"])))
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            missing = [f"{field} ({names[field]!r})" for field in TRACE_COLUMNS if names[field] not in header]
+            if missing:
+                raise TraceError(f"the CSV has no column for {', '.join(missing)}; its columns are {header}; map "
+                                 "yours with columns: {timestamp: ..., input_tokens: ..., output_tokens: ...}")
+            for n, row in enumerate(reader, start=2):
+                try:
+                    rows.append((_seconds(row[names["timestamp"]] or ""), int(row[names["input_tokens"]] or ""),
+                                 int(row[names["output_tokens"]] or "")))
+                except (TypeError, ValueError, OverflowError):
+                    raise TraceError(f"line {n}: expected a timestamp (seconds or a date-time) and two integer token "
+                                     f"counts in {names['timestamp']!r}, {names['input_tokens']!r}, "
+                                     f"{names['output_tokens']!r}") from None
+    except UnicodeDecodeError:
+        raise TraceError("expected a UTF-8 CSV file") from None
+    except OSError as exc:
+        raise TraceError(f"cannot read the file ({exc.strerror or exc})") from None
+    except csv.Error as exc:
+        raise TraceError(f"not a CSV file ({exc})") from None
     rows.sort()
     t0 = rows[0][0] if rows else 0.0
     out = ([r[0] - t0 for r in rows], [max(1, r[1]) for r in rows], [max(1, r[2]) for r in rows])
-    _TRACE_CACHE[path] = out
+    _TRACE_CACHE[(path, columns)] = out
     return out
 
 
@@ -216,7 +263,7 @@ def arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[t
 
 
 def _trace_arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[tuple[float, int, int]]:
-    times, ins, outs = read_trace(spec.path)
+    times, ins, outs = read_trace(spec.path, spec.columns)
     scale = spec.time_scale
     rows = [i for i in range(len(times)) if times[i] >= spec.start_s]
     if spec.limit is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from validation.errors import InputError, Problem
-from validation.yaml_input import plain, read_yaml
+from validation.yaml_input import MAX_DEPTH, plain, read_yaml
 from stackconfig.schema import PROJECT_ROOT as ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 
@@ -77,8 +77,12 @@ def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
         if isinstance(value, str) and value[:1] in "[{":
             try:
                 value = json.loads(value)
-            except (json.JSONDecodeError, RecursionError):
+            except json.JSONDecodeError:
                 pass  # left a string: the typed reader reports it where a mapping or list was expected
+            except RecursionError:
+                problems.append(Problem(f"{project}:{short}", "(…)", f"expected JSON nested at most {MAX_DEPTH} "
+                                        "levels deep"))
+                continue
         out[short] = plain(value, f"{project}:{short}", problems)
     if problems:
         raise InputError(problems)

@@ -10,6 +10,7 @@ from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConf
                                ServiceConfig)
 from validation.errors import Problem
 from validation.fields import Section
+from simulation.budget import DEFAULT_REQUEST_BUDGET
 
 
 def parse_device_plugin(sec: Section) -> DevicePluginConfig:
@@ -75,7 +76,8 @@ def parse_gate(sec: Section) -> GateConfig:
     out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
                      duration_s=sec.float("durationS", 900.0, min=60, max=86400),
                      seed=sec.int("seed", 1, min=0, max=2**31 - 1),
-                     undecided=sec.choice("undecided", ("warn", "fail"), "warn"))
+                     undecided=sec.choice("undecided", ("warn", "fail"), "warn"),
+                     request_budget=sec.int("requestBudget", DEFAULT_REQUEST_BUDGET, min=1000, max=10**9))
     reps = sec.section("replications")
     lo = reps.int("min", 5, min=2, max=1000)
     hi = reps.int("max", max(20, lo or 0), min=2, max=1000)

@@ -14,7 +14,7 @@ from stackconfig.catalog_overrides import parse_catalog
 from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
 from stackconfig.platform import (check_model_cache, expected_load_s, parse_cold_start, parse_device_plugin,
                                   parse_gate, parse_model_cache)
-from stackconfig.services import PROJECT_ROOT, parse_service
+from stackconfig.services import PROJECT_ROOT, check_request_budgets, parse_service
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, InputCaps,
                                ModelCacheConfig, NodeGroupConfig, Probe, ServiceConfig, Slo, StackConfig,
                                StackConfigContext, Taint, Toleration)
@@ -44,6 +44,8 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog)
     services = [parse_service(s, ctx) for s in top.sections("services", required=True)]
     gate = parse_gate(top.section("gate"))
+    if not problems:  # the workloads parsed cleanly: estimate what the gate would simulate
+        check_request_budgets(services, gate, problems)
     names = [s.name for s in services]
     for i, name in enumerate(names):
         if name and names.index(name) != i:

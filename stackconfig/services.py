@@ -14,9 +14,12 @@ from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
 from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
                                  check_storage_uri)
 from stackconfig.platform import expected_load_s, load_gbps
-from stackconfig.types import InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint, Toleration
+from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
+                               Toleration)
+from validation.errors import Problem
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
+from simulation.budget import budget_problem
 from simulation.scenario import parse_client
 from simulation.workload import parse_workload
 
@@ -218,3 +221,17 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
         workload=workload, client=client, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
     )
+
+
+def check_request_budgets(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem]) -> None:
+    """Each service's workload over `gate.durationS` within `gate.requestBudget`, before any simulation runs."""
+    if not gate.enabled:
+        return
+    for i, svc in enumerate(services):
+        if svc.workload is None or svc.slo is None:
+            continue
+        spec = parse_workload(Section(svc.workload, "", []), base_dir=str(PROJECT_ROOT))
+        over = budget_problem(spec, gate.duration_s, gate.request_budget, f"services[{i}].workload",
+                              "raise gate.requestBudget")
+        if over:
+            problems.append(over)

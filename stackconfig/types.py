@@ -192,6 +192,7 @@ class GateConfig:
     min_replications: int = 5
     max_replications: int = 20
     undecided: str = "warn"
+    request_budget: int = 2_000_000  # most requests one simulation run may generate (simulation/budget.py)
 
 
 @dataclass(frozen=True)

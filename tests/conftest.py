@@ -20,3 +20,16 @@ def azure_conv_trace() -> Path:
     if not path.is_file():
         pytest.skip(f"Azure trace not available at {path}")
     return path
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """Names of every resource the mocks are asked to create, even when the program then fails (tests that a
+    failure stops the program before any resource use it, with a control that sees a good config's resources)."""
+    import offline
+
+    seen: list[str] = []
+    original = offline.Mocks.new_resource
+    monkeypatch.setattr(offline.Mocks, "new_resource", lambda self, args: (seen.append(args.name),
+                                                                           original(self, args))[1])
+    return seen

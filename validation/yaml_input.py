@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ def read_text(path: Path, key: str, problems: list[Problem]) -> str | None:
 
 def parse_yaml(text: str, name: str, key: str, problems: list[Problem], multi: bool = False) -> Any:
     """YAML text → Python data; a syntax error names the file, line and column."""
+    if _flow_depth(text) > MAX_DEPTH:  # PyYAML takes seconds to hit its recursion limit on these
+        problems.append(Problem(key, name, f"expected YAML nested at most {MAX_DEPTH} levels deep"))
+        return None
     try:
         return list(yaml.safe_load_all(text)) if multi else yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -51,8 +55,17 @@ def parse_yaml(text: str, name: str, key: str, problems: list[Problem], multi: b
     return None
 
 
+def _flow_depth(text: str) -> int:
+    """Deepest nesting of flow brackets ([ and {), quotes ignored: an upper bound that is cheap to compute."""
+    depth = deepest = 0
+    for char in re.sub(r"[^\[\]{}]", "", text):
+        depth = depth + 1 if char in "[{" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest
+
+
 def read_yaml(path: Path, key: str, problems: list[Problem], multi: bool = False) -> Any:
-    """A YAML file as JSON-compatible data, or None with the problems recorded."""
+    """A YAML file as JSON-compatible data, or None with the problems recorded (`key` names the file in them)."""
     text = read_text(path, key, problems)
     if text is None:
         return None
@@ -60,7 +73,7 @@ def read_yaml(path: Path, key: str, problems: list[Problem], multi: bool = False
     data = parse_yaml(text, str(path), key, problems, multi)
     if len(problems) > before:
         return None
-    return plain(data, key, problems)
+    return plain(data, "", problems)  # key paths inside the file; the caller names the file as the source
 
 
 def plain(value: Any, path: str, problems: list[Problem], _depth: int = 0, _open: frozenset = frozenset()) -> Any:

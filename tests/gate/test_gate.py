@@ -61,17 +61,25 @@ def test_cluster_profile_leaves_other_services_their_minimum():
     assert gate.cluster_profile(cfg, chat)["model_cache_hit_ratio"] == 1.0
 
 
-def test_a_service_that_misses_its_slo_stops_the_program_before_any_resource():
+def test_a_service_that_misses_its_slo_stops_the_program_before_any_resource(registered):
     def undersized(c):  # one pod at most for ~11 req/s of chat traffic
         _chat(c).update(minReplicas=1, maxReplicas=1)
         _chat(c)["annotations"].pop("autoscaling.knative.dev/initial-scale")
 
     with pytest.raises(pulumi.RunError) as err:
-        run = run_program("prod", edit=undersized)
-        pytest.fail(f"registered {len(run.resources)} resources")
+        run_program("prod", edit=undersized)
     text = str(err.value)
     assert text.startswith("SLO gate: the simulation predicts that this configuration misses its SLO")
     assert "chat: p99 latency (s)" in text and "> SLO 60" in text
+    assert registered == []  # not even the node group or the Namespace (issue 9: a moved gate went unnoticed)
+
+    # Control: the same config with the gate's verdict as a warning registers resources, and the probe sees them.
+    def warned(c):
+        undersized(c)
+        c[f"{P}:gate"] = {**c.get(f"{P}:gate", {}), "enforce": False}
+
+    run_program("prod", edit=warned)
+    assert "gpu-ng" in registered and len(registered) > 10
 
 
 def test_gate_enforce_false_warns_and_deploys():

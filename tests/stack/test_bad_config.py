@@ -74,18 +74,6 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    """Names of every resource the mocks are asked to create, even when the program then fails."""
-    import offline
-
-    seen: list[str] = []
-    original = offline.Mocks.new_resource
-    monkeypatch.setattr(offline.Mocks, "new_resource", lambda self, args: (seen.append(args.name),
-                                                                           original(self, args))[1])
-    return seen
-
-
 @pytest.mark.parametrize("edit, where, allowed", CASES)
 def test_bad_config_is_refused_before_any_resource(edit, where, allowed, registered):
     with pytest.raises(pulumi.RunError) as err:

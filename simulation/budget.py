@@ -1,0 +1,50 @@
+"""The request budget: how many requests one simulation run may generate, checked before it starts.
+
+A run's time and memory grow with the number of requests it simulates (each is a SimPy process), so a workload
+of 1e4 req/s over the gate's 900 s would run for minutes inside `pulumi preview`. `expected_requests` is the
+mean number of arrivals over the run (the integral of the arrival rate; rows × rate_scale for a trace); client
+retries come on top and are not counted. The gate runs up to `gate.replications.max` runs per service, each
+within the budget.
+"""
+
+from __future__ import annotations
+
+import math
+
+from validation.errors import Problem
+from simulation.workload import WorkloadSpec, read_trace
+
+DEFAULT_REQUEST_BUDGET = 2_000_000  # ≈ 30–40 s of CPU at the simulator's 50–65k requests/s
+
+
+def expected_requests(spec: WorkloadSpec, duration_s: float) -> float:
+    """Mean number of arrivals in [0, duration_s)."""
+    d = duration_s
+    if spec.kind in ("poisson", "gamma"):
+        return spec.rate * d
+    if spec.kind == "step":
+        return spec.rate * min(spec.at_s, d) + spec.to_rate * max(0.0, d - spec.at_s)
+    if spec.kind == "spike":
+        overlap = max(0.0, min(spec.at_s + spec.duration_s, d) - spec.at_s)
+        return spec.rate * (d - overlap) + spec.peak_rate * overlap
+    if spec.kind == "diurnal":  # ∫ rate·(1 + a·sin(2πt/P)) dt
+        w = 2.0 * math.pi / spec.period_s
+        return spec.rate * (d + spec.amplitude * (1.0 - math.cos(w * d)) / w)
+    if spec.kind == "trace" and spec.path:
+        times = read_trace(spec.path, spec.columns)[0]
+        rows = [t for t in times if t >= spec.start_s and (t - spec.start_s) * spec.time_scale < d]
+        if spec.limit is not None:
+            rows = rows[: spec.limit]
+        return len(rows) * spec.rate_scale
+    return 0.0
+
+
+def budget_problem(spec: WorkloadSpec, duration_s: float, budget: int, key: str, how_to_raise: str) -> Problem | None:
+    """A Problem naming rate × duration and the budget when the run would exceed it, else None."""
+    n = expected_requests(spec, duration_s)
+    if n <= budget:
+        return None
+    rate = "the trace's rows × rate_scale" if spec.kind == "trace" else f"mean rate {n / duration_s:.4g} req/s"
+    return Problem(key, f"{rate} × {duration_s:g} s ≈ {n:,.0f} requests",
+                   f"expected at most the request budget of {budget:,} requests per run; lower the rate or the "
+                   f"duration, or {how_to_raise} (the run's time and memory grow with the requests it simulates)")

@@ -1,0 +1,158 @@
+"""Issue 9's reproductions for scenarios and traces: every mistake is an InputError naming its key, the embedded
+InferenceService is checked against the CRD schema, a run's cost is bounded before it starts."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulation import load_scenario, run_simulation
+from simulation.budget import expected_requests
+from simulation.workload import WorkloadSpec
+from validation.errors import InputError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+CC1 = yaml.safe_load((EXAMPLES / "llm-knative-cc1.yaml").read_text())
+ANN = "serving.kserve.io/deploymentMode"
+
+
+def _edited(edit) -> dict:
+    data = copy.deepcopy(CC1)
+    edit(data)
+    return data
+
+
+def _meta(d):
+    return d["inferenceService"]["metadata"]
+
+
+def _pred(d):
+    return d["inferenceService"]["spec"]["predictor"]
+
+
+@pytest.mark.parametrize("edit, where, allowed", [
+    (lambda d: _meta(d).update(annotations=["a"]), "inferenceService.metadata.annotations", "expected"),
+    (lambda d: _meta(d)["annotations"].update({ANN: {"a": 1}}), f"[{ANN}]", "expected 'Knative'"),
+    (lambda d: _meta(d)["annotations"].update({"preflight.kserve.io/engine": {"a": 1}}),
+     "inferenceService.metadata.annotations.preflight.kserve.io/engine", "is not of type 'string'"),
+    (lambda d: d["inferenceService"].update(metadata=[1]), "inferenceService.metadata", "expected"),
+    (lambda d: _pred(d).update(containerConcurency=_pred(d).pop("containerConcurrency")),
+     "inferenceService.spec.predictor", "'containerConcurency' was unexpected"),
+    (lambda d: _pred(d).update(scaleTarget=0.5), "inferenceService.spec.predictor.scaleTarget",
+     "is not of type 'integer'"),
+    (lambda d: _meta(d)["annotations"].update({"autoscaling.knative.dev/activation-scale": "0"}),
+     "activation-scale]: got '0'", "expected an integer >= 1"),
+    (lambda d: d["workload"].update(rate=1e4), "workload: got 'mean rate 1e+04 req/s × 1800 s ≈ 18,000,000",
+     "request budget of 2,000,000 requests"),
+    (lambda d: d.update(max_requests=0), "max_requests: got 0", "expected an integer between 1"),
+], ids=["annotations-list", "mode-mapping", "engine-mapping", "metadata-list", "typo-in-isvc", "fractional-target",
+        "activation-scale-0", "over-budget", "budget-0"])
+def test_scenario_mistake_is_an_input_error(edit, where, allowed):
+    with pytest.raises(InputError) as err:
+        load_scenario(_edited(edit), base_dir=EXAMPLES)
+    assert where in str(err.value) and allowed in str(err.value), str(err.value)
+
+
+def test_the_typo_no_longer_flips_the_prediction_silently():
+    """Renaming containerConcurrency used to turn 6.1 % 504s into 0 errors without a word."""
+    bad = _edited(lambda d: _pred(d).update(containerConcurency=_pred(d).pop("containerConcurrency")))
+    with pytest.raises(InputError, match="containerConcurency"):
+        load_scenario(bad, base_dir=EXAMPLES)
+    load_scenario(copy.deepcopy(CC1), base_dir=EXAMPLES)  # control: the example itself is valid
+
+
+def test_budget_can_be_raised_in_the_scenario_and_on_the_cli():
+    big = _edited(lambda d: d["workload"].update(rate=1e4))
+    load_scenario({**big, "max_requests": 20_000_000}, base_dir=EXAMPLES)
+    load_scenario(big, base_dir=EXAMPLES, max_requests=20_000_000)
+    with pytest.raises(InputError, match="request budget of 1,000 requests"):
+        load_scenario(copy.deepcopy(CC1), base_dir=EXAMPLES, max_requests=1000)
+
+
+@pytest.mark.parametrize("spec, duration, expected", [
+    (WorkloadSpec("poisson", rate=2.0), 100, 200),
+    (WorkloadSpec("gamma", rate=3.0, cv=4), 10, 30),
+    (WorkloadSpec("step", rate=1.0, at_s=50, to_rate=3.0), 100, 50 + 150),
+    (WorkloadSpec("step", rate=1.0, at_s=150, to_rate=3.0), 100, 100),
+    (WorkloadSpec("spike", rate=1.0, at_s=10, duration_s=5, peak_rate=11.0), 100, 95 + 55),
+    (WorkloadSpec("spike", rate=1.0, at_s=98, duration_s=5, peak_rate=11.0), 100, 98 + 22),
+    (WorkloadSpec("diurnal", rate=2.0, period_s=100, amplitude=0.5), 100, 200),  # a whole period: the mean rate
+    (WorkloadSpec("diurnal", rate=2.0, period_s=200, amplitude=0.5), 100, 200 + 2 * 0.5 * 200 / 3.141592653589793),
+])
+def test_expected_requests_integrate_the_rate(spec, duration, expected):
+    assert expected_requests(spec, duration) == pytest.approx(expected)
+
+
+def _trace(tmp_path, header: str, rows: list[str]) -> Path:
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+def _trace_scenario(path: Path, **workload) -> dict:
+    return _edited(lambda d: d.update(duration_s=60, warmup_s=0, workload={"kind": "trace", "path": str(path),
+                                                                          **workload}))
+
+
+def test_a_user_trace_with_other_columns_is_named_then_mapped(tmp_path):
+    path = _trace(tmp_path, "time,prompt_tokens,output_tokens", [f"{i * 0.5},{100 + i},{20}" for i in range(100)])
+    with pytest.raises(InputError) as err:
+        load_scenario(_trace_scenario(path), base_dir=tmp_path)
+    text = str(err.value)
+    assert "no column for timestamp ('TIMESTAMP'), input_tokens ('ContextTokens'), output_tokens" in text
+    assert "['time', 'prompt_tokens', 'output_tokens']" in text and "columns:" in text
+    mapped = _trace_scenario(path, columns={"timestamp": "time", "input_tokens": "prompt_tokens",
+                                            "output_tokens": "output_tokens"})
+    scenario = load_scenario(mapped, base_dir=tmp_path)
+    report = run_simulation(scenario, seed=1).to_dict()
+    assert report["requests"] == 100  # rows at 0 … 49.5 s, all inside the 60 s run
+
+
+@pytest.mark.parametrize("rows, allowed", [
+    (["0,1,x"], "line 2: expected a timestamp"),
+    (["yesterday,1,2"], "line 2: expected a timestamp"),
+    (["0,1,2", "1,,2"], "line 3: expected a timestamp"),
+])
+def test_bad_trace_rows_are_named(tmp_path, rows, allowed):
+    path = _trace(tmp_path, "TIMESTAMP,ContextTokens,GeneratedTokens", rows)
+    with pytest.raises(InputError, match=allowed):
+        load_scenario(_trace_scenario(path), base_dir=tmp_path)
+
+
+def test_non_utf8_scenario_and_isvc_files(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes((EXAMPLES / "llm-knative-cc1.yaml").read_bytes().replace(b"# ", b"# \xff", 1))
+    with pytest.raises(InputError, match="not UTF-8"):
+        load_scenario(bad)
+    (tmp_path / "isvc.yaml").write_bytes(b"kind: InferenceService\nmetadata: {name: caf\xe9}\n")
+    data = {k: v for k, v in CC1.items() if k != "inferenceService"}
+    with pytest.raises(InputError, match=r"inferenceServiceFile: got .*isvc.yaml'; expected a UTF-8 text file"):
+        load_scenario({**data, "inferenceServiceFile": "isvc.yaml"}, base_dir=tmp_path)
+
+
+def test_progress_does_not_change_the_result():
+    scenario = load_scenario(_edited(lambda d: d.update(duration_s=120)), base_dir=EXAMPLES)
+    seen: list[float] = []
+    with_progress = run_simulation(scenario, seed=3, progress=seen.append).to_json()
+    assert run_simulation(scenario, seed=3).to_json() == with_progress
+    assert len(seen) == 100 and seen[-1] == 1.0 and seen == sorted(seen)
+
+
+def test_cli_budget_flag_and_no_traceback(tmp_path):
+    """Run from another working directory (the package root on PYTHONPATH, as `pip install -e .` provides)."""
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parents[1])}
+    big = tmp_path / "big.yaml"
+    big.write_text(yaml.safe_dump(_edited(lambda d: d["workload"].update(rate=1e4))))
+    proc = subprocess.run([sys.executable, "-m", "simulation", "run", str(big), "--max-requests", "5"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    assert proc.returncode == 2 and "request budget of 5 requests" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "simulation", "run", str(big), "--max-requests", "0"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    assert proc.returncode == 2 and "--max-requests: got 0" in proc.stderr
