@@ -45,7 +45,9 @@ def test_downloads_every_model_retries_a_failure_and_marks_completion(tmp_path):
         assert (cache / name / ".complete").is_file()
         assert (cache / name / "weights").read_text() == uri  # the URI reached the initializer unmangled
     assert sorted(p.name for p in cache.iterdir()) == sorted(MODELS)  # no lock, no .partial left behind
-    assert "downloading hf://meta-llama/Meta-Llama-3-8B-Instruct failed" in proc.stderr
+    # Downloads run in parallel: whichever model reaches the fake initializer first fails (both may, if they read
+    # its call counter at the same moment); each failure was retried, as the .complete markers above show.
+    assert any(f"downloading {uri} failed; retrying" in proc.stderr for uri in MODELS.values()), proc.stderr
 
 
 def test_breaks_a_stale_lock_but_waits_for_a_fresh_one(tmp_path):
