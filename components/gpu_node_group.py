@@ -31,13 +31,14 @@ class GpuNodeGroup(pulumi.ComponentResource):
         super().__init__("kserve-preflight:infra:GpuNodeGroup", name, {}, opts)
         child = pulumi.ResourceOptions(parent=self)
         role_arn: pulumi.Input[str]
+        attachments: list[pulumi.Resource] = []
         if args.node_role_arn:
             role_arn = args.node_role_arn
         else:
             role = aws.iam.Role(f"{name}-node-role", assume_role_policy=node_role_trust_policy(), opts=child)
-            for i, policy in enumerate(NODE_POLICIES):
-                aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=role.name, policy_arn=policy,
-                                             opts=child)
+            attachments = [aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=role.name, policy_arn=policy,
+                                                        opts=child)
+                           for i, policy in enumerate(NODE_POLICIES)]
             role_arn = role.arn
         spec = dict(args.spec)
         scaling = spec.pop("scaling_config")
@@ -50,6 +51,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
             **spec,
             opts=pulumi.ResourceOptions(
                 parent=self,
+                # The pulumi_aws NodeGroup example: without the policies attached, nodes cannot join, and on delete
+                # EKS could not clean up the nodes' ENIs (the attachments would go first).
+                depends_on=attachments,
                 # The cluster autoscaler owns the live node count; Pulumi only sets the bounds.
                 ignore_changes=["scalingConfig.desiredSize"],
                 protect=args.protect,

@@ -9,6 +9,8 @@ import pulumi
 
 from components.kubernetes_object import child_options, kubernetes_object
 from manifests.inference_service import horizontal_pod_autoscaler, inference_service
+
+MODE_KEY = "serving.kserve.io/deploymentMode"
 from stackconfig.schema import ServiceConfig, StackConfig
 
 
@@ -26,7 +28,11 @@ class TunedInferenceService(pulumi.ComponentResource):
     def __init__(self, name: str, args: TunedInferenceServiceArgs,
                  opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("kserve-preflight:serving:TunedInferenceService", name, {}, opts)
-        self.inference_service = kubernetes_object(f"{name}-isvc", args.inference_service, child_options(self, opts))
+        # KServe rejects a deploymentMode change ("update rejected: deploymentMode cannot be changed",
+        # inference_service_validation.go validateDeploymentMode): replace the resource instead, deleting first
+        # because the name is fixed.
+        self.inference_service = kubernetes_object(f"{name}-isvc", args.inference_service, child_options(
+            self, opts, replace_on_changes=[f'metadata.annotations["{MODE_KEY}"]'], delete_before_replace=True))
         self.hpa = kubernetes_object(f"{name}-hpa", args.hpa, child_options(
             self, opts, depends_on=[self.inference_service])) if args.hpa else None
         self.register_outputs({"name": self.inference_service.metadata["name"]})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from manifests.common import labels, restricted_security_context
 from manifests.model_cache import cache_uri
+from manifests.rollout import ready_timeout_s
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
@@ -93,8 +94,12 @@ def hpa_name(svc: ServiceConfig) -> str:
     return f"{svc.name}-predictor-hpa"
 
 
-def _annotations(svc: ServiceConfig) -> dict[str, str]:
-    out = {"serving.kserve.io/deploymentMode": MODE_ANNOTATION[svc.deployment_mode]}
+def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
+    out = {"serving.kserve.io/deploymentMode": MODE_ANNOTATION[svc.deployment_mode],
+           # pulumi-kubernetes ≥ 4.18 awaits a custom resource only when told which condition means ready: a
+           # service that never comes up fails `pulumi up` instead of reporting success.
+           "pulumi.com/waitFor": "condition=Ready",
+           "pulumi.com/timeoutSeconds": str(ready_timeout_s(cfg, svc))}
     if svc.deployment_mode == "Standard":
         out["serving.kserve.io/autoscalerClass"] = "external"
     out.update(svc.annotations)
@@ -147,7 +152,7 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",
         "metadata": {"name": svc.name, "namespace": svc.namespace,
-                     "labels": labels(svc.name, "inference-service"), "annotations": _annotations(svc)},
+                     "labels": labels(svc.name, "inference-service"), "annotations": _annotations(cfg, svc)},
         "spec": {"predictor": predictor},
     }
 

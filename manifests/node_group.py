@@ -24,6 +24,13 @@ def node_role_trust_policy() -> str:
         "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
 
 
+def accelerator_label(cfg: StackConfig) -> dict[str, str]:
+    """`k8s.amazonaws.com/accelerator`: the cluster-autoscaler's AWS provider treats a node with this label as a GPU
+    node whose GPUs are not yet advertised until the device plugin registers them, instead of scaling up again
+    (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md, "GPU Node Groups")."""
+    return {"k8s.amazonaws.com/accelerator": "nvidia-" + cfg.node_group.gpu.name.lower()}
+
+
 def node_group_spec(cfg: StackConfig) -> dict:
     """Keyword arguments for aws.eks.NodeGroup, minus the role ARN (an output of the role, wired by the component)."""
     ng = cfg.node_group
@@ -38,7 +45,7 @@ def node_group_spec(cfg: StackConfig) -> dict:
         "instance_types": list(ng.instance_types),
         "capacity_type": ng.capacity_type,
         "disk_size": ng.disk_size_gib,
-        "labels": dict(ng.labels),
+        "labels": {**accelerator_label(cfg), **ng.labels},
         "taints": [{"key": t.key, "value": t.value, "effect": EKS_EFFECT[t.effect]} for t in ng.taints],
         "scaling_config": {"min_size": ng.min_size, "max_size": ng.max_size, "desired_size": ng.desired_size},
         "update_config": {"max_unavailable": 1},

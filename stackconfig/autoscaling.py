@@ -5,7 +5,7 @@ from __future__ import annotations
 from simulation.autoscaler.config import from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from validation.fields import Section
-from validation.kubernetes import validation_errors
+from validation.kubernetes import parse_duration, validation_errors
 
 # Knative annotations a service may set (pkg/apis/autoscaling/register.go). min/max-scale, target, metric and
 # class come from KServe's own fields, so setting them here would put one knob in two places.
@@ -20,7 +20,11 @@ KNATIVE_ANNOTATIONS = {
     "autoscaling.knative.dev/target-utilization-percentage": "number",
     "autoscaling.knative.dev/scale-to-zero-pod-retention-period": "duration",
     "autoscaling.knative.dev/metric-aggregation-algorithm": "word",
+    # How long a new revision may take to become Ready before Knative fails the rollout (default 600 s,
+    # config/core/configmaps/deployment.yaml progress-deadline); GPU cold starts may need more.
+    "serving.knative.dev/progress-deadline": "duration",
 }
+PROGRESS_DEADLINE = "serving.knative.dev/progress-deadline"
 
 
 def parse_annotations(sec: Section, container_concurrency: int | None) -> dict[str, str]:
@@ -33,8 +37,12 @@ def parse_annotations(sec: Section, container_concurrency: int | None) -> dict[s
             sec.problem(f"annotations.{key}", value, "expected one of the Knative autoscaling annotations "
                         + ", ".join(sorted(KNATIVE_ANNOTATIONS)) + " (min/max scale, target and metric are "
                         "the service's minReplicas/maxReplicas/scaleTarget/scaleMetric)")
-    known = {k: v for k, v in annotations.items() if k in KNATIVE_ANNOTATIONS}
+    known = {k: v for k, v in annotations.items() if k in KNATIVE_ANNOTATIONS and k.startswith("autoscaling.")}
     from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"))
+    deadline = annotations.get(PROGRESS_DEADLINE)
+    if deadline is not None and not (parse_duration(deadline) or 0) > 0:
+        sec.problem(f"annotations.{PROGRESS_DEADLINE}", deadline, 'expected a positive duration such as "15m" '
+                    "(knative pkg/apis/serving/metadata_validation.go)")
     return annotations
 
 

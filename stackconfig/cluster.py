@@ -14,7 +14,9 @@ from validation.kubernetes import GPU_RESOURCE
 
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 GPU_LABEL = {"nvidia.com/gpu.present": "true"}
-AMI_TYPES = ["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "AL2_x86_64_GPU"]
+AMI_TYPES = ["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"]
+# EKS stopped publishing AL2 AMIs when Amazon Linux 2 support for EKS ended (26 November 2025).
+RETIRED_AMI_TYPES = {"AL2_x86_64_GPU": "AL2023_x86_64_NVIDIA"}
 TAINT_EFFECTS = ["NoSchedule", "NoExecute", "PreferNoSchedule"]
 
 
@@ -100,6 +102,15 @@ def _other_daemonsets(sec: Section) -> dict[str, str]:
     return out
 
 
+def _ami_type(sec: Section) -> str:
+    raw = sec.raw("amiType")
+    if raw in RETIRED_AMI_TYPES:
+        sec.problem("amiType", raw, f"expected {' or '.join(AMI_TYPES)}: EKS no longer publishes AL2 GPU AMIs "
+                    f"(Amazon Linux 2 reached end of support for EKS on 26 November 2025); use {RETIRED_AMI_TYPES[raw]}")
+        sec.data.pop("amiType")
+    return sec.choice("amiType", AMI_TYPES, "AL2023_x86_64_NVIDIA")
+
+
 def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
     instance_types = sec.str_list("instanceTypes", ["g6e.xlarge"])
     if not instance_types:
@@ -133,7 +144,7 @@ def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
     out = NodeGroupConfig(
         name=sec.str("name", "gpu"),
         instance_types=instance_types,
-        ami_type=sec.choice("amiType", AMI_TYPES, "AL2023_x86_64_NVIDIA"),
+        ami_type=_ami_type(sec),
         capacity_type=sec.choice("capacityType", ["ON_DEMAND", "SPOT"], "ON_DEMAND"),
         disk_size_gib=sec.int("diskSizeGib", 200, min=50, max=16384),
         min_size=min_size, max_size=max_size, desired_size=desired,

@@ -1,0 +1,76 @@
+"""`pulumi up` fails when a service does not come up, and the AWS side is wired as EKS and the autoscaler need."""
+
+from __future__ import annotations
+
+import math
+
+import pulumi
+import pytest
+
+from manifests.rollout import cold_start_s, ready_timeout_s
+from offline import run_program
+from stackconfig.load import load_stack
+
+ISVC = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
+P = "kserve-preflight"
+
+
+def test_inference_services_wait_for_ready_with_a_timeout_from_the_cold_start():
+    cfg = load_stack("prod")
+    r = run_program("prod")
+    for isvc in r.of_type(ISVC):
+        ann = isvc.inputs["metadata"]["annotations"]
+        svc = next(s for s in cfg.services if s.name == isvc.inputs["metadata"]["name"])
+        assert ann["pulumi.com/waitFor"] == "condition=Ready"
+        timeout = int(ann["pulumi.com/timeoutSeconds"])
+        assert timeout == ready_timeout_s(cfg, svc) == math.ceil(max(2 * cold_start_s(cfg, svc), 600) + 120)
+    # 150 s node + 10 GiB at 80 MB/s + the 8B model's load: about 5 minutes for one cold pod.
+    assert 250 < cold_start_s(cfg, cfg.services[0]) < 400
+
+
+def test_a_slower_cold_start_waits_longer():
+    slow = run_program("dev", edit=lambda c: c.__setitem__(f"{P}:coldStart", {"nodeProvisionS": 900}))
+    [isvc] = slow.of_type(ISVC)
+    assert int(isvc.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) > 1800
+
+
+def test_deployment_mode_change_replaces_the_inference_service():
+    r = run_program("staging")
+    for name in ("chat-isvc", "vision-isvc"):
+        opts = r.options[name]
+        assert opts.replace_on_changes == ['metadata.annotations["serving.kserve.io/deploymentMode"]']
+        assert opts.delete_before_replace is True  # a fixed name: the old one must go first
+
+
+def test_node_group_waits_for_its_role_policies_and_carries_the_accelerator_label():
+    r = run_program("dev")  # createNodeRole: true
+    deps = r.options["gpu-ng"].depends_on
+    assert sorted(d._name for d in deps) == ["gpu-node-policy-0", "gpu-node-policy-1", "gpu-node-policy-2"]
+    [ng] = r.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert ng.inputs["labels"]["k8s.amazonaws.com/accelerator"] == "nvidia-l40s"
+    assert run_program("prod").options["gpu-ng"].depends_on == []  # an existing role: nothing to wait for
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    import offline
+
+    seen: list[str] = []
+    original = offline.Mocks.new_resource
+    monkeypatch.setattr(offline.Mocks, "new_resource", lambda self, args: (seen.append(args.name),
+                                                                           original(self, args))[1])
+    return seen
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (lambda c: c[f"{P}:gpuNodeGroup"].update(amiType="AL2_x86_64_GPU"), "EKS no longer publishes AL2 GPU AMIs"),
+    (lambda c: c[f"{P}:services"][0]["annotations"].update({"serving.knative.dev/progress-deadline": "0s"}),
+     "expected a positive duration"),
+], ids=["al2-ami", "progress-deadline-zero"])
+def test_refused_before_any_resource(edit, fragment, registered):
+    with pytest.raises(pulumi.RunError, match="invalid stack config") as err:
+        run_program("dev", edit=edit)
+    assert fragment in str(err.value)
+    assert registered == []
+    run_program("dev")  # control
+    assert "gpu-ng" in registered
