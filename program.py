@@ -25,6 +25,7 @@ from validation.cli import unexpected_error_line
 from validation.errors import InputError
 from gate import check_stack, gate_failure, gate_warnings
 from gate.outputs import predictions
+from gate.rollout_capacity import rollout_failure
 from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
 
@@ -56,6 +57,16 @@ def load_config() -> StackConfig:
         return load_from_pulumi()
     except InputError as err:
         raise pulumi.RunError(f"invalid stack config: {err}") from None
+
+
+def check_rollouts(cfg: StackConfig, verdicts: list) -> None:
+    """The static rollout-capacity check (gate/rollout_capacity.py), with the simulated replicas when known."""
+    replicas = {v.service: v.report["replicas"]["mean"] for v in verdicts if v.scenario == "steady"}
+    failure = rollout_failure(cfg, replicas)
+    if failure and cfg.gate.enforce:
+        raise pulumi.RunError(failure)
+    if failure:
+        pulumi.log.warn(failure + "\n(gate.enforce is false: deploying anyway)")
 
 
 def run_gate(cfg: StackConfig) -> list:
@@ -112,6 +123,7 @@ def main() -> None:
         cfg = load_config()
         check_cluster_admits(cfg)
         verdicts = run_gate(cfg)
+        check_rollouts(cfg, verdicts)
         deploy(cfg, verdicts)
     except pulumi.RunError:
         raise

@@ -35,6 +35,7 @@ class StackCheck:
     stack: str
     resources: int = 0
     admission: list[str] = field(default_factory=list)  # what the cluster's webhooks would refuse
+    rollout: list[str] = field(default_factory=list)  # rollouts that would not fit (gate/rollout_capacity.py)
     manifest_errors: list[str] = field(default_factory=list)
     violations: list = field(default_factory=list)  # policy.rules.Violation
     verdicts: list[Verdict] = field(default_factory=list)
@@ -48,12 +49,12 @@ class StackCheck:
 
     @property
     def passed(self) -> bool:
-        return not self.admission and not self.manifest_errors and not self.mandatory and all(v.passed for v in self.verdicts)
+        return not self.admission and not self.rollout and not self.manifest_errors and not self.mandatory and all(v.passed for v in self.verdicts)
 
     def to_dict(self) -> dict:
         return {
             "stack": self.stack, "passed": self.passed, "resources": self.resources,
-            "admission": self.admission, "manifest_errors": self.manifest_errors,
+            "admission": self.admission, "rollout": self.rollout, "manifest_errors": self.manifest_errors,
             "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "message": v.message}
                        for v in self.violations],
             "slo": {v.service: {"passed": v.passed, "replications": v.replications,
@@ -92,6 +93,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
 
         result.verdicts = _simulate_all(cfg, console, executor)
         result.predictions = predictions(cfg, result.verdicts)
+    from gate.rollout_capacity import rollout_problems
+
+    result.rollout = [str(p) for p in rollout_problems(cfg, {v.service: v.report["replicas"]["mean"]
+                                                              for v in result.verdicts if v.scenario == "steady"})]
     if plot_dir is not None:
         from gate.plots import plot_verdicts
 
@@ -146,6 +151,7 @@ def print_result(result: StackCheck, console: Console) -> None:
 
     console.print(f"[bold]stack {result.stack}[/]: program registers {result.resources} resources offline")
     console.print(f"  admission: {_ok(not result.admission)}" + "".join(f"\n    - {e}" for e in result.admission))
+    console.print(f"  rollout capacity: {_ok(not result.rollout)}" + "".join(f"\n    - {e}" for e in result.rollout))
     console.print(f"  manifests: {_ok(not result.manifest_errors)}"
                   + "".join(f"\n    - {e}" for e in result.manifest_errors))
     console.print(f"  policies: {_ok(not result.mandatory)} ({len(result.mandatory)} mandatory, "

@@ -54,10 +54,10 @@ def test_the_simulation_reads_the_manifest_the_component_deploys():
 
 
 def test_cluster_profile_leaves_other_services_their_minimum():
-    cfg = load_stack("prod")  # 4 nodes × 4 L40S; code holds 1 GPU at minReplicas, chat 4
+    cfg = load_stack("prod")  # 6 nodes × 4 L40S (room for a chat rollout); code holds 1 GPU at minReplicas, chat 4
     chat, code = cfg.services
-    assert gate.cluster_profile(cfg, chat)["max_nodes"] == (16 - 1) // 4
-    assert gate.cluster_profile(cfg, code)["max_nodes"] == (16 - 4) // 4
+    assert gate.cluster_profile(cfg, chat)["max_nodes"] == (24 - 1) // 4
+    assert gate.cluster_profile(cfg, code)["max_nodes"] == (24 - 4) // 4
     assert gate.cluster_profile(cfg, chat)["model_cache_hit_ratio"] == 1.0
 
 

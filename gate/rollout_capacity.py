@@ -1,0 +1,71 @@
+"""Does a rollout fit? A static check of every service's next revision against the node group (issue 8 §5).
+
+Knative keeps the old revision serving until the new one has `max(min-scale, initial-scale)` Ready pods
+(knative/serving `pkg/reconciler/autoscaling/kpa/scaler.go` initial scale; the route moves only to a Ready
+revision), so during a rollout the GPUs must hold: the old revision at its expected load + the new revision at
+its initial scale + every other service at its minimum. Standard mode rolls a Deployment with the default 25 %
+surge (`maxSurge`), so the surge pods must fit beside the old ones. The new pods must also become Ready within
+Knative's progress deadline (`serving.knative.dev/progress-deadline`, default 600 s), or the revision fails.
+
+Expected load of the old revision: its initial scale (what the operator sized for the expected traffic) or, when
+the gate simulated the service, the simulated mean replicas if higher. Simplification: a simulated stress
+rollout (gate scenarios) catches what this bound does not, e.g. a burst during the rollout.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from manifests.rollout import cold_start_s, progress_deadline_s
+from stackconfig.schema import ServiceConfig, StackConfig
+from validation.errors import Problem
+
+INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
+DEPLOYMENT_MAX_SURGE = 0.25  # apps/v1 Deployment RollingUpdate default maxSurge
+
+
+def initial_scale(svc: ServiceConfig) -> int:
+    """Pods a new Knative revision starts with: max(min-scale, initial-scale (default 1))."""
+    try:
+        initial = int(float(svc.annotations.get(INITIAL_SCALE, "1")))
+    except ValueError:
+        initial = 1
+    return max(svc.min_replicas, initial)
+
+
+def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] | None = None) -> list[Problem]:
+    """One problem per service whose rollout does not fit the node group or its progress deadline."""
+    capacity, problems = cfg.node_group.gpu_capacity, []
+    for i, svc in enumerate(cfg.services):
+        others = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
+        expected = max(initial_scale(svc), math.ceil((simulated_replicas or {}).get(svc.name, 0.0)))
+        if svc.deployment_mode == "Knative":
+            new = initial_scale(svc)
+            how = (f"old revision at its expected load {expected} + new revision at its initial scale {new} "
+                   f"(max(minReplicas, initial-scale))")
+        else:
+            expected = max(svc.min_replicas, math.ceil((simulated_replicas or {}).get(svc.name, 0.0)))
+            new = math.ceil(expected * DEPLOYMENT_MAX_SURGE)
+            how = f"{expected} running + {new} surge pod(s) (Deployment maxSurge 25 %)"
+        needed = (expected + new) * svc.gpus + others
+        if needed > capacity:
+            problems.append(Problem(f"services[{i}]", svc.name, (
+                f"expected a rollout that fits the node group: {how}, × {svc.gpus} GPU(s), + the other services' "
+                f"minimums {others} = {needed} GPUs > {capacity} (gpuNodeGroup.maxSize {cfg.node_group.max_size} × "
+                f"{cfg.node_group.gpus_per_node}); the new pods stay Pending and the rollout stalls. Raise maxSize "
+                f"to {math.ceil(needed / cfg.node_group.gpus_per_node)} or lower initial-scale/minReplicas")))
+        if svc.deployment_mode == "Knative" and cold_start_s(cfg, svc) > progress_deadline_s(svc):
+            problems.append(Problem(f"services[{i}].annotations.serving.knative.dev/progress-deadline",
+                                    svc.annotations.get("serving.knative.dev/progress-deadline", "600s"), (
+                f"expected at least the cold start of a new pod, {cold_start_s(cfg, svc):.0f} s (node provision + "
+                f"image pull + model load), or Knative fails the revision before it is Ready")))
+    return problems
+
+
+def rollout_failure(cfg: StackConfig, simulated_replicas: Mapping[str, float] | None = None) -> str | None:
+    problems = rollout_problems(cfg, simulated_replicas)
+    if not problems:
+        return None
+    return ("rollout capacity: the next rollout would stall:\n"
+            + "\n".join(f"  - {cfg.project}:{p}" for p in problems))
