@@ -87,7 +87,7 @@ BAD: dict[str, tuple[Mutation, str]] = {
                                "minReplicas is 0 in prod"),
     "isvc-scale-metric": (lambda s: s.pred("chat-isvc").update(scaleMetric="cpu"), "scales on 'cpu'"),
     "isvc-max-replicas": (lambda s: s.pred("code-isvc").update(maxReplicas=40.0),
-                          "node group holds at most 16"),
+                          "node group holds at most 24"),
     "isvc-gpu-limit": (lambda s: s.model("code-isvc")["resources"]["limits"].pop("nvidia.com/gpu"),
                        "no container has resources.limits[\"nvidia.com/gpu\"]"),
     "gpu-taint-tolerated": (lambda s: s.pred("chat-isvc").update(tolerations=[]),

@@ -15,9 +15,14 @@ ISVC = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 P = "kserve-preflight"
 
 
+def NO_GATE(c):
+    """These tests are about what is registered: skip the simulation."""
+    c[f"{P}:gate"] = {"enabled": False}
+
+
 def test_inference_services_wait_for_ready_with_a_timeout_from_the_cold_start():
     cfg = load_stack("prod")
-    r = run_program("prod")
+    r = run_program("prod", edit=NO_GATE)
     for isvc in r.of_type(ISVC):
         ann = isvc.inputs["metadata"]["annotations"]
         svc = next(s for s in cfg.services if s.name == isvc.inputs["metadata"]["name"])
@@ -29,13 +34,18 @@ def test_inference_services_wait_for_ready_with_a_timeout_from_the_cold_start():
 
 
 def test_a_slower_cold_start_waits_longer():
-    slow = run_program("dev", edit=lambda c: c.__setitem__(f"{P}:coldStart", {"nodeProvisionS": 900}))
+    def edit(c):
+        c[f"{P}:coldStart"] = {"nodeProvisionS": 900}
+        c[f"{P}:services"][0]["annotations"]["serving.knative.dev/progress-deadline"] = "30m"  # the rollout check
+        c[f"{P}:gate"] = {"enabled": False}
+
+    slow = run_program("dev", edit=edit)
     [isvc] = slow.of_type(ISVC)
     assert int(isvc.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) > 1800
 
 
 def test_deployment_mode_change_replaces_the_inference_service():
-    r = run_program("staging")
+    r = run_program("staging", edit=NO_GATE)
     for name in ("chat-isvc", "vision-isvc"):
         opts = r.options[name]
         assert opts.replace_on_changes == ['metadata.annotations["serving.kserve.io/deploymentMode"]']
@@ -43,12 +53,12 @@ def test_deployment_mode_change_replaces_the_inference_service():
 
 
 def test_node_group_waits_for_its_role_policies_and_carries_the_accelerator_label():
-    r = run_program("dev")  # createNodeRole: true
+    r = run_program("dev", edit=NO_GATE)  # createNodeRole: true
     deps = r.options["gpu-ng"].depends_on
     assert sorted(d._name for d in deps) == ["gpu-node-policy-0", "gpu-node-policy-1", "gpu-node-policy-2"]
     [ng] = r.of_type("aws:eks/nodeGroup:NodeGroup")
     assert ng.inputs["labels"]["k8s.amazonaws.com/accelerator"] == "nvidia-l40s"
-    assert run_program("prod").options["gpu-ng"].depends_on == []  # an existing role: nothing to wait for
+    assert run_program("prod", edit=NO_GATE).options["gpu-ng"].depends_on == []  # an existing role: nothing to wait for
 
 
 @pytest.fixture
@@ -72,5 +82,5 @@ def test_refused_before_any_resource(edit, fragment, registered):
         run_program("dev", edit=edit)
     assert fragment in str(err.value)
     assert registered == []
-    run_program("dev")  # control
+    run_program("dev", edit=NO_GATE)  # control
     assert "gpu-ng" in registered
