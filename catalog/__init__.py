@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 GIB = 1024**3
+CUDA_RESERVED_GIB = 0.45  # nvidia-smi total − CUDA-reported total (see Gpu.cuda_total_bytes)
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,17 @@ class Gpu:
     memory_gib: float  # usable device memory as nvidia-smi reports it
     bandwidth_gbps: float  # HBM/GDDR bandwidth, GB/s (10^9 bytes)
     bf16_tflops: float  # dense bf16 tensor-core peak, TFLOP/s
+    cuda_total_gib: float = 0.0  # total the CUDA runtime reports (what vLLM sizes from); 0 = memory_gib − 0.45
 
     @property
     def memory_bytes(self) -> int:
         return int(self.memory_gib * GIB)
+
+    @property
+    def cuda_total_bytes(self) -> int:
+        """`torch.cuda.mem_get_info()` total: about 0.45 GiB below nvidia-smi's figure (vLLM start-up logs:
+        H100 79.19–79.22 GiB against 79.65; 24 GiB cards 23.55–23.58 against 23.99)."""
+        return int((self.cuda_total_gib or self.memory_gib - CUDA_RESERVED_GIB) * GIB)
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,7 @@ class Model:
     hidden_size: int = 0  # LLM: model width (config.json hidden_size); 0 = unknown (attention terms skipped)
     vocab_size: int = 0  # LLM: vocabulary (config.json vocab_size); sizes the logits tensor
     gflops_per_item: float = 0.0  # vision: forward FLOPs per image at reference_pixels (2 × published GMACs)
+    intermediate_size: int = 0  # LLM: MLP width (config.json intermediate_size); 0 = 3.5 × hidden_size
 
     @property
     def weights_bytes(self) -> int:
@@ -85,9 +94,9 @@ _GPUS = [
     Gpu("A10G", memory_gib=22.49, bandwidth_gbps=600, bf16_tflops=70),
     Gpu("L4", memory_gib=22.49, bandwidth_gbps=300, bf16_tflops=121),
     Gpu("L40S", memory_gib=44.99, bandwidth_gbps=864, bf16_tflops=362),
-    Gpu("A100-40GB", memory_gib=40.0, bandwidth_gbps=1555, bf16_tflops=312),
+    Gpu("A100-40GB", memory_gib=40.0, bandwidth_gbps=1555, bf16_tflops=312, cuda_total_gib=39.4),
     Gpu("A100-80GB", memory_gib=80.0, bandwidth_gbps=2039, bf16_tflops=312),
-    Gpu("H100-80GB", memory_gib=79.65, bandwidth_gbps=3350, bf16_tflops=989),
+    Gpu("H100-80GB", memory_gib=79.65, bandwidth_gbps=3350, bf16_tflops=989, cuda_total_gib=79.2),
     Gpu("H200-141GB", memory_gib=140.4, bandwidth_gbps=4800, bf16_tflops=989),
 ]
 
@@ -115,20 +124,46 @@ _INSTANCES = [
 
 _MODELS = [
     Model("llama-2-7b", "llm", params_b=6.74, layers=32, kv_heads=32, head_dim=128, max_context=4096,
-          hidden_size=4096, vocab_size=32000),
+          hidden_size=4096, vocab_size=32000, intermediate_size=11008),
     Model("llama-2-13b", "llm", params_b=13.02, layers=40, kv_heads=40, head_dim=128, max_context=4096,
-          hidden_size=5120, vocab_size=32000),
+          hidden_size=5120, vocab_size=32000, intermediate_size=13824),
     Model("llama-3-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=8192,
-          hidden_size=4096, vocab_size=128256),
+          hidden_size=4096, vocab_size=128256, intermediate_size=14336),
     Model("mistral-7b", "llm", params_b=7.24, layers=32, kv_heads=8, head_dim=128, max_context=32768,
-          sliding_window=4096, hidden_size=4096, vocab_size=32000),
+          sliding_window=4096, hidden_size=4096, vocab_size=32000, intermediate_size=14336),
     Model("llama-3-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=8192,
-          hidden_size=8192, vocab_size=128256),
+          hidden_size=8192, vocab_size=128256, intermediate_size=28672),
     Model("llama-2-70b", "llm", params_b=68.98, layers=80, kv_heads=8, head_dim=128, max_context=4096,
-          hidden_size=8192, vocab_size=32000),
+          hidden_size=8192, vocab_size=32000, intermediate_size=28672),
     # OPT-13B: the vLLM paper's worked example (§3: 800 KB of KV per token). 40 heads × 128 = hidden 5120.
     Model("opt-13b", "llm", params_b=12.85, layers=40, kv_heads=40, head_dim=128, max_context=2048,
-          hidden_size=5120, vocab_size=50272),
+          hidden_size=5120, vocab_size=50272, intermediate_size=20480),
+    # Current long-context models (config.json of each Hugging Face repository: num_hidden_layers,
+    # hidden_size, intermediate_size, num_key_value_heads, head_dim, vocab_size, max_position_embeddings).
+    # Llama-3.3-70B shares Llama-3.1-70B's architecture. Gemma-2 alternates sliding-window (4,096) and global
+    # layers: counted as global here (every layer keeps the whole context; conservative).
+    Model("llama-3.1-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=131072,
+          hidden_size=4096, vocab_size=128256, intermediate_size=14336),
+    Model("llama-3.1-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=131072,
+          hidden_size=8192, vocab_size=128256, intermediate_size=28672),
+    Model("llama-3.3-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=131072,
+          hidden_size=8192, vocab_size=128256, intermediate_size=28672),
+    Model("qwen2.5-7b", "llm", params_b=7.62, layers=28, kv_heads=4, head_dim=128, max_context=32768,
+          hidden_size=3584, vocab_size=152064, intermediate_size=18944),
+    Model("qwen2.5-14b", "llm", params_b=14.77, layers=48, kv_heads=8, head_dim=128, max_context=32768,
+          hidden_size=5120, vocab_size=152064, intermediate_size=13824),
+    Model("qwen2.5-32b", "llm", params_b=32.76, layers=64, kv_heads=8, head_dim=128, max_context=32768,
+          hidden_size=5120, vocab_size=152064, intermediate_size=27648),
+    Model("qwen2.5-72b", "llm", params_b=72.71, layers=80, kv_heads=8, head_dim=128, max_context=32768,
+          hidden_size=8192, vocab_size=152064, intermediate_size=29568),
+    Model("qwen3-8b", "llm", params_b=8.19, layers=36, kv_heads=8, head_dim=128, max_context=40960,
+          hidden_size=4096, vocab_size=151936, intermediate_size=12288),
+    Model("qwen3-32b", "llm", params_b=32.76, layers=64, kv_heads=8, head_dim=128, max_context=40960,
+          hidden_size=5120, vocab_size=151936, intermediate_size=25600),
+    Model("gemma-2-9b", "llm", params_b=9.24, layers=42, kv_heads=8, head_dim=256, max_context=8192,
+          hidden_size=3584, vocab_size=256000, intermediate_size=14336),
+    Model("gemma-2-27b", "llm", params_b=27.23, layers=46, kv_heads=16, head_dim=128, max_context=8192,
+          hidden_size=4608, vocab_size=256000, intermediate_size=36864),
     # Vision: torchvision ResNet-50 (25.6 M parameters, fp32; 4.1 GMACs at 224×224) and ViT-L/16 (304 M,
     # fp16; 61.6 GMACs). The per-image activation peak at 224×224 is an estimate (inference keeps no
     # activations for backward); calibrate it.

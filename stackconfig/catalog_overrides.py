@@ -9,7 +9,8 @@ from validation.fields import Section
 
 def parse_catalog(sec: Section) -> Catalog:
     gpus = [Gpu(name, g.float("memoryGib", 0.0, min=1, required=True), g.float("bandwidthGbps", 0.0, min=1,
-                required=True), g.float("bf16Tflops", 0.0, min=0.1, required=True))
+                required=True), g.float("bf16Tflops", 0.0, min=0.1, required=True),
+                g.float("cudaTotalGib", 0.0, min=0))
             for name, g in named_items(sec.section("gpus"))]
     instances = [InstanceType(name, i.str("gpu", "", required=True), i.int("gpus", 1, min=1, max=16, required=True),
                               i.int("vcpus", 4, min=1), i.int("memoryGib", 16, min=1))
@@ -21,7 +22,8 @@ def parse_catalog(sec: Section) -> Catalog:
                     activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0),
                     weights_gib_override=m.float("weightsGib", 0.0, min=0),
                     hidden_size=m.int("hiddenSize", 0, min=0), vocab_size=m.int("vocabSize", 0, min=0),
-                    gflops_per_item=m.float("gflopsPerItem", 0.0, min=0))
+                    gflops_per_item=m.float("gflopsPerItem", 0.0, min=0),
+                    intermediate_size=m.int("intermediateSize", 0, min=0))
               for name, m in named_items(sec.section("models"))]
     sec.done()
     catalog = DEFAULT_CATALOG.extended(gpus, instances, models)

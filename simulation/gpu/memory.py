@@ -26,9 +26,15 @@ Two server behaviours (issue 4, item 2):
   prompt is being prefilled, its transient activations. Above the GPU's capacity the allocation raises
   `torch.cuda.OutOfMemoryError`.
 
-Simplifications (say so, calibrate): the activation peak and non-torch memory are priors, not profiled;
-allocator fragmentation is folded into `overhead_gib`; tensor parallelism splits weights and KV heads
-evenly over `tp` GPUs and is otherwise ideal.
+Priors when the user has not measured them (`activation_gib` / `overhead_gib` unset), from the model's
+shape (`profile_activation_bytes`, `non_torch_bytes`): the profiling pass runs `max_num_batched_tokens`
+tokens through the model (vLLM `determine_available_memory` → `profile_run` / `_dummy_run`, then
+`_dummy_sampler_run` over `max_num_seqs` requests), and "total GPU memory" is what the CUDA runtime reports
+(`Gpu.cuda_total_bytes`). docs/gpu-model.md compares these priors with published start-up logs.
+
+Simplifications (say so, calibrate): the priors are estimates, not a profile; allocator fragmentation is
+folded into `overhead_gib`; tensor parallelism splits weights and KV heads evenly over `tp` GPUs and is
+otherwise ideal.
 """
 
 from __future__ import annotations
@@ -42,10 +48,17 @@ MIB = 1024**2
 
 BLOCK_SIZE = 16  # tokens per KV block: vLLM's default `--block-size` (CacheConfig.block_size)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.90  # vLLM's default `--gpu-memory-utilization`
-# Priors for a 7–13B model on one GPU (vLLM start-up logs show ~0.5–2 GiB activation peak for the default
-# 2048–8192-token profiling batch and ~0.2–0.6 GiB non-torch memory: CUDA context, NCCL, CUDA graphs).
+# Former flat priors (a 7–13B model on one GPU); kept for callers that pass them explicitly.
 DEFAULT_ACTIVATION_GIB = 1.0
 DEFAULT_OVERHEAD_GIB = 0.5
+# Non-torch memory (CUDA context, cuBLAS workspaces) that start-up logs of recent versions show for one GPU
+# (0.16–0.20 GiB in 2025 logs; 1.79 GiB in a December 2024 one), plus NCCL buffers with tensor parallelism
+# (the same December 2024 log: +1.79 GiB at TP 2).
+NON_TORCH_GIB = 0.25
+NCCL_GIB = 0.75
+# The sampler's fp32 tensors of max_num_seqs × vocab alive at the profile peak (logits, probabilities,
+# log-probabilities, the sort for top-p/top-k): 4 copies reproduces the December 2024 Llama-3-8B log.
+SAMPLER_COPIES = 4
 # A naive PyTorch server: CUDA context + caching-allocator slack/fragmentation; no CUDA graphs.
 DEFAULT_NAIVE_OVERHEAD_GIB = 1.5
 
@@ -67,6 +80,27 @@ def kv_tokens_held(model: Model, context_tokens: int) -> int:
 def blocks_for(model: Model, context_tokens: int, block_size: int = BLOCK_SIZE) -> int:
     """KV blocks a sequence needs (the last block is partly empty: PagedAttention's only waste)."""
     return math.ceil(kv_tokens_held(model, context_tokens) / block_size)
+
+
+def profile_activation_bytes(model: Model, tokens: int, max_num_seqs: int = 256, tp: int = 1) -> int:
+    """Peak torch memory of vLLM's profiling pass over `tokens` (= `max_num_batched_tokens`) tokens.
+
+    At the MLP, the largest point of a decoder layer: the residual and the normed hidden states (2 × hidden),
+    the fused gate/up projection (2 × intermediate / tp) and its activation (intermediate / tp), in the
+    model's dtype, per token; then the sampler over `max_num_seqs` requests: `SAMPLER_COPIES` fp32 tensors of
+    vocab entries each. Layers run one after another, so one layer's temporaries are alive at a time.
+    """
+    if model.kind != "llm":
+        return 0
+    inter = model.intermediate_size or int(3.5 * model.hidden_size)
+    per_token = (2 * model.hidden_size + 3 * inter / tp) * model.dtype_bytes
+    sampler = SAMPLER_COPIES * 4 * min(max_num_seqs, tokens) * model.vocab_size
+    return int(tokens * per_token + sampler)
+
+
+def non_torch_bytes(tp: int = 1) -> int:
+    """Prior for memory outside PyTorch's allocator: CUDA context and workspaces, NCCL with tp > 1."""
+    return int((NON_TORCH_GIB + (NCCL_GIB if tp > 1 else 0.0)) * GIB)
 
 
 @dataclass(frozen=True)
@@ -95,15 +129,25 @@ class VllmBudget:
 
 
 def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
-                max_model_len: int | None = None, activation_gib: float = DEFAULT_ACTIVATION_GIB,
-                overhead_gib: float = DEFAULT_OVERHEAD_GIB, block_size: int = BLOCK_SIZE,
-                tp: int = 1) -> VllmBudget:
-    """The KV-cache budget vLLM computes at start-up, and whether it starts at all (see module docstring)."""
+                max_model_len: int | None = None, activation_gib: float | None = None,
+                overhead_gib: float | None = None, block_size: int = BLOCK_SIZE, tp: int = 1,
+                max_num_batched_tokens: int | None = None, max_num_seqs: int = 256,
+                cuda_graph_gib: float = 0.0) -> VllmBudget:
+    """The KV-cache budget vLLM computes at start-up, and whether it starts at all (see module docstring).
+
+    `activation_gib` / `overhead_gib` (measured, e.g. from a start-up log) replace the shape priors; None
+    uses them (the profiling pass over `max_num_batched_tokens`, default max(max_model_len, 2048)).
+    `cuda_graph_gib` is subtracted too, for versions that profile CUDA graphs before sizing the KV cache
+    (older ones capture them afterwards, inside the 1 − gpu_memory_utilization headroom)."""
     max_len = max_model_len or model.max_context
-    total = gpu.memory_bytes
+    total = gpu.cuda_total_bytes
     weights = model.weights_bytes // tp  # each tensor-parallel worker holds 1/tp of every weight matrix
-    activation = int(activation_gib * GIB)
-    overhead = int(overhead_gib * GIB)
+    if activation_gib is None:
+        tokens = max_num_batched_tokens or max(max_len, 2048)
+        activation = profile_activation_bytes(model, tokens, max_num_seqs, tp)
+    else:
+        activation = int(activation_gib * GIB)
+    overhead = (non_torch_bytes(tp) if overhead_gib is None else int(overhead_gib * GIB)) + int(cuda_graph_gib * GIB)
     # vLLM: total_gpu_memory × gpu_memory_utilization − (weights + activation peak + non-torch) = KV budget
     budget = int(total * gpu_memory_utilization) - weights - activation - overhead
     per_token = kv_bytes_per_token(model, tp)
@@ -113,8 +157,8 @@ def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAU
     need_blocks = blocks_for(model, max_len, block_size)
     reason = ""
     if weights + activation + overhead > total * gpu_memory_utilization:
-        reason = (f"weights {weights / GIB:.2f} GiB + activation {activation_gib:.2f} GiB + overhead "
-                  f"{overhead_gib:.2f} GiB exceed {gpu_memory_utilization:.2f} × {gpu.memory_gib} GiB of {gpu.name}")
+        reason = (f"weights {weights / GIB:.2f} GiB + activation {activation / GIB:.2f} GiB + overhead "
+                  f"{overhead / GIB:.2f} GiB exceed {gpu_memory_utilization:.2f} × {total / GIB:.2f} GiB of {gpu.name}")
     elif num_blocks == 0:
         reason = "no GPU memory left for KV cache blocks"
     elif need_blocks > num_blocks:

@@ -26,13 +26,14 @@ from catalog import DEFAULT, Catalog, Gpu, InstanceType, Model
 from validation.fields import Section
 
 _GPU_FIELDS = {"memory_gib": (float, True, 1.0), "bandwidth_gbps": (float, True, 1.0),
-               "bf16_tflops": (float, True, 0.1)}
+               "bf16_tflops": (float, True, 0.1), "cuda_total_gib": (float, False, 0.0)}
 _MODEL_FIELDS = {
     "params_b": (float, True, 0.0001), "dtype_bytes": (int, False, 1), "layers": (int, False, 0),
     "kv_heads": (int, False, 0), "head_dim": (int, False, 0), "max_context": (int, False, 0),
     "sliding_window": (int, False, 0), "activation_mib_per_item": (float, False, 0.0),
     "reference_pixels": (int, False, 1), "weights_gib_override": (float, False, 0.0),
     "hidden_size": (int, False, 0), "vocab_size": (int, False, 0), "gflops_per_item": (float, False, 0.0),
+    "intermediate_size": (int, False, 0),
 }
 _INSTANCE_FIELDS = {"gpu": (str, True, None), "gpus": (int, True, 1), "vcpus": (int, False, 1),
                     "memory_gib": (int, False, 1)}
@@ -75,7 +76,7 @@ def parse_catalog(sec: Section, base: Catalog = DEFAULT) -> Catalog:
     for name, g in _named(sec, "gpus"):
         values = _read(g, _GPU_FIELDS, name)
         g.done()
-        if len(values) == len(_GPU_FIELDS):
+        if all(k in values for k in ("memory_gib", "bandwidth_gbps", "bf16_tflops")):
             gpus.append(Gpu(name, **values))
     for name, m in _named(sec, "models"):
         kind = m.choice("kind", ["llm", "vision"], "llm")

@@ -19,8 +19,7 @@ from typing import Any
 from catalog import Gpu
 from validation.fields import Section
 from simulation.gpu.llm_engine import LlmSpec, llm_common
-from simulation.gpu.memory import (BLOCK_SIZE, DEFAULT_ACTIVATION_GIB, DEFAULT_GPU_MEMORY_UTILIZATION,
-                                   DEFAULT_OVERHEAD_GIB, VllmBudget, vllm_budget)
+from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, VllmBudget, vllm_budget
 from simulation.gpu.server_common import BAD_REQUEST, model_name
 from simulation.server import ModelServer, register_server
 
@@ -34,8 +33,9 @@ class VllmSpec(LlmSpec):
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 0  # tokens per step (v1) / per prefill pass (v0); 0 → the version's default
     block_size: int = BLOCK_SIZE
-    activation_gib: float = DEFAULT_ACTIVATION_GIB
-    overhead_gib: float = DEFAULT_OVERHEAD_GIB
+    activation_gib: float | None = None  # measured profile peak; None → the prior from the model's shape
+    overhead_gib: float | None = None  # measured non-torch memory; None → the prior
+    cuda_graph_gib: float = 0.0  # CUDA-graph memory, for versions that reserve it before the KV cache
     scheduler: str = "v1"
     prefix_cache_hit_ratio: float = 0.0  # share of each prompt found in the prefix cache (v1)
     budget: VllmBudget | None = None  # derived
@@ -82,8 +82,9 @@ class VllmServer(ModelServer):
         seqs = section.int("max_num_seqs", 0, min=1)
         batched = section.int("max_num_batched_tokens", 0, min=1)
         block = section.int("block_size", BLOCK_SIZE, min=1, max=256)
-        act = section.float("activation_gib", DEFAULT_ACTIVATION_GIB, min=0.0)
-        over = section.float("overhead_gib", DEFAULT_OVERHEAD_GIB, min=0.0)
+        act = section.float("activation_gib", None, min=0.0)
+        over = section.float("overhead_gib", None, min=0.0)
+        graphs = section.float("cuda_graph_gib", 0.0, min=0.0)
         hit = section.float("prefix_cache_hit_ratio", 0.0, min=0.0, max=0.99)
         if common is None:
             return None
@@ -98,7 +99,8 @@ class VllmServer(ModelServer):
             section.problem("max_num_batched_tokens", batched, f"expected at least max_num_seqs ({seqs}); "
                             "vLLM refuses a smaller step budget")
         budget = vllm_budget(prof.gpu, prof.model, gpu_memory_utilization=util, max_model_len=max_len,
-                             activation_gib=act, overhead_gib=over, block_size=block, tp=prof.tp)
+                             activation_gib=act, overhead_gib=over, block_size=block, tp=prof.tp,
+                             max_num_batched_tokens=batched, max_num_seqs=seqs, cuda_graph_gib=graphs)
         return VllmSpec(**common, gpu_memory_utilization=util, max_model_len=max_len, max_num_seqs=seqs,
                         max_num_batched_tokens=batched, block_size=block, activation_gib=act, overhead_gib=over,
-                        scheduler=scheduler, prefix_cache_hit_ratio=hit, budget=budget)
+                        cuda_graph_gib=graphs, scheduler=scheduler, prefix_cache_hit_ratio=hit, budget=budget)

@@ -13,8 +13,8 @@ GPUS, MODELS = DEFAULT.gpus, DEFAULT.models
 
 
 def expected_kv_tokens(gpu, model, util, act_gib, over_gib):
-    """The budget formula written out independently: floor((mem×util − W − A − O) / (16 × B/token)) × 16."""
-    usable = int(gpu.memory_bytes * util) - model.weights_bytes - int(act_gib * GIB) - int(over_gib * GIB)
+    """The budget formula written out independently: floor((CUDA total×util − W − A − O) / (16 × B/token)) × 16."""
+    usable = int(gpu.cuda_total_bytes * util) - model.weights_bytes - int(act_gib * GIB) - int(over_gib * GIB)
     return max(0, math.floor(usable / (16 * model.kv_bytes_per_token)) * 16)  # no blocks when negative
 
 
@@ -30,11 +30,14 @@ def test_llama3_8b_kv_capacity_follows_the_budget_formula_exactly(gpu, util, act
 
 
 def test_worked_example_llama3_8b_on_a10g():
-    # 22.49 GiB × 0.9 = 20.241 GiB; − 16.06e9 B weights − 1 GiB − 0.5 GiB = 3.784 GiB; / 2 MiB per block.
+    # CUDA total 22.04 GiB × 0.9 = 19.836 GiB; − 16.06e9 B weights − the profile pass (8,192 tokens ×
+    # (2 × 4096 + 3 × 14336) × 2 B + 4 × 4 B × 256 × 128,256 = 1.27 GiB) − 0.25 GiB non-torch = 3.359 GiB;
+    # / 2 MiB per block.
     b = vllm_budget(GPUS["A10G"], MODELS["llama-3-8b"], gpu_memory_utilization=0.9)
     assert b.block_size == 16 and b.bytes_per_token == 131_072
-    assert b.num_blocks == 1937 and b.kv_tokens == 30_992
-    assert b.can_start and b.max_full_length_sequences == 1937 // 512
+    assert b.activation_bytes == 8192 * (2 * 4096 + 3 * 14336) * 2 + 16 * 256 * 128256
+    assert b.num_blocks == 1719 and b.kv_tokens == 27_504
+    assert b.can_start and b.max_full_length_sequences == 1719 // 512
 
 
 def test_a100_80gb_holds_many_more_tokens_than_a10g():
@@ -48,10 +51,11 @@ def test_refuses_to_start_when_one_max_length_request_does_not_fit():
     assert not tight.can_start
     assert tight.num_blocks > 0 and tight.kv_tokens < 8192
     assert "max_model_len 8192" in tight.reason
-    # The same GPU starts with a shorter max_model_len (exactly when it fits) or more memory.
-    fits = vllm_budget(g, m, gpu_memory_utilization=0.76, max_model_len=tight.kv_tokens)
+    # The same GPU starts with a shorter max_model_len (exactly when it fits; same profiling batch) or more memory.
+    fits = vllm_budget(g, m, gpu_memory_utilization=0.76, max_model_len=tight.kv_tokens, max_num_batched_tokens=8192)
     assert fits.can_start
-    assert not vllm_budget(g, m, gpu_memory_utilization=0.76, max_model_len=tight.kv_tokens + 1).can_start
+    assert not vllm_budget(g, m, gpu_memory_utilization=0.76, max_model_len=tight.kv_tokens + 1,
+                           max_num_batched_tokens=8192).can_start
     assert vllm_budget(g, m, gpu_memory_utilization=0.9, max_model_len=8192).can_start
 
 
