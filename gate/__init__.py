@@ -83,9 +83,12 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
         scenario["hpa"] = hpa
     if svc.client:
         scenario["client"] = svc.client
+    server = dict(svc.engine_profile)  # measured figures (engineProfile) over the priors
     custom = _custom_catalog(cfg)
     if custom:
-        scenario["server"] = {"catalog": custom}
+        server["catalog"] = custom
+    if server:
+        scenario["server"] = server
     return scenario
 
 

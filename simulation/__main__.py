@@ -1,4 +1,5 @@
-"""`python -m simulation run SCENARIO.yaml [--seed N] [--json]` — thin: parse, load, run, print."""
+"""`python -m simulation run SCENARIO.yaml [--seed N] [--json]` — thin: parse, load, run, print.
+`python -m simulation calibrate vllm-log|bench FILE ...` — measured engine figures (simulation/calibrate)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-requests", type=int, default=None, metavar="N",
                      help="request budget: refuse a run expected to simulate more than N requests (default: the "
                           "scenario's max_requests, else 2,000,000)")
+    from simulation import calibrate
+    calibrate.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "calibrate":
+        return calibrate.run(args)
 
     from simulation import load_scenario, run_simulation
     if args.max_requests is not None and args.max_requests < 1:

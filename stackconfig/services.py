@@ -11,6 +11,7 @@ from pathlib import Path
 
 from stackconfig.autoscaling import check_hpa_behavior, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
+from stackconfig.engine_profile import parse_engine_profile
 from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
                                  check_storage_uri)
 from stackconfig.platform import expected_load_s, load_gbps
@@ -206,6 +207,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     if client is not None:
         parse_client(Section(client, sec.key_path("client"), sec.problems))
     slo = _slo(sec.section("slo"))
+    engine_profile = parse_engine_profile(sec.section("engineProfile"), engine)
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
     if min_r == 0 and not allow_zero:
         sec.problem("minReplicas", 0, f"expected >= 1 in {ctx.environment}: scale-to-zero makes the first request "
@@ -220,6 +222,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         readiness_probe=readiness, liveness_probe=liveness, caps=caps, gpu_memory_utilization=util,
         pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
         workload=workload, client=client, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
+        engine_profile=engine_profile,
     )
 
 

@@ -177,6 +177,7 @@ class ServiceConfig:
     slo: Slo | None
     allow_scale_to_zero: bool
     expected_load_s: float  # cold-start estimate the probes were sized from
+    engine_profile: dict = field(default_factory=dict)  # measured engine figures → the simulation's server keys
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""`python -m simulation calibrate vllm-log FILE | bench FILE`: measured engine figures for the stack.
+
+Which model and GPU the measurement belongs to: `--stack NAME --service NAME` (the service's model, the node
+group's GPU, its tensor parallelism and gpuMemoryUtilization), or `--model`/`--gpu`/`--tp`. The result is
+printed as the service's `engineProfile:` to paste; `--write` (with `--stack`/`--service`) merges it into
+the stack file, comments kept (ruamel.yaml round trip). See docs/gpu-model.md, "Calibrate".
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog import DEFAULT, Gpu, Model
+from validation.errors import InputError, Problem
+
+
+@dataclass(frozen=True)
+class Target:
+    model: Model
+    gpu: Gpu
+    tp: int
+    utilization: float | None
+    stack: str | None = None
+    service: str | None = None
+
+
+def add_parser(sub: Any) -> None:
+    cal = sub.add_parser("calibrate", help="derive engineProfile figures from your own engine's log or benchmark")
+    kinds = cal.add_subparsers(dest="source", required=True)
+    for name, helptext in (("vllm-log", "a vLLM start-up log (memory profile, KV cache size)"),
+                           ("bench", "a `vllm bench serve --save-result` JSON (TTFT, TPOT/ITL)")):
+        p = kinds.add_parser(name, help=helptext)
+        p.add_argument("file", help="the log / result file")
+        p.add_argument("--stack", help="stack name (stacks/Pulumi.NAME.yaml) whose --service this measures")
+        p.add_argument("--service", help="service name in that stack")
+        p.add_argument("--model", help="catalog model (without --stack)")
+        p.add_argument("--gpu", help="catalog GPU (without --stack)")
+        p.add_argument("--tp", type=int, default=None, help="tensor parallel size (default: the log's, else 1)")
+        p.add_argument("--gpu-memory-utilization", type=float, default=None, dest="utilization",
+                       help="when the log does not state it")
+        p.add_argument("--write", action="store_true", help="merge the result into the stack file")
+
+
+def _target(args: Any) -> Target:
+    if args.stack or args.service:
+        if not (args.stack and args.service):
+            raise InputError([Problem("--stack/--service", args.stack or args.service, "expected both")])
+        from stackconfig.load import load_stack
+        cfg = load_stack(args.stack)
+        svc = next((s for s in cfg.services if s.name == args.service), None)
+        if svc is None:
+            raise InputError([Problem("--service", args.service, "expected one of "
+                                      + ", ".join(s.name for s in cfg.services))])
+        return Target(svc.model, cfg.node_group.gpu, args.tp or svc.gpus, args.utilization or svc.gpu_memory_utilization,
+                      args.stack, args.service)
+    problems = []
+    if args.model not in DEFAULT.models:
+        problems.append(Problem("--model", args.model, "expected a catalog model: " + ", ".join(sorted(DEFAULT.models))))
+    if args.gpu not in DEFAULT.gpus:
+        problems.append(Problem("--gpu", args.gpu, "expected a catalog GPU: " + ", ".join(sorted(DEFAULT.gpus))))
+    if args.write:
+        problems.append(Problem("--write", True, "expected --stack and --service to say where to write"))
+    if args.tp is not None and not 1 <= args.tp <= 16:
+        problems.append(Problem("--tp", args.tp, "expected 1..16"))
+    if args.utilization is not None and not 0.05 <= args.utilization <= 1.0:
+        problems.append(Problem("--gpu-memory-utilization", args.utilization, "expected 0.05..1.0"))
+    if problems:
+        raise InputError(problems)
+    return Target(DEFAULT.models[args.model], DEFAULT.gpus[args.gpu], args.tp or 0, args.utilization)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise InputError([Problem("FILE", path, f"expected a readable file ({err.strerror})")]) from None
+
+
+def run(args: Any, out: Any = None) -> int:
+    out = out or sys.stdout
+    target = _target(args)
+    text = _read(args.file)
+    if args.source == "vllm-log":
+        profile, lines = _from_log(text, target, args.file)
+    else:
+        profile, lines = _from_bench(text, target, args.file)
+    for line in lines:
+        out.write(f"# {line}\n")
+    out.write("engineProfile:\n")
+    for key, value in profile.items():
+        out.write(f"  {key}: {value}\n")
+    if args.write:
+        from simulation.calibrate.stackfile import write_engine_profile
+        path = write_engine_profile(target.stack, target.service, profile)
+        out.write(f"# written to {path} (services[{target.service}].engineProfile)\n")
+    return 0
+
+
+def _from_log(text: str, t: Target, name: str) -> tuple[dict, list[str]]:
+    from simulation.calibrate.vllm_log import calibrate, parse_vllm_log
+    try:
+        facts = parse_vllm_log(text)
+    except ValueError as err:
+        raise InputError([Problem("FILE", name, str(err))]) from None
+    cal = calibrate(facts, t.model, t.gpu, tp=t.tp or None, utilization=t.utilization)
+    lines = [f"vLLM start-up log {name}" + (f" (vLLM {facts.version})" if facts.version else "")
+             + f": {t.model.name} on {t.gpu.name}, engine {facts.scheduler.upper()}",
+             f"logged KV cache: {cal.logged_kv_tokens:,} tokens",
+             f"priors reproduce {cal.prior_kv_tokens:,} tokens ({cal.prior_error:+.1%})",
+             f"calibrated reproduce {cal.calibrated_kv_tokens:,} tokens ({cal.calibrated_error:+.2%})",
+             *cal.notes]
+    return cal.engine_profile(), lines
+
+
+def _from_bench(text: str, t: Target, name: str) -> tuple[dict, list[str]]:
+    from simulation.calibrate.bench import fit_bench, read_bench
+    try:
+        bench = read_bench(text)
+    except ValueError as err:
+        raise InputError([Problem("FILE", name, str(err))]) from None
+    fit = fit_bench(bench, t.model, t.gpu, t.tp or 1)
+    lines = [f"vllm bench serve result {name}: {len(bench.ttfts)} requests at rate {bench.request_rate}, "
+             f"{t.model.name} on {t.gpu.name}",
+             f"mean decoding batch (Little's law): {fit.mean_batch:.1f}",
+             f"residual (relative RMS): TTFT {fit.ttft_residual:.1%}, TPOT {fit.tpot_residual:.1%}"]
+    return fit.engine_profile(), lines

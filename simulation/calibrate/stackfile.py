@@ -1,0 +1,31 @@
+"""Merge an `engineProfile:` into one service of a Pulumi stack file, keeping its comments and layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from validation.errors import InputError, Problem
+
+
+def write_engine_profile(stack: str, service: str, profile: dict, root: Path | None = None) -> Path:
+    """Set `services[name == service].engineProfile` in stacks/Pulumi.<stack>.yaml (keys merged over any there)."""
+    from ruamel.yaml import YAML
+
+    from stackconfig.load import ROOT, read_project
+
+    root = root or ROOT
+    project = read_project(root)
+    path = root / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    yaml = YAML()  # round trip: comments, order and flow style kept
+    yaml.preserve_quotes = True
+    doc = yaml.load(path.read_text())
+    services = ((doc or {}).get("config") or {}).get(f"{project['name']}:services")
+    entry = next((s for s in services or [] if isinstance(s, dict) and s.get("name") == service), None)
+    if entry is None:
+        raise InputError([Problem("--service", service, f"expected a service defined in {path} itself "
+                                  "(not only in Pulumi.yaml defaults)")])
+    current = entry.get("engineProfile") or {}
+    entry["engineProfile"] = {**current, **profile}
+    with path.open("w") as fh:
+        yaml.dump(doc, fh)
+    return path

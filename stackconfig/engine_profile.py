@@ -1,0 +1,37 @@
+"""`engineProfile:`: what a service's engine was measured to do, for the gate's simulation (not a deploy knob).
+
+The figures `python -m simulation calibrate` derives from the user's own engine — a vLLM start-up log
+(activation peak, non-torch memory) or a `vllm bench serve` result (roofline efficiency factors) — so the
+gate predicts this engine, not the priors. Each key maps to the simulation's `server:` key of the same
+meaning (docs/gpu-model.md); keys that do not apply to the service's engine are refused.
+"""
+
+from __future__ import annotations
+
+from validation.fields import Section
+
+# stack key → (simulation server key, min, max)
+_COMMON = {"memoryEfficiency": ("memory_efficiency", 0.001, 1.0),
+           "computeEfficiency": ("compute_efficiency", 0.001, 1.0), "stepOverheadS": ("step_overhead_s", 0.0, 10.0), "prefillOverheadS": ("prefill_overhead_s", 0.0, 10.0)}
+_VLLM = {"activationGib": ("activation_gib", 0.0, 1024.0), "nonTorchGib": ("overhead_gib", 0.0, 1024.0),
+         "cudaGraphGib": ("cuda_graph_gib", 0.0, 1024.0), "prefixCacheHitRatio": ("prefix_cache_hit_ratio", 0.0, 0.99)}
+KEYS = {"vllm": {**_COMMON, **_VLLM}, "tgi": {**_COMMON, **_VLLM}, "naive": dict(_COMMON), "triton": {}}
+SCHEDULERS = ["v1", "v0"]
+
+
+def parse_engine_profile(sec: Section, engine: str) -> dict:
+    """The simulation `server:` keys an `engineProfile:` mapping sets (problems recorded on `sec`)."""
+    allowed = KEYS.get(engine, {})
+    out: dict = {}
+    for key in list(sec.data):
+        if key == "scheduler" and engine == "vllm":
+            out["scheduler"] = sec.choice("scheduler", SCHEDULERS, "v1")
+        elif key in allowed:
+            name, low, high = allowed[key]
+            value = sec.float(key, None, min=low, max=high)
+            if value is not None:
+                out[name] = value
+        else:
+            keys = sorted(allowed) + (["scheduler"] if engine == "vllm" else [])
+            sec.problem(key, sec.data[key], f"expected one of {keys} for engine {engine!r}")
+    return out
