@@ -242,7 +242,7 @@ class LlmServer(ModelServer):
     def _oom_fail(self, victims: list[Seq]) -> None:
         """A CUDA OOM: with oom=process the pod crashes (fail_all via the pod); else the victims get 500."""
         self.stats["oom_events"] += 1
-        if getattr(self.spec, "oom", "process") == "process":
+        if getattr(self.spec, "oom", "request") == "process":
             self.stats["oom_crashes"] += 1
             self._crashed = True
             crash_pod(self, OOM_REASON)

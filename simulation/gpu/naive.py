@@ -18,7 +18,7 @@ from simulation.server import register_server
 
 @dataclass(frozen=True)
 class NaiveSpec(LlmSpec):
-    oom: str = "process"  # "process": the CUDA OOM kills the server process (pod crash); "request": that request 500s
+    oom: str = "request"  # "request": that request 500s and the server goes on (KServe's default); "process": pod crash
     overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB
     eager_attention: bool = True
     activation_bytes_per_token: float | None = None
@@ -31,9 +31,12 @@ class NaiveServer(LlmServer):
     Memory = weights + overhead + KV of every in-flight sequence (prompt + tokens so far) + the transient
     activations of the prompt being prefilled (`memory.naive_memory_bytes`). Nothing limits it but the
     queue-proxy's containerConcurrency. When a prefill or a decode step would take it above the GPU's
-    memory, `torch.cuda.OutOfMemoryError` is raised: with `oom: process` (an unhandled error kills the
-    worker, as a TorchServe/KServe Python worker dying) the pod crashes — everything in flight fails and
-    the container restarts with CrashLoopBackOff; with `oom: request` only the allocating request fails (500).
+    memory, `torch.cuda.OutOfMemoryError` is raised. `oom: request` (default): only the allocating request
+    fails — KServe's Python model server turns an exception inside a request into a 500 and keeps serving
+    (`kserve/errors.py: generic_exception_handler`; `model_server.py` registers it for every Exception).
+    `oom: process`: the error kills the worker (a server that exits on it, or a CUDA context left unusable
+    — the guides' spiral) and the pod crashes — everything in flight fails and the container restarts with
+    CrashLoopBackOff.
 
     Timing: requests are not batched — concurrent `generate()` calls time-share the GPU, each decode step
     reading all weights for one sequence, so a sequence gets a token every Σ single-sequence step times
@@ -47,7 +50,7 @@ class NaiveServer(LlmServer):
     @classmethod
     def parse_spec(cls, section: Section, model: Any) -> NaiveSpec | None:
         common = llm_common(section, model_name(model))
-        oom = section.choice("oom", ["process", "request"], "process")
+        oom = section.choice("oom", ["process", "request"], "request")
         over = section.float("overhead_gib", DEFAULT_NAIVE_OVERHEAD_GIB, min=0.0)
         eager = section.bool("eager_attention", True)
         act = section.float("activation_bytes_per_token", None, min=0.0)

@@ -140,7 +140,7 @@ def test_input_caps_answer_400_and_are_counted():
 
 
 def test_naive_prefill_oom_kills_the_process_and_fails_everything_in_flight():
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "process"})
     log = Log(env)
     for i in range(3):
         s.submit(req(i, 2000, 300), log)  # three fit
@@ -154,7 +154,9 @@ def test_naive_prefill_oom_kills_the_process_and_fails_everything_in_flight():
 
 
 def test_naive_oom_request_mode_fails_only_the_allocating_request():
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "request"})
+    # the default: KServe's Python server answers the exception with 500 and serves on (kserve/errors.py)
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    assert s.spec.oom == "request"
     log = Log(env)
     for i in range(3):
         s.submit(req(i, 2000, 300), log)
@@ -179,7 +181,7 @@ def test_naive_single_long_prompt_ooms_alone_but_capped_one_does_not():
 def test_naive_decode_oom_happens_at_the_closed_form_step():
     """Memory grows n × KV bytes per step; the OOM lands on the first step that crosses capacity."""
     m, g = DEFAULT.models["llama-2-7b"], DEFAULT.gpus["A10G"]
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "eager_attention": False})
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "eager_attention": False, "oom": "process"})
     log = Log(env)
     s.submit(req(1, 3000, 10_000), log)
     s.submit(req(2, 3000, 10_000), log)
@@ -268,7 +270,7 @@ def test_triton_oom_on_a_huge_batch():
 
 
 def test_server_serves_again_after_a_crash_and_a_terminating_pod_still_loses_the_work():
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "process"})
     log = Log(env)
     s.submit(req(1, 8000, 10), log)  # OOMs alone → crash
     env.run()
