@@ -256,9 +256,10 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
 # ---------------------------------------------------------------------------------------------------
 ENGINE_ANNOTATION = "preflight.kserve.io/engine"
 MODEL_ANNOTATION = "preflight.kserve.io/model"
-# preflight.kserve.io/engine → simulated server kind. TGI pre-allocates its KV cache and batches continuously
-# like vLLM, so it is simulated by the vLLM engine with TGI's own flags mapped onto the same keys.
-ENGINE_KINDS = {"vllm": "vllm", "tgi": "vllm", "naive": "naive", "triton": "triton"}
+# preflight.kserve.io/engine → simulated server kind. TGI batches like vLLM V1 behind its own router (429
+# above --max-concurrent-requests, 422 for its token caps): kind `tgi` (simulation/gpu/tgi.py), its flags
+# mapped onto the same keys.
+ENGINE_KINDS = {"vllm": "vllm", "tgi": "tgi", "naive": "naive", "triton": "triton"}
 # Runtime flag → server key, per engine: only flags the runtime itself reads (vLLM engine args; TGI launcher
 # args, text-generation-inference launcher/src/main.rs; KServe huggingfaceserver `--max_length`).
 _FLAGS = {
@@ -266,7 +267,9 @@ _FLAGS = {
              "--gpu-memory-utilization": "gpu_memory_utilization",
              "--max-num-batched-tokens": "max_num_batched_tokens", "--tensor-parallel-size": "tensor_parallel_size"},
     "tgi": {"--max-batch-size": "max_num_seqs", "--max-total-tokens": "max_model_len",
-            "--max-input-tokens": "max_input_tokens", "--cuda-memory-fraction": "gpu_memory_utilization"},
+            "--max-input-tokens": "max_input_tokens", "--cuda-memory-fraction": "gpu_memory_utilization",
+            "--max-concurrent-requests": "max_concurrent_requests",
+            "--max-batch-prefill-tokens": "max_num_batched_tokens"},
     "naive": {"--max_length": "max_input_tokens"},
     "triton": {},
 }

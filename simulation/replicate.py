@@ -150,8 +150,8 @@ def _status(report: Mapping, *codes: str) -> int:
 
 
 def served_errors(report: Mapping) -> int:
-    """Requests answered with anything but 200 or an input-cap 400 (the gate's error count)."""
-    return report["requests"] - _status(report, "200", "400")
+    """Requests answered with anything but 200 or an input-cap 400 (TGI's: 422) — the gate's error count."""
+    return report["requests"] - _status(report, "200", "400", "422")
 
 
 def _pct(key: str, q: str) -> Callable[[Mapping], float | None]:
@@ -164,7 +164,7 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
     "429 rate": ("rate", lambda r: (_status(r, "429"), r["requests"])),
     "504 rate": ("rate", lambda r: (_status(r, "504"), r["requests"])),
     "502 rate": ("rate", lambda r: (_status(r, "502"), r["requests"])),
-    "400 rate (input caps, excluded)": ("rate", lambda r: (_status(r, "400"), r["requests"])),
+    "400 rate (input caps, excluded)": ("rate", lambda r: (_status(r, "400", "422"), r["requests"])),
     "p50 latency (s)": ("mean", _pct("latency_s", "p50")),
     "p99 latency (s)": ("mean", _pct("latency_s", "p99")),
     "p99 time to first token (s)": ("mean", _pct("ttfb_s", "p99")),

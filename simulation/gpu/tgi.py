@@ -1,0 +1,82 @@
+"""`server.kind: tgi`: Hugging Face text-generation-inference — the V1-style engine behind TGI's own router.
+
+TGI (v2/v3) batches continuously with chunked prefill and a pre-sized KV pool, so the batch is simulated by
+`vllm_v1.VllmV1Engine`; what differs is the router in front (text-generation-inference `router/src`):
+
+* **Admission limit.** At most `--max-concurrent-requests` (default 128) requests are inside; one more is
+  answered 429 "Model is overloaded" (`InferError::Overloaded` → `StatusCode::TOO_MANY_REQUESTS`).
+* **Token caps** (`validation.rs`): a prompt above `--max-input-tokens` (default max_total_tokens − 1), or
+  prompt + max_new_tokens above `--max-total-tokens` (default the model's context), is a validation error,
+  answered 422 (`InferError::ValidationError` → `UNPROCESSABLE_ENTITY`) — where vLLM answers 400.
+* **Batch sizes** (launcher `main.rs`): `--max-batch-prefill-tokens` (default max_input_tokens + 50) is the
+  step's token budget, `--max-batch-size` the running requests (unset: only the admission limit bounds it).
+
+Simplification: TGI sizes its KV pool from the memory left after its warm-up; the budget here is vLLM's
+formula (`memory.vllm_budget`) with `gpu_memory_utilization` for `--cuda-memory-fraction`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from validation.fields import Section
+from simulation.gpu.vllm import VllmServer, VllmSpec
+from simulation.gpu.vllm_v1 import VllmV1Engine
+from simulation.server import ModelServer, register_server
+
+OVERLOADED, UNPROCESSABLE = 429, 422
+DEFAULT_MAX_CONCURRENT_REQUESTS = 128
+
+
+@dataclass(frozen=True)
+class TgiSpec(VllmSpec):
+    max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+
+
+class TgiEngine(VllmV1Engine):
+    """The V1 engine with TGI's router checks in front."""
+
+    kind = "tgi"
+
+    def __init__(self, env: Any, pod: Any, spec: TgiSpec, rng: Any) -> None:
+        super().__init__(env, pod, spec, rng)
+        self.stats["rejected_422"] = 0
+        self.stats["rejected_429"] = 0
+
+    def check(self, request: Any) -> int | None:
+        spec = self.spec
+        if (request.input_tokens > spec.max_input_tokens
+                or request.input_tokens + request.output_tokens > spec.max_model_len
+                or (spec.max_new_tokens is not None and request.output_tokens > spec.max_new_tokens)):
+            self.stats["rejected_422"] += 1
+            return UNPROCESSABLE
+        if len(self._reqs) >= spec.max_concurrent_requests:
+            self.stats["rejected_429"] += 1
+            return OVERLOADED
+        return None
+
+
+@register_server
+class TgiServer(ModelServer):
+    """Reads `server:` for kind `tgi`: the vLLM keys (their TGI flags map onto them, simulation/isvc.py) and
+    `max_concurrent_requests`; TGI's defaults where a key is absent (see the module docstring)."""
+
+    kind = "tgi"
+
+    def __new__(cls, env: Any, pod: Any, spec: TgiSpec, rng: Any) -> Any:
+        return TgiEngine(env, pod, spec, rng)
+
+    @classmethod
+    def parse_spec(cls, section: Section, model: Any) -> TgiSpec | None:
+        conc = section.int("max_concurrent_requests", DEFAULT_MAX_CONCURRENT_REQUESTS, min=1)
+        given = section.data
+        spec = VllmServer.parse_spec(section, model)
+        if spec is None:
+            return None
+        max_input = spec.max_input_tokens or spec.max_model_len - 1
+        batched = spec.max_num_batched_tokens if "max_num_batched_tokens" in given else max_input + 50
+        seqs = spec.max_num_seqs if "max_num_seqs" in given else conc
+        values = {f.name: getattr(spec, f.name) for f in fields(spec)}
+        values.update(max_input_tokens=max_input, max_num_batched_tokens=max(batched, seqs), max_num_seqs=seqs)
+        return TgiSpec(**values, max_concurrent_requests=conc)

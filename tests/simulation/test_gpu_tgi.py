@@ -1,0 +1,58 @@
+"""TGI: its router's answers (429 above --max-concurrent-requests, 422 for its token caps) in front of the
+V1-style engine, and its launcher defaults."""
+
+import random
+
+import simpy
+
+from validation.fields import Section
+from simulation.gpu.tgi import TgiEngine
+from simulation.request import Request
+from simulation.server import get_server
+
+
+def make(data):
+    problems = []
+    cls = get_server("tgi")
+    spec = cls.parse_spec(Section(data, "server", problems), None)
+    assert not problems, problems
+    env = simpy.Environment()
+    s = cls(env, None, spec, random.Random(1))
+    return env, s
+
+
+def req(i, inp, out):
+    return Request(i, i, 0.0, 0, 0.0, inp, out, True)
+
+
+def test_launcher_defaults():
+    env, s = make({"model": "llama-3-8b", "gpu": "L40S"})
+    assert isinstance(s, TgiEngine) and s.kind == "tgi"
+    spec = s.spec
+    assert spec.max_concurrent_requests == 128 and spec.max_num_seqs == 128
+    assert spec.max_input_tokens == 8191 and spec.max_num_batched_tokens == 8191 + 50
+
+
+def test_overloaded_router_answers_429_and_frees_a_seat_when_one_finishes():
+    env, s = make({"model": "llama-3-8b", "gpu": "L40S", "max_concurrent_requests": 2})
+    done = {}
+    for i in range(2):
+        assert s.check(req(i, 100, 50)) is None
+        s.submit(req(i, 100, 50), lambda r, st, t: done.setdefault(r.id, st))
+    assert s.check(req(3, 100, 50)) == 429 and s.stats["rejected_429"] == 1
+    env.run()
+    assert done == {0: 200, 1: 200} and s.check(req(4, 100, 50)) is None
+
+
+def test_token_caps_are_validation_errors_422_not_400():
+    env, s = make({"model": "llama-3-8b", "gpu": "L40S", "max_input_tokens": 4096, "max_model_len": 5120})
+    assert s.check(req(1, 4097, 10)) == 422  # --max-input-tokens
+    assert s.check(req(2, 4096, 1025)) == 422  # --max-total-tokens
+    assert s.check(req(3, 4096, 1024)) is None
+    assert s.stats["rejected_422"] == 2 and s.stats["rejected_400"] == 0
+
+
+def test_the_gate_counts_422_as_an_input_cap_not_a_served_error():
+    from simulation.replicate import served_errors
+    report = {"requests": 10, "status_counts": {"200": 7, "422": 2, "429": 1}}
+    assert served_errors(report) == 1
