@@ -17,6 +17,7 @@ _VLLM = {"activationGib": ("activation_gib", 0.0, 1024.0), "nonTorchGib": ("over
          "cudaGraphGib": ("cuda_graph_gib", 0.0, 1024.0), "prefixCacheHitRatio": ("prefix_cache_hit_ratio", 0.0, 0.99)}
 KEYS = {"vllm": {**_COMMON, **_VLLM}, "tgi": {**_COMMON, **_VLLM}, "naive": dict(_COMMON), "triton": {}}
 SCHEDULERS = ["v1", "v0"]
+OOM_MODES = ["request", "process"]  # naive, triton: a CUDA OOM fails the request (500) or kills the worker
 
 
 def parse_engine_profile(sec: Section, engine: str) -> dict:
@@ -26,6 +27,8 @@ def parse_engine_profile(sec: Section, engine: str) -> dict:
     for key in list(sec.data):
         if key == "scheduler" and engine == "vllm":
             out["scheduler"] = sec.choice("scheduler", SCHEDULERS, "v1")
+        elif key == "oom" and engine in ("naive", "triton"):
+            out["oom"] = sec.choice("oom", OOM_MODES, "request")
         elif key in allowed:
             name, low, high = allowed[key]
             value = sec.float(key, None, min=low, max=high)
@@ -33,5 +36,6 @@ def parse_engine_profile(sec: Section, engine: str) -> dict:
                 out[name] = value
         else:
             keys = sorted(allowed) + (["scheduler"] if engine == "vllm" else [])
+            keys += ["oom"] if engine in ("naive", "triton") else []
             sec.problem(key, sec.data[key], f"expected one of {keys} for engine {engine!r}")
     return out

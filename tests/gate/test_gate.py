@@ -127,10 +127,13 @@ def test_services_without_workload_or_slo_are_not_simulated():
 
 def test_the_gate_sees_the_oom_spiral_and_the_safe_preset_does_not_crash():
     """A naive PyTorch server, CC 4, no input cap: CUDA OOM crash loops fail the gate; the guides' caps and CC 1
-    remove the crashes (a naive server stays too slow for this SLO either way: that is the gate's other finding)."""
-    def naive(v, safe):
+    remove the crashes (a naive server stays too slow for this SLO either way: that is the gate's other finding).
+    The worker dies on the OOM here (engineProfile oom: process, the guides' story); KServe's own Python server
+    answers 500 and serves on (the default), which the last part checks: no restarts, 500s instead of 502s."""
+    def naive(v, safe, oom="process"):
         chat = v["services"][0]
         chat["runtime"]["engine"] = "naive"
+        chat["engineProfile"] = {"oom": oom}
         chat.update(containerConcurrency=1 if safe else 4, scaleTarget=1 if safe else 4, minReplicas=1)
         chat["limits"] = {"maxInputTokens": 4096, "maxNewTokens": 1024} if safe else {}
         chat["workload"].update(rate=1.0)
@@ -143,6 +146,8 @@ def test_the_gate_sees_the_oom_spiral_and_the_safe_preset_does_not_crash():
     assert spiral.report["status_counts"].get("502", 0) > 0  # in-flight requests die with the process
     safe = gate.check_stack(_config("dev", lambda v: naive(v, safe=True)))[0]
     assert safe.report["pod_restarts"] == 0
+    kserve = gate.check_stack(_config("dev", lambda v: naive(v, safe=False, oom="request")))[0]
+    assert kserve.report["pod_restarts"] == 0 and kserve.report["status_counts"].get("500", 0) > 0
 
 
 def test_user_catalog_entries_reach_the_simulation():
