@@ -48,6 +48,20 @@ class Probe:
         """Longest a container may take to pass this startup probe before the kubelet restarts it."""
         return self.initial_delay_s + self.period_s * self.failure_threshold
 
+    def kill_after_s(self, container_start: float, worker_start: float) -> float:
+        """Seconds after `container_start` at which the kubelet kills a container that never passes.
+
+        kubelet `pkg/kubelet/prober/worker.go`: a pod's probe worker ticks every `periodSeconds` from its
+        creation (when the kubelet admits the pod, `worker_start`), not from the container's start; a tick
+        before `initialDelaySeconds` of container run time does not probe (`doProbe`), and the
+        `failureThreshold`-th failed probe kills it. So the kill lands between d + (f − 1)·p and d + f·p after
+        the start, depending on the ticks' phase. (The random initial sleep applies only right after a
+        kubelet restart; not modelled.)"""
+        p = self.period_s
+        first = container_start + self.initial_delay_s
+        ticks = max(0, math.ceil((first - worker_start) / p - 1e-9)) if p > 0 else 0
+        return worker_start + (ticks + self.failure_threshold - 1) * p - container_start
+
 
 @dataclass(frozen=True)
 class ServingSpec:

@@ -8,8 +8,9 @@ Each step is a scheduled callback whose duration comes from the cluster/model pr
   `weights_gib / model_download_mib_s`, skipped on a node-cache hit (`model_cache: node`) or with probability
   `model_cache_hit_ratio`.
 - Main container: load `weights_gib / load_gib_s` + `warmup_s` + the server's `startup_extra_s()`. With a
-  startupProbe whose budget (initialDelaySeconds + periodSeconds·failureThreshold) is shorter, the kubelet kills
-  the container at the budget and restarts it with the kubelet's CrashLoopBackOff (first restart at once, then
+  startupProbe that fails first (`isvc.Probe.kill_after_s`: the failureThreshold-th probe tick after
+  initialDelaySeconds, ticks counted from the kubelet's admission of the pod — between d + (f−1)·p and d + f·p),
+  the kubelet kills the container then and restarts it with the kubelet's CrashLoopBackOff (first restart at once, then
   10 s doubling to 300 s, reset after 10 min without a restart; `gpu/crashloop.py`); weights already
   downloaded stay (emptyDir).
 - Readiness: the activator sees the pod within one probe period (0.2 s, knative
@@ -189,9 +190,11 @@ class Pod:
         self.startup_phases["warmup_s"] = warm
         total = load + warm
         probe = self.sim.scenario.serving.startup_probe
-        if probe is not None and total > probe.budget_s:
-            self._later(probe.budget_s, self._restart, "startupProbe failed")
-            return
+        if probe is not None:
+            kill = probe.kill_after_s(now, self.created + self.startup_phases.get("node_s", 0.0))
+            if total > kill:
+                self._later(kill, self._restart, "startupProbe failed")
+                return
         self._later(total, self._loaded)
 
     def _loaded(self) -> None:

@@ -186,12 +186,15 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
     liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)
     probes.done()
-    budget = startup.initial_delay_s + startup.period_s * startup.failure_threshold
+    # The kubelet's probe ticks run from the pod's admission, so the f-th failure can land one period early:
+    # the guaranteed budget is d + p·(f − 1) (pkg/kubelet/prober/worker.go; simulation.isvc.Probe.kill_after_s).
+    budget = startup.initial_delay_s + startup.period_s * (startup.failure_threshold - 1)
     if budget < load_s:
         sec.problem("probes.startup", {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold},
-                    f"expected a startup budget (initialDelaySeconds + periodSeconds × failureThreshold = {budget} s) "
-                    f"of at least the expected model load time {load_s:.0f} s, or the kubelet restarts the pod "
-                    "before the model is loaded")
+                    f"expected a startup budget (initialDelaySeconds + periodSeconds × (failureThreshold − 1) = "
+                    f"{budget} s: the kubelet may kill on the failureThreshold-th probe tick, up to one period "
+                    f"early) of at least the expected model load time {load_s:.0f} s, or the kubelet restarts the "
+                    "pod before the model is loaded")
 
     alloc = sec.str("pytorchCudaAllocConf", "expandable_segments:True")
     tolerations = _tolerations(sec, ng.taints)

@@ -92,6 +92,17 @@ def test_startup_probe_budget_restarts_the_container(tmp_path, scn):
     assert d["cold_starts"] == 0
 
 
+def test_startup_probe_kill_time_follows_the_kubelet_worker_ticks():
+    from simulation.isvc import Probe
+    p = Probe(initial_delay_s=30, period_s=10, failure_threshold=3)
+    # ticks from the worker's creation at t = 0: the container starting at 0 is probed at 30, 40, 50 → killed at 50
+    assert p.kill_after_s(0.0, 0.0) == pytest.approx(50)   # d + (f − 1)·p
+    # a container starting 1 s after a tick waits for the 31 s tick past its initial delay: killed 59 s in
+    assert p.kill_after_s(1.0, 0.0) == pytest.approx(59)
+    for start in (0.0, 2.5, 7.0, 9.99):
+        assert 50 - 1e-9 <= p.kill_after_s(start, 0.0) < 60   # always within [d + (f−1)p, d + f·p)
+
+
 def test_restart_backoff_doubles(tmp_path, scn):
     m = one_request(tmp_path, scn, {"autoscaling.knative.dev/target-utilization-percentage": "100"})
     m["inferenceService"]["spec"]["predictor"]["model"]["startupProbe"] = {
@@ -110,5 +121,7 @@ def test_restart_backoff_doubles(tmp_path, scn):
     sim.on_pod_restart = spy
     sim.run()
     gaps = [b - a for a, b in zip(times, times[1:])]
-    # each attempt runs 20 s (the probe budget); the first restart is immediate, then 10, 20, 40 ... s
-    assert gaps[:4] == pytest.approx([20, 30, 40, 60])
+    # the first restart is immediate, then 10, 20, 40 ... s; each restarted attempt starts on a probe tick (the
+    # kill was one; the back-offs are multiples of the 5 s period), so it probes at 0, 5, 10, 15 s and the 4th
+    # failure kills it at 15 s = d + (f − 1)·p (kubelet prober/worker.go: ticks run from the worker's creation)
+    assert gaps[:4] == pytest.approx([15, 25, 35, 55])
