@@ -29,7 +29,8 @@ from simulation.deadlines import DeadlineQueue
 from simulation.gateway import Gateway
 from simulation.metrics import Recorder
 from simulation.pod import GONE, PENDING, READY, STARTING, TERMINATING, Pod
-from simulation.request import ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, UNAVAILABLE, Request
+from simulation.request import (ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, TRUNCATED, UNAVAILABLE,
+                                Request)
 from simulation.server import get_server
 from simulation.workload import arrivals
 
@@ -162,11 +163,11 @@ class Sim:
         else:
             self.rec.record(req, not client.on_response(req))
 
-    def _expire(self, req: Any, component: str) -> None:
+    def _expire(self, req: Any, component: str, status: int = TIMEOUT) -> None:
         where = req.where
         if where is not None:
             where.abandon(req)
-        self.complete(req, TIMEOUT, component)
+        self.complete(req, status, component)
 
     def _expire_client(self, req: Any) -> None:
         self._expire(req, CLIENT_TIMEOUT)
@@ -175,6 +176,13 @@ class Sim:
         self._expire(req, GATEWAY)
 
     def _expire_knative(self, req: Any) -> None:
+        """The revision timeout (timeout.go): 504 before the first byte; after it, the stream is cut (200-truncated)."""
+        first_byte_at = getattr(req.where, "first_byte_at", None)
+        first = first_byte_at(req) if first_byte_at is not None else None
+        if first is not None:
+            req.t_first = first
+            self._expire(req, ACTIVATOR if req.via_activator else QUEUE_PROXY, TRUNCATED)
+            return
         self._expire(req, ACTIVATOR if req.via_activator else QUEUE_PROXY)
 
     # -- pods -----------------------------------------------------------------------------------------

@@ -96,6 +96,12 @@ class QueueProxy:
             if self.nwait and not self.dead:
                 self._next()
 
+    def first_byte_at(self, req: Any) -> float | None:
+        """When the server sent `req`'s first byte, if it is at the server and has (a stream under way)."""
+        if req.t_start < 0 or req.t_start < req.t_qp:
+            return None
+        return self.server.first_byte_at(req)
+
     def fail_all(self, status: int) -> None:
         """The app died: in-flight and queued requests get `status` (502) from the queue-proxy."""
         self.dead = True

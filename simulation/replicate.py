@@ -163,6 +163,7 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
     "503 rate": ("rate", lambda r: (_status(r, "503"), r["requests"])),
     "429 rate": ("rate", lambda r: (_status(r, "429"), r["requests"])),
     "504 rate": ("rate", lambda r: (_status(r, "504"), r["requests"])),
+    "truncated-200 rate": ("rate", lambda r: (_status(r, "200-truncated"), r["requests"])),
     "502 rate": ("rate", lambda r: (_status(r, "502"), r["requests"])),
     "400 rate (input caps, excluded)": ("rate", lambda r: (_status(r, "400", "422"), r["requests"])),
     "p50 latency (s)": ("mean", _pct("latency_s", "p50")),

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from simulation.analytic import batch_means_ci, wilson
+from simulation.request import status_label
 
 
 def _r(x: float) -> float | None:
@@ -106,9 +107,10 @@ def _counts(table: dict[tuple[int, str], int]) -> tuple[dict, dict]:
     status: dict[str, int] = {}
     comps: dict[str, dict[str, int]] = {}
     for (code, comp), n in sorted(table.items()):
-        status[str(code)] = status.get(str(code), 0) + n
+        label = status_label(code)
+        status[label] = status.get(label, 0) + n
         if code != 200:
-            comps.setdefault(str(code), {})[comp] = comps.get(str(code), {}).get(comp, 0) + n
+            comps.setdefault(label, {})[comp] = comps.get(label, {}).get(comp, 0) + n
     return status, comps
 
 
@@ -142,7 +144,7 @@ def build_report(sim: Any) -> Report:
     rates = {}
     for code, arr in sorted(rec.b_err.items()):
         k = sum(arr)
-        rates[str(code)] = _rate(k, n, arr, rec.b_req)
+        rates[status_label(code)] = _rate(k, n, arr, rec.b_req)
     tot = [sum(v[i] for v in rec.b_err.values()) for i in range(rec.nb)]
     total_rate = _rate(sum(tot), n, tot, rec.b_req)
     # queue wait (arrival → server start), batch means over attempts that reached a server

@@ -9,7 +9,17 @@ SERVER_ERROR = 500
 BAD_GATEWAY = 502
 UNAVAILABLE = 503
 TIMEOUT = 504
-STATUSES = (200, 400, 429, 500, 502, 503, 504)
+# A streamed response cut off by the revision timeout after its first byte: the client got a 200 header and a
+# truncated body (knative pkg/http/handler/timeout.go writes the 504 only when nothing was written yet).
+# Not an HTTP code: reported as "200-truncated" and counted as an error.
+TRUNCATED = 1200
+STATUSES = (200, 400, 429, 500, 502, 503, 504, TRUNCATED)
+STATUS_LABELS = {TRUNCATED: "200-truncated"}
+
+
+def status_label(code: int) -> str:
+    """The report's key for a status: the HTTP code, or "200-truncated"."""
+    return STATUS_LABELS.get(code) or str(code)
 
 # Components that produce a response (every failure records one of these).
 GATEWAY = "gateway"

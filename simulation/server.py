@@ -25,6 +25,8 @@ Contract (stable; other modules in `simulation/gpu/` implement it):
         def startup_error(self) -> str | None      # asked when the container has loaded; a reason → the
                                                    # container exits and is restarted (never becomes ready)
         def startup_extra_s(self) -> float         # extra start-up seconds (e.g. CUDA graphs), default 0
+        def first_byte_at(self, request)           # when its first byte went out (a stream under way), or None:
+                                                   # past the revision timeout it is cut off, not answered 504
 
     register_server(MyServer)                      # makes `server.kind: my-kind` valid in scenarios
 
@@ -87,6 +89,9 @@ class ModelServer:
 
     def startup_extra_s(self) -> float:
         return 0.0
+
+    def first_byte_at(self, request: Any) -> float | None:
+        return None
 
 
 _REGISTRY: dict[str, type[ModelServer]] = {}
@@ -223,6 +228,13 @@ class SimpleServer(ModelServer):
         first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
         total = first + spec.per_output_token_s * request.output_tokens * x
         self._calls[request] = call_later(self.env, total, self._finish, request, on_done, waited + first)
+
+    def first_byte_at(self, request: Any) -> float | None:
+        call = self._calls.get(request)
+        if call is None:
+            return None
+        at = request.t_start + call.args[2]
+        return at if at <= self.env._now else None
 
     def _finish(self, request: Any, on_done: OnDone, ttfb: float) -> None:
         del self._calls[request]

@@ -143,6 +143,10 @@ class LlmServer(ModelServer):
     def startup_extra_s(self) -> float:
         return self.spec.startup_extra_s
 
+    def first_byte_at(self, request: Any) -> float | None:
+        seq = self._seqs.get(request)
+        return None if seq is None or seq.ttfb is None else seq.t_submit + seq.ttfb
+
     # -- timeline ----------------------------------------------------------------------------------------
     def _kick(self) -> None:
         if self._scheduling or self._busy == "prefill":

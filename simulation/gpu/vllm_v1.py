@@ -124,6 +124,10 @@ class VllmV1Engine(ModelServer):
     def startup_extra_s(self) -> float:
         return self.spec.startup_extra_s
 
+    def first_byte_at(self, request: Any) -> float | None:
+        r = self._reqs.get(request)
+        return None if r is None or r.ttfb is None else r.t_submit + r.ttfb
+
     def submit(self, request: Any, on_done: OnDone) -> None:
         r = _Req(request, on_done, self.env._now)
         self._reqs[request] = r

@@ -221,3 +221,13 @@ def test_cancel_and_crash_leave_no_state_behind():
     pod.crash("test")
     assert s.in_flight == 0 and s.kv_used() == 0 and all(log.rows[r.id][0] == 502 for r in rs)
     env.run()
+
+
+def test_first_byte_is_known_once_the_prompt_is_done():
+    env, pod, s = make({"model": "llama-3-8b", "gpu": "A100-80GB"})
+    log = Log(env)
+    r = req(1, 1000, 500)
+    s.submit(r, log)
+    assert s.first_byte_at(r) is None
+    env.run(until=1.0)
+    assert s.first_byte_at(r) == pytest.approx(prefill_time(LLAMA3, A100, 1000))
