@@ -25,7 +25,9 @@ ANNOTATION_PREFIX = "preflight.kserve.io/"
 # declares there what the stack config says; these annotations carry the declared values to the simulation and
 # the policies, so the model repository and the stack must agree (docs/deploying.md).
 TRITON_CAP_ANNOTATIONS = {"max_batch_size": ANNOTATION_PREFIX + "triton-max-batch-size",
-                          "max_pixels": ANNOTATION_PREFIX + "triton-max-image-pixels"}
+                          "max_pixels": ANNOTATION_PREFIX + "triton-max-image-pixels",
+                          "max_queue_delay_microseconds": ANNOTATION_PREFIX + "triton-max-queue-delay-microseconds",
+                          "max_queue_size": ANNOTATION_PREFIX + "triton-max-queue-size"}
 
 
 def engine_args(svc: ServiceConfig) -> list[str]:
@@ -71,7 +73,8 @@ def triton_caps(svc: ServiceConfig) -> dict[str, str]:
     """The caps the user declares for Triton's config.pbtxt, as annotations (empty for other engines)."""
     if svc.engine != "triton":
         return {}
-    declared = {"max_batch_size": svc.caps.max_batch_size, "max_pixels": svc.caps.max_image_pixels}
+    declared = {"max_batch_size": svc.caps.max_batch_size, "max_pixels": svc.caps.max_image_pixels,
+                "max_queue_delay_microseconds": svc.caps.max_queue_delay_us, "max_queue_size": svc.caps.max_queue_size}
     return {TRITON_CAP_ANNOTATIONS[k]: str(v) for k, v in declared.items() if v is not None}
 
 

@@ -290,7 +290,9 @@ _FLAGS = {
 # Triton reads its caps from the model's config.pbtxt, not from args: the stack declares them as annotations
 # (manifests/inference_service.py TRITON_CAP_ANNOTATIONS), read here.
 _ANNOTATED = {"triton": {"preflight.kserve.io/triton-max-batch-size": "max_batch_size",
-                         "preflight.kserve.io/triton-max-image-pixels": "max_pixels"}}
+                         "preflight.kserve.io/triton-max-image-pixels": "max_pixels",
+                         "preflight.kserve.io/triton-max-queue-delay-microseconds": "max_queue_delay_microseconds",
+                         "preflight.kserve.io/triton-max-queue-size": "max_queue_size"}}
 
 
 def _number(text: Any) -> int | float | None:

@@ -127,6 +127,9 @@ class InputCaps:
     max_new_tokens: int | None
     max_batch_size: int | None
     max_image_pixels: int | None
+    # Triton's dynamic batching as the model's config.pbtxt declares it (dynamic_batching { ... })
+    max_queue_delay_us: int | None = None  # max_queue_delay_microseconds
+    max_queue_size: int | None = None  # default_queue_policy.max_queue_size (0/unset: unbounded)
 
 
 @dataclass(frozen=True)

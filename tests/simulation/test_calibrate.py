@@ -119,3 +119,4 @@ def test_the_gate_simulates_the_measured_engine():
     measured = type(chat)(**{**chat.__dict__, "engine_profile": {"activation_gib": 9.0, "overhead_gib": 2.0}})
     assert gate.scenario_for(cfg, measured)["server"]["activation_gib"] == 9.0
     assert "server" not in gate.scenario_for(cfg, chat) or "activation_gib" not in gate.scenario_for(cfg, chat)["server"]
+

@@ -88,8 +88,10 @@ def test_min_scale_annotation_is_overwritten_by_min_replicas():
     ("tgi", ["--max-input-tokens=4096", "--max-total-tokens=5120", "--max-batch-size=8"], {},
      {"max_input_tokens": 4096, "max_model_len": 5120, "max_num_seqs": 8}),
     ("triton", [], {"preflight.kserve.io/triton-max-batch-size": "16",
-                    "preflight.kserve.io/triton-max-image-pixels": "1048576"},
-     {"max_batch_size": 16, "max_pixels": 1048576}),
+                    "preflight.kserve.io/triton-max-image-pixels": "1048576",
+                    "preflight.kserve.io/triton-max-queue-delay-microseconds": "2000",
+                    "preflight.kserve.io/triton-max-queue-size": "64"},
+     {"max_batch_size": 16, "max_pixels": 1048576, "max_queue_delay_microseconds": 2000, "max_queue_size": 64}),
 ], ids=["vllm", "tgi", "triton"])
 def test_caps_come_from_what_the_runtime_reads(engine, args, ann, expected):
     """Only the runtime's own flags (Triton: its declared config.pbtxt values) are caps; MAX_* env vars, which no
