@@ -1,4 +1,5 @@
-"""Simulated requests per CPU second through the vLLM engine path, V1 scheduler against `scheduler: v0`.
+"""Simulated requests per CPU second through the vLLM engine path, V1 scheduler against `scheduler: v0`, and
+the SLO gate's CPU time on the shipped stacks with every vLLM service on V1 (as shipped) against V0.
 Not a test: `python benchmarks/bench_vllm.py [--repeat N]`.
 
 Scenario (issue 12's "vLLM engine path"): Knative mode, CC 16, one to four H100 pods running Llama-3-8B
@@ -56,6 +57,29 @@ def bench(scheduler: str, repeat: int) -> float:
     return rate
 
 
+def gate_cpu_s(scheduler: str, repeat: int) -> float:
+    """CPU seconds of `gate.check_stack` over every shipped stack (replications run serially in this process),
+    vLLM services on `scheduler`."""
+    from dataclasses import replace
+
+    import gate
+    from simulation.executors import SerialExecutor
+    from stackconfig.load import load_stack, stack_names
+    total = 0.0
+    for stack in stack_names():
+        cfg = load_stack(stack)
+        services = [replace(s, engine_profile={**s.engine_profile, "scheduler": scheduler}) if s.engine == "vllm"
+                    else s for s in cfg.services]
+        cfg = replace(cfg, services=services)
+        best = float("inf")
+        for _ in range(repeat):
+            t = time.process_time()
+            gate.check_stack(cfg, SerialExecutor())  # in this process, so process_time sees the work
+            best = min(best, time.process_time() - t)
+        total += best
+    return total
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3)
@@ -63,6 +87,8 @@ def main() -> None:
     v0 = bench("v0", args.repeat)
     v1 = bench("v1", args.repeat)
     print(f"V1 / V0 speed: {v1 / v0:.2f}×")
+    g0, g1 = gate_cpu_s("v0", args.repeat), gate_cpu_s("v1", args.repeat)
+    print(f"gate, all shipped stacks: V0 {g0:.2f} CPU s, V1 {g1:.2f} CPU s → V1 / V0 time {g1 / g0:.2f}× (limit 2×)")
 
 
 if __name__ == "__main__":
