@@ -83,6 +83,9 @@ class VllmV1Engine(ModelServer):
         self.cost = StepCost.of(self.model, self.gpu, spec.eff, self.tp)
         self.cap = spec.budget.kv_tokens
         self.block = spec.block_size
+        self._half = spec.block_size // 2  # each running request's last block counted half-full
+        self._budget = spec.max_num_batched_tokens
+        self._seats = spec.max_num_seqs
         self.window = self.model.sliding_window
         self.waiting: deque[_Req] = deque()
         self.running: dict[_Req, None] = {}  # admission order (preemption pops the newest)
@@ -167,9 +170,6 @@ class VllmV1Engine(ModelServer):
         if self.window:
             ctx = min(ctx, self.n_dec * self.window)
         return ctx + self.kv_pre
-
-    def _frag(self, n: int) -> int:
-        return max(0, n - 1) * (self.block // 2)
 
     def _drop(self, r: _Req) -> None:
         """Take a running request out of the batch (finished, cancelled or preempted)."""
@@ -275,20 +275,23 @@ class VllmV1Engine(ModelServer):
                 self._finish(r)
 
     def _plan_step(self) -> None:
-        spec = self.spec
-        budget = spec.max_num_batched_tokens - self.n_dec
+        n_dec = self.n_dec
+        budget = self._budget - n_dec
         chunks: list[tuple[_Req, int]] = []
-        new = self.n_dec
+        new = n_dec
         for r in self.prefilling:
             if budget <= 0:
                 break
-            c = min(r.target - r.computed, budget)
+            c = r.target - r.computed
+            if c > budget:
+                c = budget
             chunks.append((r, c))
             budget -= c
             new += c
         used = self.kv_used()
+        running, cap, half = self.running, self.cap, self._half
         preempted = False
-        while self.running and used + new + self._frag(len(self.running)) > self.cap:
+        while running and used + new + (len(running) - 1) * half > cap:
             victim = self._preempt()
             preempted = True
             for i, (r, c) in enumerate(chunks):
@@ -300,17 +303,20 @@ class VllmV1Engine(ModelServer):
             else:
                 new -= 1  # a decoding victim
             used = self.kv_used()
-        if not preempted or not self.running:  # (a lone request always fits: max_model_len is checked)
-            block, hit = self.block, spec.prefix_cache_hit_ratio
-            while self.waiting and budget > 0 and len(self.running) < spec.max_num_seqs:
-                r = self.waiting[0]
+        waiting = self.waiting
+        if waiting and (not preempted or not running):  # (a lone request always fits: max_model_len is checked)
+            block, hit, seats = self.block, self.spec.prefix_cache_hit_ratio, self._seats
+            while waiting and budget > 0 and len(running) < seats:
+                r = waiting[0]
                 cached = min(int(r.inp * hit) // block * block, r.target - 1) if hit else 0
-                c = min(r.target - cached, budget)
-                if used + new + cached + c + self._frag(len(self.running) + 1) > self.cap:
+                c = r.target - cached
+                if c > budget:
+                    c = budget
+                if used + new + cached + c + len(running) * half > cap:
                     break
-                self.waiting.popleft()
+                waiting.popleft()
                 r.state, r.computed = PREFILLING, cached
-                self.running[r] = None
+                running[r] = None
                 self.prefilling[r] = None
                 self.kv_pre += cached
                 used += cached
@@ -323,23 +329,31 @@ class VllmV1Engine(ModelServer):
         # k identical steps: until a decode finishes, a chunk changes or completes, or the pool runs dry
         k = self._heap[0][0] - self.steps if n_dec else 1 << 60
         for r, c in chunks:
-            k = min(k, (r.target - r.computed) // c)
-        room = self.cap - self._frag(len(self.running)) - used
-        k = max(1, min(k, room // new))
+            q = (r.target - r.computed) // c
+            if q < k:
+                k = q
+        q = (cap - (len(running) - 1) * half - used) // new
+        if q < k:
+            k = q
+        if k < 1:
+            k = 1
         mid = (k - 1) / 2.0
         dec_ctx = self.dec_base + n_dec * (self.steps + mid)
-        if self.window:
-            dec_ctx = min(dec_ctx, n_dec * self.window)
-        pre_tokens = pre_kv = attn = 0.0
-        for r, c in chunks:
-            prior = r.computed + c * mid
-            pre_tokens += c
-            pre_kv += prior + c
-            attn += c * (prior + c / 2.0)
-        dt = self.cost.time(n_dec + pre_tokens, dec_ctx + pre_kv, dec_ctx + attn, bool(chunks))
+        if self.window and dec_ctx > n_dec * self.window:
+            dec_ctx = n_dec * self.window
+        if chunks:
+            pre_tokens = pre_kv = attn = 0.0
+            for r, c in chunks:
+                prior = r.computed + c * mid
+                pre_tokens += c
+                pre_kv += prior + c
+                attn += c * (prior + c / 2.0)
+            dt = self.cost.time(n_dec + pre_tokens, dec_ctx + pre_kv, dec_ctx + attn, True)
+        else:
+            dt = self.cost.time(n_dec, dec_ctx, dec_ctx, False)
         self._seg_chunks = chunks
         self._seg_t0, self._seg_dt, self._seg_k, self._seg_dec = self.env._now, dt, k, n_dec
-        self._seg_open = budget > 0 and len(self.running) < spec.max_num_seqs and not self.waiting
+        self._seg_open = budget > 0 and len(running) < self._seats and not waiting
         self._cut = False
         batch = n_dec + len(chunks)
         if batch > self.max_batch:
