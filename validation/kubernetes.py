@@ -38,10 +38,15 @@ def _crd_validator(filename: str):
     return jsonschema.Draft202012Validator(json.loads((SCHEMAS / filename).read_text()))
 
 
+def _crd_schema(manifest: dict) -> str | None:
+    key = (manifest.get("apiVersion"), manifest.get("kind"))
+    return CRD_SCHEMAS.get(key) if all(isinstance(k, str) for k in key) else None
+
+
 def crd_errors(manifest: dict) -> list[tuple[str, str]]:
     """(dotted path, message) of every violation of our CRD schema (InferenceService); [] for other kinds."""
     manifest = normalise(manifest)
-    crd = CRD_SCHEMAS.get((manifest.get("apiVersion"), manifest.get("kind")))
+    crd = _crd_schema(manifest)
     if not crd:
         return []
     return [(".".join(map(str, e.absolute_path)) or "(root)", e.message)
@@ -53,7 +58,7 @@ def validation_errors(manifest: dict, kubernetes_version: str = "1.31") -> list[
     manifest = normalise(manifest)
     meta = manifest.get("metadata")
     where = f"{manifest.get('kind')}/{meta.get('name') if isinstance(meta, dict) else None}"
-    if CRD_SCHEMAS.get((manifest.get("apiVersion"), manifest.get("kind"))):
+    if _crd_schema(manifest):
         return [f"{where}: {path}: {message}" for path, message in crd_errors(manifest)]
     import kubernetes_validate  # imported here: the CrossGuard pack uses this module's helpers without it
 
