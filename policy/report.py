@@ -112,9 +112,14 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
     return 1 if failed else 0
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The `kserve-preflight-policy` console command (and `python -m policy.report`)."""
     try:
         status = main()
     finally:
         _close_event_loop()
     sys.exit(status)
+
+
+if __name__ == "__main__":
+    cli()

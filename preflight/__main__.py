@@ -5,8 +5,15 @@ import sys
 from preflight.check import main
 from policy.report import _close_event_loop
 
-try:
-    status = main()
-finally:
-    _close_event_loop()
-sys.exit(status)
+
+def run() -> None:
+    """The `kserve-preflight` console command (and `python -m preflight`)."""
+    try:
+        status = main()
+    finally:
+        _close_event_loop()
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    run()
