@@ -15,8 +15,7 @@ from catalog import DEFAULT
 from simulation.activator import Activator
 from simulation.autoscaler.hpa import HpaCalculator, HpaSpec
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
-from simulation.gpu.memory import (DEFAULT_ACTIVATION_GIB, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_OVERHEAD_GIB,
-                                   GIB, prefill_activation_bytes, vllm_budget)
+from simulation.gpu.memory import DEFAULT_GPU_MEMORY_UTILIZATION, prefill_activation_bytes, vllm_budget
 from simulation.queue_proxy import QueueProxy
 from simulation.request import Request
 
@@ -212,9 +211,9 @@ def test_vllm_default_gpu_memory_utilization_is_090():
     assert DEFAULT_GPU_MEMORY_UTILIZATION == 0.90
     g, m = DEFAULT.gpus["A10G"], DEFAULT.models["llama-3-8b"]
     b = vllm_budget(g, m)
-    assert b.kv_budget_bytes == int(g.memory_bytes * 0.90) - m.weights_bytes - int(DEFAULT_ACTIVATION_GIB * GIB) \
-        - int(DEFAULT_OVERHEAD_GIB * GIB)
-    assert b == vllm_budget(g, m, gpu_memory_utilization=0.90)
+    assert b.gpu_memory_utilization == 0.90 and b == vllm_budget(g, m, gpu_memory_utilization=0.90)
+    assert b.kv_budget_bytes == int(b.total_bytes * 0.90) - b.weights_bytes - b.activation_bytes - b.overhead_bytes
+    assert vllm_budget(g, m, gpu_memory_utilization=1.0).kv_budget_bytes > b.kv_budget_bytes
 
 
 @pytest.mark.parametrize("tokens, eager, want", [
