@@ -1,54 +1,16 @@
 """The GPU model servers on their own (a fake pod): continuous batching timeline, KV-block queueing,
 naive CUDA OOM (process / request), input caps, Triton dynamic batching."""
 
-import random
-
 import pytest
-import simpy
 
 from catalog import DEFAULT
 from validation.fields import Section
 from simulation.gpu.memory import naive_memory_bytes, prefill_activation_bytes
 from simulation.gpu.roofline import decode_step_time, prefill_time
 from simulation.gpu.servers import NaiveServer, TritonServer, VllmServer
-from simulation.request import Request
 from simulation.server import get_server
 
-
-class FakePod:
-    """The pod side of the contract: crash() fails everything in flight (502) and records the reason."""
-
-    def __init__(self):
-        self.server = None
-        self.crashes = []
-
-    def crash(self, reason):
-        self.crashes.append(reason)
-        self.server.fail_all(502)
-
-
-def make(kind, data, env=None):
-    problems = []
-    cls = get_server(kind)
-    spec = cls.parse_spec(Section(data, "server", problems), None)
-    assert not problems, problems
-    env = env or simpy.Environment()
-    pod = FakePod()
-    server = cls(env, pod, spec, random.Random(1))
-    pod.server = server
-    return env, pod, server
-
-
-def req(i, inp, out):
-    return Request(i, i, 0.0, 0, 0.0, inp, out, True)
-
-
-class Log:
-    def __init__(self, env):
-        self.env, self.rows = env, {}
-
-    def __call__(self, r, status, ttfb):
-        self.rows[r.id] = (status, ttfb, self.env.now)
+from gpu_fakes import FakePod, Log, make, req
 
 
 LLAMA3, A100 = DEFAULT.models["llama-3-8b"], DEFAULT.gpus["A100-80GB"]

@@ -1,28 +1,15 @@
 """TGI: its router's answers (429 above --max-concurrent-requests, 422 for its token caps) in front of the
 V1-style engine, and its launcher defaults."""
 
-import random
-
-import simpy
-
-from validation.fields import Section
 from simulation.gpu.tgi import TgiEngine
-from simulation.request import Request
-from simulation.server import get_server
+
+import gpu_fakes
+from gpu_fakes import req
 
 
 def make(data):
-    problems = []
-    cls = get_server("tgi")
-    spec = cls.parse_spec(Section(data, "server", problems), None)
-    assert not problems, problems
-    env = simpy.Environment()
-    s = cls(env, None, spec, random.Random(1))
-    return env, s
-
-
-def req(i, inp, out):
-    return Request(i, i, 0.0, 0, 0.0, inp, out, True)
+    env, _, server = gpu_fakes.make("tgi", data)
+    return env, server
 
 
 def test_launcher_defaults():

@@ -5,54 +5,23 @@ defaults by GPU class."""
 import random
 
 import pytest
-import simpy
 
 from catalog import DEFAULT
-from validation.fields import Section
 from simulation.gpu.roofline import StepCost, decode_step_time, prefill_time
 from simulation.gpu.vllm_v1 import VllmV1Engine
-from simulation.request import Request
-from simulation.server import get_server
+
+import gpu_fakes
+from gpu_fakes import Log, req
 
 LLAMA3, A100, H100 = DEFAULT.models["llama-3-8b"], DEFAULT.gpus["A100-80GB"], DEFAULT.gpus["H100-80GB"]
 
 
-class FakePod:
-    def __init__(self):
-        self.server = None
-        self.crashes = []
-
-    def crash(self, reason):
-        self.crashes.append(reason)
-        self.server.fail_all(502)
+def make(data, env=None):
+    return gpu_fakes.make("vllm", data, env)
 
 
 def spec_of(data):
-    problems = []
-    spec = get_server("vllm").parse_spec(Section(data, "server", problems), None)
-    return spec, problems
-
-
-def make(data, env=None):
-    spec, problems = spec_of(data)
-    assert not problems, problems
-    env = env or simpy.Environment()
-    pod = FakePod()
-    server = get_server("vllm")(env, pod, spec, random.Random(1))
-    pod.server = server
-    return env, pod, server
-
-
-def req(i, inp, out):
-    return Request(i, i, 0.0, 0, 0.0, inp, out, True)
-
-
-class Log:
-    def __init__(self, env):
-        self.env, self.rows = env, {}
-
-    def __call__(self, r, status, ttfb):
-        self.rows[r.id] = (status, ttfb, self.env.now)
+    return gpu_fakes.spec_of("vllm", data)
 
 
 def test_v1_is_the_default_and_v0_stays_available():
