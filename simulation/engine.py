@@ -28,6 +28,7 @@ from simulation.cluster import Cluster
 from simulation.deadlines import DeadlineQueue
 from simulation.gateway import Gateway
 from simulation.metrics import Recorder
+from simulation.timeline import Timeline
 from simulation.pod import GONE, PENDING, READY, STARTING, TERMINATING, Pod
 from simulation.request import (ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, TRUNCATED, UNAVAILABLE,
                                 Request)
@@ -159,9 +160,12 @@ class Sim:
         self.n_sys -= 1
         client = self.client
         if client.tokens is None and (status == 200 or status not in client.retry_on):
-            self.rec.record(req, True)          # fast path: nothing for the client to decide
+            final = True                        # fast path: nothing for the client to decide
         else:
-            self.rec.record(req, not client.on_response(req))
+            final = not client.on_response(req)
+        self.rec.record(req, final)
+        if final:
+            self.timeline.final(req)
 
     def _expire(self, req: Any, component: str, status: int = TIMEOUT) -> None:
         where = req.where
@@ -271,6 +275,8 @@ class Sim:
         now = self.env._now
         live = sum(1 for p in self.pods if p.state not in (TERMINATING, GONE))
         self.series.append((now, len(self.endpoints), live, self.replicas, self.cluster.node_count))
+        self.timeline.sample(now, self.n_sys, sum(1 for p in self.pods if p.state == PENDING),
+                             [p.server for p in self.endpoints])
         if now + interval <= self.scenario.duration_s + 1e-9:
             call_later(self.env, interval, self._sample_series, interval)
 
@@ -310,6 +316,7 @@ class Sim:
         for i in range(BATCHES + 1):
             call_later(env, sc.warmup_s + i * blen, self._snapshot)
         interval = sc.series_interval_s or max(1.0, sc.duration_s / 200.0)
+        self.timeline = Timeline(sc.duration_s, interval)
         call_later(env, 0.0, self._sample_series, interval)
         self._arr = arrivals(sc.workload, self.rng_arrivals, sc.duration_s)
         first = next(self._arr, None)

@@ -229,5 +229,6 @@ def build_report(sim: Any) -> Report:
         "gpu_hours": gpu_h,
         "pod_gpu_hours": pod_gpu_h,
         "server_stats": _server_stats(sim),
+        "timeline": sim.timeline.to_dict(),
     }
     return Report(data)
