@@ -27,7 +27,7 @@ from stackconfig.platform import load_gbps
 from gate.verdict import Check, Verdict, judge
 from gate.sequential import Trial, decide
 
-__all__ = ["Check", "Verdict", "check_stack", "check_service", "gate_failure", "gate_warnings", "scenario_for",
+__all__ = ["Check", "Verdict", "trials", "check_stack", "check_service", "gate_failure", "gate_warnings", "scenario_for",
            "cluster_profile"]
 
 MIB, GIB = 2**20, 2**30
@@ -107,14 +107,18 @@ def _trial(cfg: StackConfig, svc: ServiceConfig) -> Trial:
                                                            undecided_policy=cfg.gate.undecided))
 
 
-def check_stack(cfg: StackConfig, executor: Any = None,
-                on_round: Callable[[int, int], None] | None = None) -> list[Verdict]:
-    """Every service that declares a workload and an SLO, replicated until decided (gate/sequential.py).
+def trials(cfg: StackConfig) -> list[Trial]:
+    """Every scenario the gate decides: each service that declares a workload and an SLO, steady traffic.
 
     Raises `validation.errors.InputError` when a workload (or client) mapping is not a valid scenario part.
     """
-    trials = [_trial(cfg, svc) for svc in cfg.services if svc.workload is not None and svc.slo is not None]
-    return list(decide(trials, cfg.gate, executor, on_round).values())
+    return [_trial(cfg, svc) for svc in cfg.services if svc.workload is not None and svc.slo is not None]
+
+
+def check_stack(cfg: StackConfig, executor: Any = None,
+                on_round: Callable[[int, int], None] | None = None) -> list[Verdict]:
+    """Every trial replicated until decided (gate/sequential.py), in `trials(cfg)` order."""
+    return list(decide(trials(cfg), cfg.gate, executor, on_round).values())
 
 
 def check_service(cfg: StackConfig, svc: ServiceConfig, executor: Any = None) -> Verdict | None:

@@ -1,34 +1,70 @@
-"""Replica plots of the gate's simulations: desired vs Ready pods and nodes over time, one PNG per service."""
+"""Plots of simulated runs over time, one PNG per service: replicas, queue, errors, GPU memory and latency.
+
+`plot_runs` draws one or more runs of the same service on shared axes (a what-if overlays before, dashed, and
+after, solid); `plot_verdicts` draws the gate's runs (replication 0 of each service). Each panel reads the
+report's `replica_series` and `timeline` (simulation/timeline.py); the figure's caption names the seed.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from gate import Verdict  # noqa: E402
+STYLES = ("-",)
 
 
-def plot_verdicts(stack: str, verdicts: list[Verdict], out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
+def plot_runs(title: str, runs: Sequence[tuple[str, dict]], path: Path) -> Path:
+    """`runs`: (label, simulation report dict) pairs; writes `path` and returns it."""
+    fig, axes = plt.subplots(5, 1, figsize=(9, 13), sharex=True)
+    ax_rep, ax_queue, ax_err, ax_mem, ax_lat = axes
+    for (label, report), style in zip(runs, ("--", "-", ":", "-.") if len(runs) > 1 else STYLES):
+        series, tl = report["replica_series"], report.get("timeline") or {}
+        for key, color in (("ready", "C0"), ("desired", "C1"), ("nodes", "C2")):
+            ax_rep.step(series["t"], series[key], style, color=color, where="post", label=f"{key} ({label})")
+        if tl:
+            ax_rep.step(tl["t"], tl["pending_pods"], style, color="C3", where="post", label=f"Pending pods ({label})")
+            ax_queue.step(tl["t"], tl["in_system"], style, color="C0", where="post", label=label)
+            for i, (key, row) in enumerate(tl["errors"].items()):
+                ax_err.step(tl["bin_start_s"], [k / tl["interval_s"] for k in row], style, color=f"C{i % 10}",
+                            where="post", label=f"{key} ({label})")
+            ax_mem.step(tl["t"], [m if m is not None else float("nan") for m in tl["gpu_memory"]], style,
+                        color="C4", where="post", label=label)
+            for key, color, name in (("latency_ok_mean_s", "C0", "mean, successes"),
+                                     ("latency_ok_max_s", "C1", "max, successes"),
+                                     ("latency_all_mean_s", "C3", "mean, all requests")):
+                ax_lat.step(tl["bin_start_s"], [v if v is not None else float("nan") for v in tl[key]], style,
+                            color=color, where="post", label=f"{name} ({label})")
+    for ax, ylabel in ((ax_rep, "pods / nodes"), (ax_queue, "requests in system"), (ax_err, "errors / s"),
+                       (ax_mem, "GPU memory in use\n(fraction; vLLM: KV blocks)"), (ax_lat, "latency (s)")):
+        ax.set_ylabel(ylabel)
+        handles, _ = ax.get_legend_handles_labels()
+        if handles:
+            ax.legend(loc="upper right", fontsize="x-small", ncol=2)
+    if not ax_err.get_legend_handles_labels()[0]:
+        ax_err.text(0.5, 0.5, "no errors", transform=ax_err.transAxes, ha="center")
+    ax_lat.set_xlabel("simulated time (s); by arrival of each request's first attempt")
+    seeds = ", ".join(f"{label}: seed {report['seed']}" for label, report in runs)
+    fig.suptitle(f"{title}\n({seeds})", fontsize="medium")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_verdicts(stack: str, verdicts: list, out: Path) -> list[Path]:
+    """One PNG per verdict (`<stack>-<service>[-<scenario>]-timeline.png`): replication 0 of the gate's run."""
     written = []
     for v in verdicts:
-        series = v.report["replica_series"]
-        fig, ax = plt.subplots(figsize=(8, 3.5))
-        for key, style in (("desired", "--"), ("pods", "-"), ("ready", "-"), ("nodes", ":")):
-            ax.step(series["t"], series[key], style, where="post", label=key)
-        ax.set_xlabel("simulated time (s)")
-        ax.set_ylabel("count")
         status = "meets" if v.passed else "misses"
-        ax.set_title(f"{stack}/{v.service}: {status} its SLO "
-                     f"(p99 {v.report['latency_s'].get('p99', float('nan')):.3g} s)")
-        ax.legend(loc="lower right", fontsize="small")
-        fig.tight_layout()
-        path = out / f"{stack}-{v.service}-replicas.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        p99 = (v.report.get("latency_s") or {}).get("p99")
+        name = v.service if v.scenario == "steady" else f"{v.service}-{v.scenario}"
+        title = (f"{stack}/{v.label}: {status} its SLO over {v.replications} replications "
+                 f"(replication 0 shown; its p99 {p99:.3g} s)" if p99 is not None else f"{stack}/{v.label}")
+        written.append(plot_runs(title, [("gate", v.report)], out / f"{stack}-{name}-timeline.png"))
     return written

@@ -174,7 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     cmd.add_argument("--plot", type=Path, metavar="DIR", help="also write replica/latency plots (PNG) to DIR")
     add_executor_arguments(cmd)
+    from preflight import whatif
+
+    whatif.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "whatif":
+        try:
+            return whatif.run(args)
+        except InputError as err:
+            exit_with(err)
     known = stack_names()
     stacks = args.stack or ["dev"]
     unknown = [s for s in stacks if s not in known]

@@ -201,3 +201,18 @@ def per_replication(name: str, reports: Sequence[Mapping]) -> list[float | None]
     if kind == "rate":
         return [k / n if n else 0.0 for k, n in (get(r) for r in reports)]
     return [get(r) for r in reports]
+
+
+def independent_difference(before: Sequence[float | None], after: Sequence[float | None]) -> Estimate:
+    """after − before from independent runs (no pairing): Welch's t-interval — what pairing is compared against."""
+    b = [float(v) for v in before if v is not None]
+    a = [float(v) for v in after if v is not None]
+    if len(a) < 2 or len(b) < 2:
+        return Estimate(None, None, None, min(len(a), len(b)))
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1) / len(a)
+    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1) / len(b)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0.0) + (vb ** 2 / (len(b) - 1) if vb else 0.0) or 1.0)
+    h = t975(max(1, int(df))) * se
+    return Estimate(ma - mb, ma - mb - h, ma - mb + h, min(len(a), len(b)))

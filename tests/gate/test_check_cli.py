@@ -64,7 +64,7 @@ def test_plots_are_written(tmp_path):
     from gate.plots import plot_verdicts
 
     [path, _] = plot_verdicts("prod", _failing_check().verdicts, tmp_path)
-    assert path.name == "prod-chat-replicas.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert path.name == "prod-chat-timeline.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_an_admission_refusal_fails_the_check_before_the_program_runs(monkeypatch, capsys):

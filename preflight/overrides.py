@@ -1,0 +1,167 @@
+"""What-if inputs: a stack's config values from the working tree or a git revision, `--set` edits, workloads.
+
+`--set PATH=VALUE` edits the stack's project keys (`kserve-preflight:` dropped). PATH is dot-separated; a list of
+services is indexed by service name (or position); a key with dots in it (an annotation) is written in brackets
+or matched whole when it exists: `services.chat.annotations["autoscaling.knative.dev/window"]=120s`. VALUE is
+read as YAML (`8` is a number, `"8"` a string, `{min: 2}` a mapping). The edited values are then parsed by the
+stack config's own schema, so a misspelt key or a bad value gets the same key-path error as in the stack file.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stackconfig.load import ROOT, project_values, read_project, stack_config_values
+from validation.errors import InputError, Problem
+
+_TOKEN = re.compile(r'\[\s*"([^"]*)"\s*\]|\[\s*\'([^\']*)\'\s*\]|([^.\[\]]+)')
+
+
+def stack_values(stack: str, rev: str | None = None) -> tuple[str, dict]:
+    """(project, project-key values) of a stack: the working tree's file, or `git show REV:<stack file>`."""
+    if rev is None:
+        project, values = stack_config_values(stack)
+        return project, project_values(values, project)
+    folder = read_project().get("stackConfigDir", ".")
+    rel = f"{folder}/Pulumi.{stack}.yaml"
+    try:
+        text = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=ROOT, capture_output=True, text=True,
+                              check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as err:
+        detail = getattr(err, "stderr", "") or str(err)
+        raise InputError([Problem("--against", rev, f"a git revision that has {rel} ({detail.strip()})")]) from None
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+        project, values = stack_config_values(stack, root)
+    return project, project_values(values, project)
+
+
+def _tokens(path: str) -> list[str]:
+    """`a.b["c.d"].e` → ["a", "b", "c.d", "e"]; [] when the path cannot be read."""
+    out, i = [], 0
+    while i < len(path):
+        m = _TOKEN.match(path, i)
+        if m is None:
+            return []
+        out.append(next(g for g in m.groups() if g is not None))
+        i = m.end()
+        if i < len(path) and path[i] == ".":
+            i += 1
+            if i == len(path):
+                return []
+    return out
+
+
+def apply_set(values: dict, assignment: str) -> None:
+    """Apply one `PATH=VALUE` to `values` in place; raises InputError naming `--set` for a bad path."""
+    path, sep, text = assignment.partition("=")
+    tokens = _tokens(path.strip())
+    if not sep or not tokens:
+        raise InputError([Problem("--set", assignment, 'expected PATH=VALUE, e.g. services.chat.containerConcurrency=8 '
+                                  'or services.chat.annotations["autoscaling.knative.dev/window"]=120s')])
+    try:
+        value = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError as err:
+        raise InputError([Problem("--set", assignment, f"a YAML value after '=' ({err.problem})")]) from None
+    node: Any = values
+    done: list[str] = []
+    i = 0
+    while i < len(tokens) - 1:
+        tok = tokens[i]
+        if isinstance(node, list):
+            node = _item(node, tok, ".".join(done) or "(top)", assignment)
+            done.append(tok)
+            i += 1
+            continue
+        if not isinstance(node, dict):
+            raise InputError([Problem("--set", assignment, f"{'.'.join(done)} is a {type(node).__name__}, "
+                                      "not a mapping or list")])
+        whole = ".".join(tokens[i:])
+        if whole in node or (node and all(isinstance(v, str) for v in node.values()) and tok not in node):
+            tokens[i:] = [whole]  # a key with dots in it (annotations), or a new one in a string map
+            break
+        if tok not in node:
+            node[tok] = {}
+        node = node[tok]
+        done.append(tok)
+        i += 1
+    last = tokens[-1]
+    if isinstance(node, list):
+        idx = _index(node, last, ".".join(done), assignment)
+        node[idx] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise InputError([Problem("--set", assignment, f"{'.'.join(done)} is a {type(node).__name__}, "
+                                  "not a mapping or list")])
+
+
+def _index(items: list, tok: str, where: str, assignment: str) -> int:
+    names = [it.get("name") for it in items if isinstance(it, dict)]
+    if tok in names:
+        return names.index(tok)
+    if tok.isdigit() and int(tok) < len(items):
+        return int(tok)
+    allowed = ", ".join(str(n) for n in names if n) or f"0–{len(items) - 1}"
+    raise InputError([Problem("--set", assignment, f"{where}: no item {tok!r}; expected one of {allowed}")])
+
+
+def _item(items: list, tok: str, where: str, assignment: str) -> Any:
+    return items[_index(items, tok, where, assignment)]
+
+
+def apply_sets(values: dict, assignments: list[str]) -> dict:
+    out = copy.deepcopy(values)
+    for a in assignments:
+        apply_set(out, a)
+    return out
+
+
+def read_workload(path: str) -> dict:
+    """A `--workload FILE`: the simulation's workload mapping (checked later by the config schema)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise InputError([Problem("--workload", path, f"a readable YAML workload file ({err})")]) from None
+    if isinstance(data, dict) and isinstance(data.get("workload"), dict):
+        data = data["workload"]  # a scenario file: take its workload
+    if not isinstance(data, dict):
+        raise InputError([Problem("--workload", path, "a YAML mapping in the simulation's workload format "
+                                  "(kind, rate, … — docs/simulation.md)")])
+    return data
+
+
+def scale_rate(workload: dict, factor: float) -> dict:
+    """The workload at `factor` × its arrival rate (a trace's `rate_scale`; every rate of a synthetic kind)."""
+    out = dict(workload)
+    if out.get("kind") == "trace":
+        out["rate_scale"] = float(out.get("rate_scale", 1.0)) * factor
+        return out
+    for key in ("rate", "to_rate", "peak_rate"):
+        if isinstance(out.get(key), (int, float)) and not isinstance(out.get(key), bool):
+            out[key] = out[key] * factor
+    return out
+
+
+def set_workloads(values: dict, services: set[str] | None, workload: dict | None, rate_scale: float | None) -> dict:
+    """Both sides' traffic: `--workload` replaces, `--rate-scale` multiplies, each compared service's workload."""
+    out = copy.deepcopy(values)
+    for svc in out.get("services") or []:
+        if not isinstance(svc, dict) or (services and svc.get("name") not in services):
+            continue
+        if workload is not None:
+            svc["workload"] = copy.deepcopy(workload)
+        if rate_scale is not None and isinstance(svc.get("workload"), dict):
+            svc["workload"] = scale_rate(svc["workload"], rate_scale)
+    return out

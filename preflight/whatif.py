@@ -1,0 +1,233 @@
+"""`python -m preflight whatif`: what a config change does, both sides simulated on common random numbers.
+
+    python -m preflight whatif --stack prod --set 'services.chat.containerConcurrency=8' [--set …]
+        [--workload FILE | --rate-scale 2] [--against REV] [--service NAME] [--replications N] [--plot DIR] [--json]
+
+"before" is the stack file as it is (or as it was at git revision REV with `--against`); "after" is the working
+tree's file with the `--set` edits. Both sides run every gate scenario (`gate.trials`) with the same seeds,
+replication by replication (seed i = `simulation.replicate.replication_seed(gate.seed, i)`), so the arrival
+stream, token sizes and start-up draws match and the paired difference after − before has a far narrower
+interval than two independent runs would give (common random numbers; Law & Kelton §11.2). Per metric the table
+shows each side's estimate with its 95 % interval, the mean paired difference with its 95 % t-interval, and
+each side's SLO verdict. `--workload` / `--rate-scale` change the traffic of both sides.
+
+Exit status: 0 when the after side meets every SLO, 1 when it misses one, 2 for a user's mistake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate import trials as gate_trials
+from gate.verdict import Verdict
+from preflight.overrides import apply_sets, read_workload, set_workloads, stack_values
+from simulation.replicate import METRICS, Estimate, paired_difference, per_replication, replication_seeds, \
+    run_replications
+from stackconfig.load import ROOT
+from stackconfig.schema import StackConfig, parse_stack_config
+from validation.errors import InputError, Problem
+
+SHOWN = ("error rate", "503 rate", "429 rate", "504 rate", "502 rate", "400 rate (input caps, excluded)",
+         "p50 latency (s)", "p99 latency (s)", "p99 time to first token (s)", "throughput (req/s)",
+         "mean ready replicas", "pod GPU-hours", "cold starts", "longest cold start (s)")
+
+
+@dataclass
+class Comparison:
+    """One gate scenario on both sides."""
+
+    key: Any
+    before: Verdict
+    after: Verdict
+    reports: tuple[list[dict], list[dict]]
+    difference: dict[str, Estimate] = field(default_factory=dict)
+    unchanged: bool = False  # the same scenario on both sides: the edits do not touch it
+
+    def to_dict(self) -> dict:
+        return {"unchanged": self.unchanged, "before": self.before.to_dict(), "after": self.after.to_dict(),
+                "difference": {k: e.to_dict() for k, e in self.difference.items()}}
+
+
+@dataclass
+class WhatIf:
+    stack: str
+    against: str | None
+    sets: list[str]
+    replications: int
+    seeds: list[int]
+    comparisons: list[Comparison]
+    only: dict[str, list[str]]  # scenarios present on one side only
+
+    @property
+    def passed_after(self) -> bool:
+        return all(c.after.passed for c in self.comparisons)
+
+    def to_dict(self) -> dict:
+        return {"stack": self.stack, "against": self.against, "set": self.sets, "replications": self.replications,
+                "seeds": self.seeds, "passed_before": all(c.before.passed for c in self.comparisons),
+                "passed_after": self.passed_after, "only": self.only,
+                "scenarios": {c.after.label: c.to_dict() for c in self.comparisons}}
+
+
+def sides(stack: str, sets: list[str], against: str | None = None, workload: str | None = None,
+          rate_scale: float | None = None, services: list[str] | None = None) -> tuple[StackConfig, StackConfig]:
+    """The before and after configs, each parsed (and so checked) by the stack schema."""
+    if rate_scale is not None and not (0 < rate_scale <= 1000):
+        raise InputError([Problem("--rate-scale", rate_scale, "expected a number in (0, 1000]")])
+    project, before = stack_values(stack, against)
+    after = apply_sets(stack_values(stack)[1] if against else before, sets)
+    wl = read_workload(workload) if workload else None
+    chosen = set(services) if services else None
+    before, after = (set_workloads(v, chosen, wl, rate_scale) for v in (before, after))
+    origin = f"stacks/Pulumi.{stack}.yaml" + (f" at {against}" if against else "")
+    return (parse_stack_config(before, project, stack, origin),
+            parse_stack_config(after, project, stack, f"stacks/Pulumi.{stack}.yaml with --set"))
+
+
+def compare(before: StackConfig, after: StackConfig, replications: int, executor: Any = None,
+            services: list[str] | None = None, *, stack: str = "", against: str | None = None,
+            sets: list[str] | None = None) -> WhatIf:
+    """Both sides' gate scenarios on the same seeds; paired differences per METRICS figure."""
+    def pick(cfg: StackConfig) -> dict:
+        return {t.key: t for t in gate_trials(cfg) if not services or _service(t.key) in services}
+
+    tb, ta = pick(before), pick(after)
+    common = [k for k in ta if k in tb]
+    if services:
+        missing = [s for s in services if s not in {_service(k) for k in common}]
+        if missing:
+            known = sorted({_service(k) for k in ta})
+            raise InputError([Problem("--service", s, "a service with a workload and an SLO on both sides: "
+                                      + (", ".join(known) or "none")) for s in missing])
+    seeds = replication_seeds(before.gate.seed, replications)
+    runs = run_replications([tb[k].scenario for k in common] + [ta[k].scenario for k in common], seeds, executor,
+                            base_dir=ROOT)
+    out = []
+    for i, key in enumerate(common):
+        rb, ra = runs[i], runs[len(common) + i]
+        diff = {name: paired_difference(per_replication(name, rb), per_replication(name, ra)) for name in METRICS}
+        out.append(Comparison(key, tb[key].judge(rb), ta[key].judge(ra), (rb, ra), diff,
+                              tb[key].scenario == ta[key].scenario))
+    only = {"before": [str(k) for k in tb if k not in ta], "after": [str(k) for k in ta if k not in tb]}
+    return WhatIf(stack or after.stack, against, list(sets or []), replications, seeds, out, only)
+
+
+def _service(key: Any) -> str:
+    return key[0] if isinstance(key, tuple) else str(key)
+
+
+def plot(result: WhatIf, out: Path) -> list[Path]:
+    from gate.plots import plot_runs
+
+    paths = []
+    for c in (c for c in result.comparisons if not c.unchanged):
+        name = c.after.service if c.after.scenario == "steady" else f"{c.after.service}-{c.after.scenario}"
+        title = (f"what-if {result.stack}/{c.after.label}: before"
+                 + (f" ({result.against})" if result.against else "") + " vs after; replication 0")
+        paths.append(plot_runs(title, [("before", c.reports[0][0]), ("after", c.reports[1][0])],
+                               out / f"whatif-{result.stack}-{name}.png"))
+    return paths
+
+
+def _est(e: Estimate, pct: bool) -> str:
+    if e.value is None:
+        return "n/a"
+    f = (lambda x: f"{x:.3%}") if pct else (lambda x: f"{x:.4g}")
+    if e.lo is None or e.hi is None or e.hi == float("inf"):
+        return f(e.value)
+    return f"{f(e.value)} [{f(e.lo)}, {f(e.hi)}]"
+
+
+def _change(e: Estimate) -> str:
+    if e.value is None or e.lo is None:
+        return ""
+    if e.lo > 0 or e.hi < 0:
+        return "[bold]changed[/]"
+    return "[dim]no detectable change[/]"
+
+
+def tables(result: WhatIf) -> list:
+    from rich.table import Table
+
+    from preflight.check import _STATUS
+
+    out = []
+    for c in result.comparisons:
+        if c.unchanged:
+            out.append(f"{result.stack}/{c.after.label}: unchanged by these edits (the same scenario on both sides; "
+                       f"{'meets' if c.after.passed else 'misses'} its SLO)")
+            continue
+        before = "before" + (f" ({result.against})" if result.against else "")
+        t = Table(title=f"what-if {result.stack}/{c.after.label}: {result.replications} replications per side on "
+                        "common random numbers (95% intervals)")
+        for col in ("metric", before, "after", "after − before (paired)", ""):
+            t.add_column(col)
+        for name in SHOWN:
+            pct = METRICS[name][0] == "rate"
+            t.add_row(name, _est(c.before.metrics[name], pct), _est(c.after.metrics[name], pct),
+                      _est(c.difference[name], pct), _change(c.difference[name]))
+        t.add_section()
+        for cb, ca in zip(c.before.checks, c.after.checks):
+            t.add_row(f"SLO {cb.name} ≤ {ca.limit:g}", _STATUS[cb.status], _STATUS[ca.status], "", "")
+        t.add_row("verdict", "[green]pass[/]" if c.before.passed else "[red]FAIL[/]",
+                  "[green]pass[/]" if c.after.passed else "[red]FAIL[/]", "", "")
+        out.append(t)
+    return out
+
+
+def add_parser(sub: Any) -> None:
+    from simulation.executors import add_executor_arguments
+
+    cmd = sub.add_parser("whatif", help="simulate a config change against the stack as it is, on common random "
+                                        "numbers, and show the difference")
+    cmd.add_argument("--stack", default="dev", help="stack name (default: dev)")
+    cmd.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                     help="a config edit for the after side, e.g. services.chat.containerConcurrency=8 (repeatable)")
+    cmd.add_argument("--against", metavar="REV", help="before = the stack file at this git revision")
+    traffic = cmd.add_mutually_exclusive_group()
+    traffic.add_argument("--workload", metavar="FILE", help="both sides under this workload (YAML, simulation format)")
+    traffic.add_argument("--rate-scale", type=float, metavar="X", help="both sides at X × each workload's rate")
+    cmd.add_argument("--service", action="append", help="compare only this service (repeatable)")
+    cmd.add_argument("--replications", type=int, default=10, help="replications per side (default 10)")
+    cmd.add_argument("--plot", type=Path, metavar="DIR", help="write before/after overlay plots (PNG) to DIR")
+    cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    add_executor_arguments(cmd)
+
+
+def run(args: Any) -> int:
+    """The `whatif` subcommand; InputError for a user's mistake (the caller exits 2)."""
+    import json
+    import sys
+
+    from rich.console import Console
+
+    from simulation.executors import make_executor
+
+    if not 2 <= args.replications <= 1000:
+        raise InputError([Problem("--replications", args.replications, "expected an integer between 2 and 1000")])
+    before, after = sides(args.stack, args.sets, args.against, args.workload, args.rate_scale, args.service)
+    executor = make_executor(args.dask, args.ray, args.workers)
+    console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 150)
+    try:
+        with console.status(f"simulating {args.stack}: before and after × {args.replications} replications"):
+            result = compare(before, after, args.replications, executor, args.service, stack=args.stack,
+                             against=args.against, sets=args.sets)
+    finally:
+        executor.close()
+    if not result.comparisons:
+        raise InputError([Problem("--stack", args.stack, "a stack with at least one service that declares a "
+                                  "workload and an SLO on both sides")])
+    if args.json:
+        print(json.dumps(result.to_dict(), sort_keys=True))
+    else:
+        for table in tables(result):
+            console.print(table)
+        for side, keys in result.only.items():
+            if keys:
+                console.print(f"only {side}: {', '.join(keys)} (not compared)")
+    if args.plot is not None:
+        for path in plot(result, args.plot):
+            console.print(f"plot written: {path}")
+    return 0 if result.passed_after else 1

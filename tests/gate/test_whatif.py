@@ -1,0 +1,94 @@
+"""`python -m preflight whatif`: both sides on common random numbers, paired differences, key-path errors."""
+
+from __future__ import annotations
+
+import json
+import pytest
+
+from preflight import check as cli
+from preflight.overrides import apply_sets, stack_values
+from preflight.whatif import compare, sides
+from simulation.replicate import independent_difference, per_replication, replication_seeds, run_replications
+from stackconfig.load import ROOT
+from validation.errors import InputError
+
+# The L40S with 8 % more memory bandwidth: decode steps are bandwidth-bound, so dev chat's p99 drops by ~10 %.
+FASTER_GPU = "catalog.gpus.L40S={memoryGib: 44.99, bandwidthGbps: 933, bf16Tflops: 362}"
+P99 = "p99 latency (s)"
+
+
+def test_paired_replications_detect_a_10_percent_p99_change_that_independent_runs_cannot():
+    before, after = sides("dev", [FASTER_GPU])
+    [c] = compare(before, after, replications=8).comparisons
+    b, a = c.before.metrics[P99].value, c.after.metrics[P99].value
+    assert 0.05 < (b - a) / b < 0.15, (b, a)  # a ~10 % change
+    paired = c.difference[P99]
+    assert paired.hi < 0, paired  # common random numbers: the interval excludes 0
+    # The same after side on independent seeds (as two separate runs would be): the interval straddles 0.
+    other = run_replications([after.services and _scenario(after)], replication_seeds(before.gate.seed + 1, 8),
+                             base_dir=ROOT)[0]
+    independent = independent_difference(per_replication(P99, c.reports[0]), per_replication(P99, other))
+    assert independent.lo < 0 < independent.hi, independent
+    assert independent.hi - independent.lo > 3 * (paired.hi - paired.lo)
+
+
+def _scenario(cfg):
+    import gate
+
+    return gate.trials(cfg)[0].scenario
+
+
+def test_against_a_revision_with_no_edits_is_the_same_run_on_both_sides(capsys):
+    assert cli.main(["whatif", "--stack", "dev", "--against", "HEAD", "--replications", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    chat = out["scenarios"]["chat"]
+    assert out["against"] == "HEAD" and chat["unchanged"] and out["replications"] == 2 and len(out["seeds"]) == 2
+    assert chat["before"]["metrics"] == chat["after"]["metrics"]
+    assert chat["difference"][P99] == {"value": 0.0, "ci95": [0.0, 0.0], "replications": 2}
+
+
+def test_rate_scale_changes_both_sides_traffic():
+    before, after = sides("prod", ["services.code.minReplicas=2"], rate_scale=2)
+    assert before.services[0].workload["rate"] == after.services[0].workload["rate"] == 22
+    assert after.services[1].min_replicas == 2 and before.services[1].min_replicas == 1
+
+
+def test_an_after_side_that_misses_its_slo_exits_1_and_plots_say_where(tmp_path, capsys):
+    assert cli.main(["whatif", "--stack", "dev", "--replications", "4", "--set", "services.chat.slo.p99LatencyS=1",
+                     "--plot", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "after − before (paired)" in out
+    path = tmp_path / "whatif-dev-chat.png"
+    assert f"plot written: {path}" in out.replace("\n", "") and path.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("services.chat.containerConcurency=8",
+     "kserve-preflight:services[0].containerConcurency: got 8; unknown key; did you mean 'containerConcurrency'?"),
+    ("services.chat.containerConcurrency=-3", "kserve-preflight:services[0].containerConcurrency: got -3"),
+    ("services.chatt.minReplicas=1", "--set: got 'services.chatt.minReplicas=1'; services: no item 'chatt'; "
+                                     "expected one of chat"),
+    ("services.chat.minReplicas", "--set: got 'services.chat.minReplicas'; expected PATH=VALUE"),
+])
+def test_bad_set_paths_get_the_configs_key_path_errors_and_exit_2(assignment, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["whatif", "--stack", "dev", "--set", assignment])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_set_paths_reach_annotations_lists_and_new_keys():
+    _, values = stack_values("prod")
+    out = apply_sets(values, ['services.code.annotations["autoscaling.knative.dev/initial-scale"]="2"',
+                              "services.chat.annotations.autoscaling.knative.dev/window=60s",
+                              "services.1.maxReplicas=3", "gpuNodeGroup.instanceTypes=[g6e.2xlarge]"])
+    chat, code = out["services"]
+    assert code["annotations"]["autoscaling.knative.dev/initial-scale"] == "2" and code["maxReplicas"] == 3
+    assert chat["annotations"]["autoscaling.knative.dev/window"] == "60s"
+    assert out["gpuNodeGroup"]["instanceTypes"] == ["g6e.2xlarge"]
+    assert values["services"][1]["maxReplicas"] == 4  # the before side is untouched
+
+
+def test_a_bad_revision_is_an_input_error():
+    with pytest.raises(InputError, match="--against: got 'no-such-rev'"):
+        sides("dev", [], against="no-such-rev")
