@@ -18,7 +18,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -39,6 +39,8 @@ class StackCheck:
     manifest_errors: list[str] = field(default_factory=list)
     violations: list = field(default_factory=list)  # policy.rules.Violation
     verdicts: list[Verdict] = field(default_factory=list)
+    cfg: Any = None  # the parsed StackConfig, once loaded
+    plots: list = field(default_factory=list)  # PNG paths written by --plot
     predictions: dict | None = None  # gate.outputs.predictions: the same object as the `predictions` stack output
 
     @property
@@ -77,7 +79,7 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
 
     cfg = load_stack(stack)
     check_nodes_fit(cfg)
-    result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)])
+    result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)], cfg=cfg)
     if result.admission:  # the program would stop here too, before registering anything
         return result
     try:  # the gate runs below, with a progress bar and the full table, so the program skips it here
@@ -100,7 +102,7 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     if plot_dir is not None:
         from gate.plots import plot_verdicts
 
-        plot_verdicts(stack, result.verdicts, plot_dir)
+        result.plots = plot_verdicts(stack, result.verdicts, plot_dir)
     return result
 
 
@@ -139,13 +141,6 @@ def slo_table(stack: str, verdicts: list[Verdict]) -> Table:
     return table
 
 
-def summary_line(v: Verdict) -> str:
-    r = v.report
-    return (f"  {v.service}: {r['requests']} requests {r['status_counts']}, replicas {r['replicas']['min']}–"
-            f"{r['replicas']['max']} (mean {r['replicas']['mean']:.3g}), cold starts {r['cold_starts']}, "
-            f"restarts {r['pod_restarts']}, GPU-hours {r['gpu_hours']:.3g}")
-
-
 def print_result(result: StackCheck, console: Console) -> None:
     from policy.report import violations_table
 
@@ -160,9 +155,18 @@ def print_result(result: StackCheck, console: Console) -> None:
         console.print(violations_table(result.stack, result.violations))
     if result.verdicts:
         console.print(slo_table(result.stack, result.verdicts))
+        from preflight.summary import service_lines
+
         for v in result.verdicts:
-            console.print(summary_line(v), markup=False)
+            for line in service_lines(v):
+                console.print("  " + line, markup=False, highlight=False)
+    for path in result.plots:
+        console.print(f"  plot written: {path}", markup=False, highlight=False)
     console.print(f"{_ok(result.passed)} stack {result.stack}")
+    from preflight.advice import next_steps
+
+    for line in next_steps(result.cfg or load_stack(result.stack), result.verdicts, result.passed):
+        console.print(line, markup=False, highlight=False)
 
 
 @guarded

@@ -30,8 +30,9 @@ from stackconfig.schema import StackConfig, parse_stack_config
 from validation.errors import InputError, Problem
 
 SHOWN = ("error rate", "503 rate", "429 rate", "504 rate", "502 rate", "400 rate (input caps, excluded)",
-         "p50 latency (s)", "p99 latency (s)", "p99 time to first token (s)", "throughput (req/s)",
-         "mean ready replicas", "pod GPU-hours", "cold starts", "longest cold start (s)")
+         "p50 latency (s)", "p99 latency (s)", "p99 latency, all requests (s)", "p99 time to first token (s)",
+         "throughput (req/s)", "mean ready replicas", "pod GPU-hours", "cold starts", "longest cold start (s)",
+         "time at maxReplicas (fraction)", "peak Pending pods")
 
 
 @dataclass

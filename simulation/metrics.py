@@ -22,6 +22,7 @@ class Recorder:
         self.final: dict[tuple[int, str], int] = {}
         self.attempts: dict[tuple[int, str], int] = {}
         self.latency: list[float] = []
+        self.latency_all: list[float] = []  # every answered user request, failures at their time of failure
         self.ttfb: list[float] = []
         self.b_req = [0] * batches
         self.b_err: dict[int, list[int]] = {}
@@ -70,8 +71,9 @@ class Recorder:
         if b >= self.nb:
             b = self.nb - 1
         self.b_req[b] += 1
+        lat = req.t_done - req.origin_t
+        self.latency_all.append(lat)
         if status == 200:
-            lat = req.t_done - req.origin_t
             self.latency.append(lat)
             self.ttfb.append(req.t_first - req.origin_t)
             self.b_lat[b] += lat

@@ -158,6 +158,25 @@ def _pct(key: str, q: str) -> Callable[[Mapping], float | None]:
     return lambda r: (r.get(key) or {}).get(q)
 
 
+def time_at_max_replicas(report: Mapping) -> float:
+    """Fraction of the run the autoscaler wanted maxReplicas or more (saturated); 0 when there is no maximum."""
+    svc = report.get("service") or {}
+    top = svc.get("max_scale") or svc.get("max_replicas") or 0
+    series = report["replica_series"]
+    t, desired = series["t"], series["desired"]
+    if not top or len(t) < 2:
+        return 0.0
+    end = report["duration_s"]
+    spans = [(min(b, end) - a) for a, b in zip(t, t[1:] + [end])]
+    at_max = sum(span for span, d in zip(spans, desired) if d >= top)
+    return at_max / sum(spans) if sum(spans) > 0 else 0.0
+
+
+def peak_pending_pods(report: Mapping) -> int:
+    """Most pods waiting for a GPU node at once (Kubernetes' Pending phase), from the timeline samples."""
+    return max((report.get("timeline") or {}).get("pending_pods") or [0])
+
+
 METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
     "error rate": ("rate", lambda r: (served_errors(r), r["requests"])),
     "503 rate": ("rate", lambda r: (_status(r, "503"), r["requests"])),
@@ -166,14 +185,17 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
     "truncated-200 rate": ("rate", lambda r: (_status(r, "200-truncated"), r["requests"])),
     "502 rate": ("rate", lambda r: (_status(r, "502"), r["requests"])),
     "400 rate (input caps, excluded)": ("rate", lambda r: (_status(r, "400", "422"), r["requests"])),
-    "p50 latency (s)": ("mean", _pct("latency_s", "p50")),
+    "p50 latency (s)": ("mean", _pct("latency_s", "p50")),  # successful requests
     "p99 latency (s)": ("mean", _pct("latency_s", "p99")),
     "p99 time to first token (s)": ("mean", _pct("ttfb_s", "p99")),
+    "p99 latency, all requests (s)": ("mean", _pct("latency_all_s", "p99")),
     "throughput (req/s)": ("mean", lambda r: r["throughput_rps"]),
     "mean ready replicas": ("mean", lambda r: r["replicas"]["mean"]),
     "pod GPU-hours": ("mean", lambda r: r["pod_gpu_hours"]),
     "cold starts": ("mean", lambda r: r["cold_starts"]),
     "longest cold start (s)": ("mean", lambda r: (r.get("cold_start_s") or {}).get("max") or 0.0),
+    "time at maxReplicas (fraction)": ("mean", time_at_max_replicas),
+    "peak Pending pods": ("mean", peak_pending_pods),
 }
 
 

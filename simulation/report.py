@@ -5,7 +5,8 @@ Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see
 - error_rates[code] = count/requests (error_rate_total: all non-200); `ci95` is the wider of a batch-means t-interval (20 time batches by
   arrival) and a Wilson score interval — batch means cover correlation between neighbouring requests, Wilson
   covers rare events (a batch-means interval collapses to a point when no batch saw an error).
-- latency_s / ttfb_s: percentiles of successful requests, from first arrival to the last byte / first byte.
+- latency_s / ttfb_s: percentiles of successful requests, from first arrival to the last byte / first byte;
+  latency_all_s: of every answered request, a failure counted at the time it failed (a 504 after the timeout).
 - littles_law: L = time-average number of attempts in the system over W (from the running count); λ = attempts
   sent in W / T; W̄ = their mean sojourn; rel_diff = |L − λW̄| / L (small when T ≫ W̄, the steady-state law);
   L_from_requests = Σ over attempts of the part of their sojourn inside W, / T — equal to L exactly when no
@@ -48,6 +49,11 @@ def _clean(obj: Any) -> Any:
     return _r(float(obj))
 
 
+def _around(estimate: float, lo: float, hi: float) -> list[float]:
+    """A time's interval: never below 0 and always containing its estimate (batch means centre elsewhere)."""
+    return [max(0.0, min(lo, estimate)), max(hi, estimate)]
+
+
 def _pct(values: list[float]) -> dict:
     if not values:
         return {"p50": None, "p95": None, "p99": None, "mean": None, "max": None, "count": 0}
@@ -86,7 +92,10 @@ class Report:
             t.add_row(f"HTTP {code}", f"{n}{extra}" + (f"  ({who})" if who else ""))
         lat = d["latency_s"]
         if lat["count"]:
-            t.add_row("latency p50/p95/p99 (s)", f"{lat['p50']:.3f} / {lat['p95']:.3f} / {lat['p99']:.3f}")
+            t.add_row("latency p50/p95/p99 (s), successes", f"{lat['p50']:.3f} / {lat['p95']:.3f} / {lat['p99']:.3f}")
+        la = d["latency_all_s"]
+        if la["count"] and la["count"] != lat["count"]:
+            t.add_row("latency p50/p95/p99 (s), all requests", f"{la['p50']:.3f} / {la['p95']:.3f} / {la['p99']:.3f}")
             tt = d["ttfb_s"]
             t.add_row("time to first byte p50/p99 (s)", f"{tt['p50']:.3f} / {tt['p99']:.3f}")
         t.add_row("attempts (retries)", f"{d['attempts']['count']} ({d['attempts']['retries']})")
@@ -97,10 +106,7 @@ class Report:
         st = d.get("server_stats") or {}
         if st.get("preemptions") or st.get("oom_events"):
             t.add_row("vLLM preemptions / CUDA OOMs", f"{st.get('preemptions', 0)} / {st.get('oom_events', 0)}")
-        ll = d["littles_law"]
-        if ll["L"]:
-            t.add_row("Little's law L vs λW", f"{ll['L']:.3f} vs {ll['lambda_W']:.3f}")
-        console.print(t)
+        console.print(t)  # Little's law stays in the JSON: a bookkeeping check for tests, not a user's figure
 
 
 def _counts(table: dict[tuple[int, str], int]) -> tuple[dict, dict]:
@@ -151,7 +157,8 @@ def build_report(sim: Any) -> Report:
     waits = [w / c for w, c in zip(rec.b_wait, rec.b_wait_n) if c > 0]
     w_all = sum(rec.b_wait_n)
     _, wlo, whi = batch_means_ci(waits)
-    wait = {"mean": (sum(rec.b_wait) / w_all) if w_all else 0.0, "ci95": [wlo, whi], "count": w_all}
+    wait_mean = (sum(rec.b_wait) / w_all) if w_all else 0.0
+    wait = {"mean": wait_mean, "ci95": _around(wait_mean, wlo, whi), "count": w_all}
     # Little's law over W, with batch means for L
     snaps = sim.snap_sys
     blen = T / rec.nb
@@ -176,7 +183,7 @@ def build_report(sim: Any) -> Report:
     cs = _pct(sim.cold_starts)
     latency = _pct(rec.latency)
     _, llo2, lhi2 = batch_means_ci([a / c for a, c in zip(rec.b_lat, rec.b_lat_n) if c > 0])
-    latency["mean_ci95"] = [llo2, lhi2]
+    latency["mean_ci95"] = _around(latency["mean"], llo2, lhi2) if latency["count"] else [0.0, 0.0]
     series = sim.series
     sv = sc.serving
     if sv.mode == "Knative":
@@ -209,6 +216,7 @@ def build_report(sim: Any) -> Report:
         "throughput_rps": status.get("200", 0) / T,
         "latency_s": latency,
         "ttfb_s": _pct(rec.ttfb),
+        "latency_all_s": _pct(rec.latency_all),
         "attempts": {"count": rec.n_attempts, "retries": sim.client.retries,
                      "retries_denied_by_budget": sim.client.retries_denied,
                      "status_counts": a_status, "errors_by_component": a_comps},

@@ -46,7 +46,7 @@ def _failing_check() -> cli.StackCheck:
     values["services"][0].update(minReplicas=1, maxReplicas=1)
     values["services"][0]["annotations"].pop("autoscaling.knative.dev/initial-scale")
     cfg = parse_stack_config(values, project, "prod")
-    return cli.StackCheck("prod", resources=13, verdicts=gate.check_stack(cfg))
+    return cli.StackCheck("prod", resources=13, verdicts=gate.check_stack(cfg), cfg=cfg)
 
 
 def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
@@ -58,6 +58,9 @@ def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
     cli.print_result(failing, Console(file=buf, width=160))
     text = buf.getvalue()
     assert "FAIL stack prod" in text and "p99 latency (s)" in text
+    # what to do next: the saturated service's replicas, as a what-if command to try
+    assert "next for chat" in text and "SATURATED" in text
+    assert "python -m preflight whatif --stack prod --set 'services.chat.maxReplicas=2'" in text
 
 
 def test_plots_are_written(tmp_path):

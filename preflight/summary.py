@@ -1,0 +1,39 @@
+"""The per-service lines under `preflight check`'s SLO table: figures across replications with 95 % intervals.
+
+Labelled so nothing is silently left out: latency of successful requests and of all requests (failures counted at
+the time they failed), the input-cap 400s the gate's error rate excludes, the GPU-hours of the service's own pods
+(not the node group's), and saturation (time the autoscaler wanted maxReplicas, peak Pending pods).
+"""
+
+from __future__ import annotations
+
+from gate.verdict import Verdict
+from simulation.replicate import Estimate
+
+
+def _e(e: Estimate | None, pct: bool = False, digits: int = 3) -> str:
+    if e is None or e.value is None:
+        return "n/a"
+    f = (lambda x: f"{x:.3%}") if pct else (lambda x: f"{x:.{digits}g}")
+    if e.lo is None or e.hi is None or e.hi == float("inf"):
+        return f(e.value)
+    return f"{f(e.value)} [{f(e.lo)}, {f(e.hi)}]"
+
+
+def service_lines(v: Verdict) -> list[str]:
+    m = v.metrics.get
+    r = v.report
+    requests = r["requests"]
+    lines = [f"{v.label}: {v.replications} replications of {r['duration_s']:g} s (95% intervals across them; "
+             f"replication 0: {requests} requests {r['status_counts']})",
+             f"  latency p99: successes {_e(m('p99 latency (s)'))} s; all requests "
+             f"{_e(m('p99 latency, all requests (s)'))} s; p50 (successes) {_e(m('p50 latency (s)'))} s",
+             f"  errors counted by the gate {_e(m('error rate'), True)}; input-cap 400s excluded from it "
+             f"{_e(m('400 rate (input caps, excluded)'), True)}",
+             f"  GPU-hours of its pods {_e(m('pod GPU-hours'))}; ready replicas (mean) {_e(m('mean ready replicas'))}; "
+             f"cold starts {_e(m('cold starts'))}; restarts (replication 0) {r['pod_restarts']}"]
+    at_max, pending = m("time at maxReplicas (fraction)"), m("peak Pending pods")
+    if (at_max and at_max.value) or (pending and pending.value):
+        lines.append(f"  SATURATED: wanted maxReplicas {_e(at_max, True)} of the time; peak Pending pods "
+                     f"{_e(pending)}")
+    return lines

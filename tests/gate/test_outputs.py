@@ -1,0 +1,54 @@
+"""Predictions where people look: the `predictions` stack output, `preflight check --json`, the report's labels."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+import gate
+from offline import run_program
+from preflight import check as cli
+from preflight.summary import service_lines
+from stackconfig.load import load_stack
+
+
+def test_pulumi_up_exports_the_predictions_check_json_carries():
+    exported = run_program("dev").outputs()["predictions"]
+    assert exported == cli.check("dev").predictions
+    chat = exported["services"]["chat"]["steady"]
+    assert exported["passed"] and chat["passed"] and chat["replications"] >= 5
+    p99 = chat["metrics"]["p99 latency (s)"]
+    assert 0 <= p99["ci95"][0] <= p99["value"] <= p99["ci95"][1] and p99["replications"] == chat["replications"]
+    assert {"503 rate", "error rate", "pod GPU-hours", "p99 time to first token (s)"} <= set(chat["metrics"])
+    assert [c["name"] for c in chat["checks"]][:3] == ["p99 latency (s)", "error rate", "503 rate"]
+
+
+def test_gpu_hours_are_each_services_own_pods():
+    cfg = load_stack("prod")
+    chat, code = gate.check_stack(cfg)
+    hours = {v.service: v.metrics["pod GPU-hours"].value for v in (chat, code)}
+    window_h = (chat.report["duration_s"] - chat.report["warmup_s"]) / 3600
+    for v, svc in zip((chat, code), cfg.services):
+        ready = v.metrics["mean ready replicas"].value
+        # pods hold their GPUs while Ready and while starting, never more than maxReplicas of them
+        assert ready * svc.gpus * window_h * 0.999 <= hours[v.service] <= svc.max_replicas * svc.gpus * window_h
+    assert hours["chat"] > 2 * hours["code"]
+
+
+def test_the_summary_labels_latencies_the_excluded_400s_and_saturation():
+    cfg = load_stack("prod")
+    [chat] = [v for v in gate.check_stack(cfg) if v.service == "chat"]
+    text = "\n".join(service_lines(chat))
+    assert "successes" in text and "all requests" in text and "input-cap 400s excluded" in text
+    assert "GPU-hours of its pods" in text and f"{chat.replications} replications" in text
+    assert "SATURATED" not in text  # the shipped chat service never wants more than maxReplicas
+
+
+def test_a_passing_check_ends_with_the_deploy_command_and_where_plots_went(tmp_path):
+    result = cli.check("dev", plot_dir=tmp_path)
+    buf = io.StringIO()
+    cli.print_result(result, Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert f"plot written: {tmp_path / 'dev-chat-timeline.png'}" in text
+    assert text.rstrip().splitlines()[-1].startswith("next: deploy with `pulumi stack select dev")
