@@ -26,6 +26,7 @@ from validation.errors import InputError
 from gate import check_stack, gate_failure, gate_warnings
 from gate.outputs import predictions
 from gate.rollout_capacity import rollout_failure
+from gate.verdict import format_estimate
 from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
 
@@ -87,7 +88,7 @@ def run_gate(cfg: StackConfig) -> list:
         executor.close()
     for verdict in verdicts:
         pulumi.log.info(f"SLO gate: {verdict.label} ({verdict.replications} replications): " + ", ".join(
-            f"{c.name} {c.status} {_est(c)} (SLO {c.limit:g})" for c in verdict.checks))
+            f"{c.name} {c.status} {format_estimate(c.estimate)} (SLO {c.limit:g})" for c in verdict.checks))
     for warning in gate_warnings(verdicts):
         pulumi.log.warn(f"SLO gate: {warning}")
     failure = gate_failure(verdicts)
@@ -96,13 +97,6 @@ def run_gate(cfg: StackConfig) -> list:
     if failure:
         pulumi.log.warn(failure + "\n(gate.enforce is false: deploying anyway)")
     return verdicts
-
-
-def _est(check) -> str:
-    e = check.estimate
-    if e.value is None:
-        return "n/a"
-    return f"{e.value:.4g} [{e.lo:.4g}, {e.hi:.4g}]" if e.hi is not None and e.hi != float("inf") else f"{e.value:.4g}"
 
 
 def check_cluster_admits(cfg: StackConfig) -> None:

@@ -119,5 +119,15 @@ def judge(service: str, slo: Slo, reports: Sequence[Mapping], *, scenario: str =
                    estimates(reports, METRICS))
 
 
+def format_estimate(e: Estimate | None, pct: bool = False, digits: int = 4) -> str:
+    """`value [lo, hi]` (percentages for rates); the value alone when there is no finite interval."""
+    if e is None or e.value is None:
+        return "n/a"
+    f = (lambda x: f"{x:.3%}") if pct else (lambda x: f"{x:.{digits}g}")
+    if e.lo is None or e.hi is None or e.hi == float("inf"):
+        return f(e.value)
+    return f"{f(e.value)} [{f(e.lo)}, {f(e.hi)}]"
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"

@@ -7,17 +7,12 @@ the time they failed), the input-cap 400s the gate's error rate excludes, the GP
 
 from __future__ import annotations
 
-from gate.verdict import Verdict
+from gate.verdict import Verdict, format_estimate
 from simulation.replicate import Estimate
 
 
-def _e(e: Estimate | None, pct: bool = False, digits: int = 3) -> str:
-    if e is None or e.value is None:
-        return "n/a"
-    f = (lambda x: f"{x:.3%}") if pct else (lambda x: f"{x:.{digits}g}")
-    if e.lo is None or e.hi is None or e.hi == float("inf"):
-        return f(e.value)
-    return f"{f(e.value)} [{f(e.lo)}, {f(e.hi)}]"
+def _e(e: Estimate | None, pct: bool = False) -> str:
+    return format_estimate(e, pct, digits=3)
 
 
 def service_lines(v: Verdict) -> list[str]:

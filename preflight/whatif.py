@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gate import trials as gate_trials
-from gate.verdict import Verdict
+from gate.verdict import Verdict, format_estimate
 from preflight.overrides import apply_sets, read_workload, set_workloads, stack_values
 from simulation.replicate import METRICS, Estimate, paired_difference, per_replication, replication_seeds, \
     run_replications
@@ -132,15 +132,6 @@ def plot(result: WhatIf, out: Path) -> list[Path]:
     return paths
 
 
-def _est(e: Estimate, pct: bool) -> str:
-    if e.value is None:
-        return "n/a"
-    f = (lambda x: f"{x:.3%}") if pct else (lambda x: f"{x:.4g}")
-    if e.lo is None or e.hi is None or e.hi == float("inf"):
-        return f(e.value)
-    return f"{f(e.value)} [{f(e.lo)}, {f(e.hi)}]"
-
-
 def _change(e: Estimate) -> str:
     if e.value is None or e.lo is None:
         return ""
@@ -167,8 +158,8 @@ def tables(result: WhatIf) -> list:
             t.add_column(col)
         for name in SHOWN:
             pct = METRICS[name][0] == "rate"
-            t.add_row(name, _est(c.before.metrics[name], pct), _est(c.after.metrics[name], pct),
-                      _est(c.difference[name], pct), _change(c.difference[name]))
+            t.add_row(name, format_estimate(c.before.metrics[name], pct), format_estimate(c.after.metrics[name], pct),
+                      format_estimate(c.difference[name], pct), _change(c.difference[name]))
         t.add_section()
         for cb, ca in zip(c.before.checks, c.after.checks):
             t.add_row(f"SLO {cb.name} ≤ {ca.limit:g}", _STATUS[cb.status], _STATUS[ca.status], "", "")

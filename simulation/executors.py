@@ -5,7 +5,8 @@ order. The functions mapped here are pure (a result depends on the item alone: a
 the results are identical whichever executor runs them, on any machine; only the wall-clock time differs.
 
 - `SerialExecutor`: in this process (also what the local pool uses for a single job, to skip process start).
-- `LocalExecutor(workers)`: `concurrent.futures.ProcessPoolExecutor`, all cores by default.
+- `LocalExecutor(workers)`: `concurrent.futures.ProcessPoolExecutor`, all cores by default; if a worker dies
+  the pool is dropped and the jobs run in this process (same results, since they are pure).
 - `DaskExecutor(address)`: `dask.distributed.Client(address)`; `"local"` starts a `LocalCluster`.
 - `RayExecutor(address)`: `ray.init(address)` with `"auto"` for the cluster this machine belongs to, `"local"`
   for a fresh local Ray.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Protocol
 
 from validation.errors import InputError, Problem
@@ -58,7 +60,12 @@ class LocalExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers)
         chunk = max(1, len(items) // (4 * self.workers))
-        return list(self._pool.map(fn, items, chunksize=chunk))
+        try:
+            return list(self._pool.map(fn, items, chunksize=chunk))
+        except BrokenProcessPool:  # a worker died (killed for memory, say): the same pure jobs, in this process
+            self.close()
+            self.workers = 1
+            return [fn(item) for item in items]
 
     def close(self) -> None:
         if self._pool is not None:

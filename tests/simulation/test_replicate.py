@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 
 import numpy as np
@@ -108,3 +109,21 @@ def test_executor_choices_are_checked():
         make_executor(workers=0)
     with pytest.raises(InputError, match="one cluster at a time"):
         make_executor(dask="local", ray="auto")
+
+
+_PARENT = os.getpid()
+
+
+def _double_but_die_in_a_worker(x: int) -> int:
+    if os.getpid() != _PARENT:
+        os._exit(1)  # a worker killed mid-job (the OOM killer, say)
+    return 2 * x
+
+
+def test_a_dead_worker_falls_back_to_this_process_with_the_same_results():
+    pool = LocalExecutor(2)
+    try:
+        assert pool.map(_double_but_die_in_a_worker, [1, 2, 3]) == [2, 4, 6]
+        assert pool.workers == 1
+    finally:
+        pool.close()
