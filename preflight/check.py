@@ -176,7 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = sub.add_parser("check", help="config, manifests, policies and the SLO gate for a stack, offline")
     cmd.add_argument("--stack", action="append", help="stack name (repeatable; default: dev)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    cmd.add_argument("--plot", type=Path, metavar="DIR", help="also write replica/latency plots (PNG) to DIR")
+    cmd.add_argument("--plot", type=Path, metavar="DIR",
+                     help="also write one timeline PNG per service to DIR: replicas and Pending pods, queue, errors "
+                          "by status and component, GPU memory, latency (successes and all requests)")
     add_executor_arguments(cmd)
     from preflight import whatif
 

@@ -92,3 +92,17 @@ def test_set_paths_reach_annotations_lists_and_new_keys():
 def test_a_bad_revision_is_an_input_error():
     with pytest.raises(InputError, match="--against: got 'no-such-rev'"):
         sides("dev", [], against="no-such-rev")
+
+
+def test_a_workload_file_replaces_both_sides_traffic(tmp_path):
+    path = tmp_path / "burst.yaml"
+    path.write_text("workload: {kind: spike, rate: 0.5, peak_rate: 2, at_s: 300, duration_s: 120}\n")
+    before, after = sides("dev", ["services.chat.minReplicas=1"], workload=str(path))
+    assert before.services[0].workload == after.services[0].workload
+    assert before.services[0].workload["kind"] == "spike"
+    (tmp_path / "bad.yaml").write_text("- not a mapping\n")
+    with pytest.raises(InputError, match="--workload"):
+        sides("dev", [], workload=str(tmp_path / "bad.yaml"))
+    (tmp_path / "typo.yaml").write_text("{kind: spike, rate: 0.5, peak_rate: 2, at_s: 300, duraton_s: 120}\n")
+    with pytest.raises(InputError, match=r"services\[0\]\.workload\.duraton_s"):  # the config's own key path
+        sides("dev", [], workload=str(tmp_path / "typo.yaml"))

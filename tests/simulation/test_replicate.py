@@ -127,3 +127,21 @@ def test_a_dead_worker_falls_back_to_this_process_with_the_same_results():
         assert pool.workers == 1
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize("scenario", ["spiral-naive.yaml", "llm-knative-cc1.yaml"])
+def test_a_reports_intervals_are_never_negative_and_contain_their_estimate(scenario):
+    """Issue 9: a wait's batch-means interval centres on the mean of batch means, not on the overall mean."""
+    from simulation import load_scenario, run_simulation
+    from stackconfig.load import ROOT
+
+    spec = load_scenario(ROOT / "examples" / "scenarios" / scenario)
+    for seed in (1, 2, 3):
+        d = run_simulation(spec, seed=seed).to_dict()
+        for name, (value, (lo, hi)) in {
+            "queue wait": (d["queue_wait_s"]["mean"], d["queue_wait_s"]["ci95"]),
+            "latency mean": (d["latency_s"]["mean"] or 0.0, d["latency_s"]["mean_ci95"]),
+            **{f"{code} rate": (r["rate"], r["ci95"]) for code, r in d["error_rates"].items()},
+        }.items():
+            assert 0.0 <= lo <= value <= hi, (scenario, seed, name, value, lo, hi)
+        assert d["latency_all_s"]["count"] == d["requests"] >= d["latency_s"]["count"]
