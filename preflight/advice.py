@@ -21,10 +21,13 @@ from gate.verdict import FAIL, UNDECIDED, Verdict
 from stackconfig.schema import ServiceConfig, StackConfig
 
 
-def _knob(stack: str, svc: ServiceConfig, path: str, value: object, why: str) -> str:
-    shown = f'"{value}"' if isinstance(value, str) and not path.startswith("gpuNodeGroup") else value
-    prefix = "" if path.startswith("gpuNodeGroup") else f"services.{svc.name}."
-    return (f"{why}: python -m preflight whatif --stack {stack} --set '{prefix}{path}={shown}'")
+def _knob(stack: str, svc: ServiceConfig, path: str, value: object, why: str, *also: tuple[str, object]) -> str:
+    """The what-if command that tries `path=value` (plus edits the config needs with it, e.g. scaleTarget ≤ CC)."""
+    sets = []
+    for p, v in ((path, value), *also):
+        prefix = "" if p.startswith("gpuNodeGroup") else f"services.{svc.name}."
+        sets.append(f"--set '{prefix}{p}={v}'")
+    return f"{why}: python -m preflight whatif --stack {stack} " + " ".join(sets)
 
 
 def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[str]:
@@ -36,33 +39,36 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[str]:
     out: list[str] = []
     stack = cfg.stack
     ng = cfg.node_group
-    if value("time at maxReplicas (fraction)") >= 0.2:
+    # causes first: crashed pods (CUDA OOM → 502) also show up as saturation and cold starts
+    if "502" in comps and "error rate" in missed:
+        if (svc.container_concurrency or 0) != 1:
+            out.append(_knob(stack, svc, "containerConcurrency", 1, "502s from CUDA OOM crashes: one request per pod",
+                             *([("scaleTarget", 1)] if svc.scale_target and svc.scale_target > 1 else [])))
+        if svc.caps.max_input_tokens is None:
+            out.append(_knob(stack, svc, "limits.maxInputTokens", 4096, "502s from CUDA OOM crashes: cap the input"))
+    saturated = value("time at maxReplicas (fraction)") >= 0.2
+    if saturated:
         more = svc.max_replicas + max(1, math.ceil(svc.max_replicas / 2))
-        out.append(_knob(stack, svc, "maxReplicas", more, f"saturated: wanted maxReplicas "
-                         f"{value('time at maxReplicas (fraction)'):.0%} of the time"))
         pending = value("peak Pending pods")
-        if pending > 0 or more * svc.gpus > ng.gpu_capacity:
-            nodes = math.ceil((ng.gpu_capacity + (more - svc.max_replicas) * svc.gpus) / ng.gpus_per_node)
-            why = (f"pods waited for a GPU node (peak {pending:.3g} Pending)" if pending > 0 else
-                   f"{more} pods need more than the node group's {ng.gpu_capacity} GPUs")
-            out.append(_knob(stack, svc, "gpuNodeGroup.maxSize", max(nodes, ng.max_size + 1), why))
-    saturated = bool(out)
+        nodes = max(ng.max_size + 1,
+                    math.ceil((ng.gpu_capacity + (more - svc.max_replicas) * svc.gpus) / ng.gpus_per_node))
+        grow = [("gpuNodeGroup.maxSize", nodes)] if more * svc.gpus > ng.gpu_capacity else []
+        out.append(_knob(stack, svc, "maxReplicas", more, f"saturated: wanted maxReplicas "
+                         f"{value('time at maxReplicas (fraction)'):.0%} of the time", *grow))
+        if pending > 0 and not grow:
+            out.append(_knob(stack, svc, "gpuNodeGroup.maxSize", nodes,
+                             f"pods waited for a GPU node (peak {pending:.3g} Pending)"))
     if value("cold starts") > 0 and (missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
                                                "error rate", "longest cold start (s)"}):
         warm = max(svc.min_replicas + 1, math.ceil(value("mean ready replicas")))
         out.append(_knob(stack, svc, "minReplicas", min(warm, svc.max_replicas),
-                         f"{value('cold starts'):.3g} cold starts per run: keep pods warm"))
+                         f"cold starts inside the window ({value('cold starts'):.3g} per run): keep pods warm"))
     if "503" in comps and ("503 rate" in missed or "error rate" in missed):
         if "queue-proxy" in comps["503"] and svc.scale_target:
             out.append(_knob(stack, svc, "scaleTarget", max(1, svc.scale_target * 3 // 4),
                              "queue-proxy 503s (queue past 11 × containerConcurrency): scale out earlier"))
         if "activator" in comps["503"] and svc.min_replicas == 0:
             out.append(_knob(stack, svc, "minReplicas", 1, "activator 503s with no pod: keep one warm"))
-    if "502" in comps and "error rate" in missed:
-        if (svc.container_concurrency or 0) != 1:
-            out.append(_knob(stack, svc, "containerConcurrency", 1, "502s from CUDA OOM crashes: one request per pod"))
-        if svc.caps.max_input_tokens is None:
-            out.append(_knob(stack, svc, "limits.maxInputTokens", 4096, "502s from CUDA OOM crashes: cap the input"))
     if "504" in comps and "error rate" in missed and svc.timeout_s and not saturated:
         out.append(_knob(stack, svc, "timeout", min(600, svc.timeout_s * 2), "504s: requests outlive the timeout"))
     if "429" in comps and "error rate" in missed and svc.caps.max_batch_size:

@@ -52,3 +52,34 @@ def test_a_passing_check_ends_with_the_deploy_command_and_where_plots_went(tmp_p
     text = buf.getvalue()
     assert f"plot written: {tmp_path / 'dev-chat-timeline.png'}" in text
     assert text.rstrip().splitlines()[-1].startswith("next: deploy with `pulumi stack select dev")
+
+
+def test_a_crashing_service_gets_the_guides_fix_first_as_commands_the_config_accepts():
+    """The OOM spiral (naive server, CC 4, no caps): the advice leads with CC 1 (+ scaleTarget 1) and an input cap,
+    and every suggested `--set` list parses as a valid stack config."""
+    import re
+    import shlex
+
+    from preflight.advice import next_steps
+    from preflight.overrides import apply_sets
+    from stackconfig.load import project_values, stack_config_values
+    from stackconfig.schema import parse_stack_config
+
+    project, values = stack_config_values("dev")
+    values = project_values(values, project)
+    chat = values["services"][0]
+    chat["runtime"]["engine"] = "naive"
+    chat["engineProfile"] = {"oom": "process"}
+    chat.update(containerConcurrency=4, scaleTarget=4, minReplicas=1, limits={})
+    chat["workload"].update(rate=1.0)
+    values["gpuNodeGroup"]["instanceTypes"] = ["g5.xlarge"]
+    values["gate"] = {"durationS": 600}
+    cfg = parse_stack_config(values, project, "dev")
+    lines = next_steps(cfg, gate.check_stack(cfg), passed=False)
+    assert lines[0] == "next for chat: try one of these, then `preflight check` again:"
+    assert "containerConcurrency=1' --set 'services.chat.scaleTarget=1'" in lines[1]
+    assert "limits.maxInputTokens=4096" in lines[2]
+    for line in lines[1:]:
+        sets = re.findall(r"--set ('[^']*')", line)
+        assert sets, line
+        parse_stack_config(apply_sets(values, [shlex.split(s)[0] for s in sets]), project, "dev")
