@@ -22,7 +22,10 @@ def service_manifests(cfg: StackConfig) -> list[dict]:
 
 
 def knative_features(cfg: StackConfig) -> dict | None:
-    """The config-features patch the stack applies: the flags its Knative-mode services need."""
+    """The config-features patch the stack applies: the flags its Knative-mode services need (None when the
+    user manages config-features, `knative.manageFeatures: false`)."""
+    if not cfg.knative.manage_features:
+        return None
     return config_features_patch(required_features(service_manifests(cfg)))
 
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 from manifests import knative_features, render_stack
 from stackconfig.schema import StackConfig
 from manifests.node_fit import node_fit_problems
-from validation.admission import ClusterAdmission, Refusal, admission_refusals
+from validation.admission import KNATIVE_FEATURE_DEFAULTS, ClusterAdmission, Refusal, admission_refusals
 from validation.errors import InputError, Problem
 
 
 def cluster_admission(cfg: StackConfig) -> ClusterAdmission:
-    """Knative at its shipped defaults, with the features the stack patches into config-features enabled."""
+    """Knative at its shipped defaults, with what the user says the cluster sets (`knative.features`) and the
+    features the stack patches into config-features enabled."""
     patch = knative_features(cfg)
-    return ClusterAdmission().with_features(patch["data"] if patch else [])
+    cluster = ClusterAdmission({**KNATIVE_FEATURE_DEFAULTS, **cfg.knative.features},
+                               cfg.knative.allow_zero_initial_scale)
+    return cluster.with_features(patch["data"] if patch else [])
 
 
 def admission_problems(cfg: StackConfig) -> list[Refusal]:

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from stackconfig.autoscaling import traffic_shape
 from stackconfig.catalog_overrides import parse_catalog
 from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
+from stackconfig.knative import parse_knative
 from stackconfig.platform import (check_model_cache, expected_load_s, parse_cold_start, parse_device_plugin,
                                   parse_gate, parse_model_cache)
 from stackconfig.services import PROJECT_ROOT, check_request_budgets, parse_service
@@ -44,6 +45,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog)
     services = [parse_service(s, ctx) for s in top.sections("services", required=True)]
     gate = parse_gate(top.section("gate"))
+    knative = parse_knative(top.section("knative"))
     if not problems:  # the workloads parsed cleanly: estimate what the gate would simulate
         check_request_budgets(services, gate, problems)
     names = [s.name for s in services]
@@ -63,4 +65,4 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     if problems:
         raise InputError([Problem(f"{project}:{p.path}", p.value, p.allowed) for p in problems], source)
     return StackConfig(project, stack, environment, cluster, node_group, device_plugin, model_cache, cold_start,
-                       services, gate, catalog)
+                       services, gate, catalog, knative)

@@ -139,6 +139,13 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                      + " (or add one under catalog.models)")
     storage_uri = msec.str("storageUri", "", required=True)
     check_storage_uri(msec, "storageUri", storage_uri)
+    public = msec.bool("public", False)
+    if storage_uri.startswith("hf://") and not public and ctx.model_cache.enabled \
+            and not ctx.model_cache.credentials_secret:
+        # Gated Hugging Face repos (meta-llama/*, mistralai/*) answer 401 without HF_TOKEN, and the prefetch
+        # would retry for ever while every pod of the service waits for the model.
+        msec.problem("storageUri", storage_uri, "expected modelCache.credentialsSecret (a Secret with HF_TOKEN) "
+                     "for an hf:// model, or model.public: true if the repository is not gated")
     msec.done()
     model = model or catalog.models["llama-3-8b"]
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, Model
+from stackconfig.knative import KnativeConfig
 from validation.kubernetes import tolerates
 
 
@@ -212,6 +213,7 @@ class StackConfig:
     services: list[ServiceConfig]
     gate: GateConfig
     catalog: Catalog = field(repr=False, default=DEFAULT_CATALOG)
+    knative: KnativeConfig = field(default_factory=KnativeConfig)
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,65 @@ def test_a_refused_config_stops_the_program_before_any_resource(registered):
     assert registered == []
     run_program("dev", edit=lambda c: c.__setitem__(f"{P}:gate", {"enabled": False}))  # control: the probe works
     assert "gpu-ng" in registered
+
+
+def _no_gate(c):
+    c[f"{P}:gate"] = {"enabled": False}
+
+
+def test_opting_out_of_managed_features_needs_the_cluster_to_have_them(registered):
+    """`knative.manageFeatures: false`: no patch; the services' tolerations/nodeSelector are refused unless the
+    user declares that the cluster already enables those flags."""
+    def opt_out(c):
+        _no_gate(c)
+        c[f"{P}:knative"] = {"manageFeatures": False}
+
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("dev", edit=opt_out)
+    assert "spec.predictor.tolerations: Knative refuses it: `kubernetes.podspec-tolerations` is 'disabled'" \
+        in str(err.value)
+    assert registered == []
+
+    def declared(c):
+        opt_out(c)
+        c[f"{P}:knative"]["features"] = {"kubernetes.podspec-tolerations": "enabled",
+                                         "kubernetes.podspec-nodeselector": "enabled"}
+
+    r = run_program("dev", edit=declared)
+    assert r.resources and not r.of_type("kubernetes:core/v1:ConfigMapPatch")
+
+
+def test_allow_zero_initial_scale_is_a_cluster_setting():
+    def edit(c):
+        _no_gate(c)
+        c[f"{P}:services"][0]["annotations"]["autoscaling.knative.dev/initial-scale"] = "0"
+        c[f"{P}:knative"] = {"allowZeroInitialScale": True}
+
+    assert run_program("dev", edit=edit).resources
+
+
+@pytest.mark.parametrize("features, fragment", [
+    ({"kubernetes.podspec-tolerations": "on"}, "expected one of enabled, disabled, allowed"),
+    ({"kubernetes.podspec-tolerationz": "enabled"}, "expected a knative-serving/config-features key"),
+], ids=["value", "key"])
+def test_knative_features_are_checked_at_load(features, fragment, registered):
+    with pytest.raises(pulumi.RunError, match="invalid stack config") as err:
+        run_program("dev", edit=lambda c: c.__setitem__(f"{P}:knative", {"features": features}))
+    assert fragment in str(err.value) and registered == []
+
+
+def test_a_gated_model_needs_a_credential(registered):
+    def edit(c):
+        c[f"{P}:modelCache"].pop("credentialsSecret")
+
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("dev", edit=edit)
+    assert "services[0].model.storageUri: got 'hf://meta-llama/Meta-Llama-3-8B-Instruct'" in str(err.value)
+    assert "expected modelCache.credentialsSecret" in str(err.value) and registered == []
+
+    def public(c):
+        edit(c)
+        _no_gate(c)
+        c[f"{P}:services"][0]["model"]["public"] = True
+
+    assert run_program("dev", edit=public).resources  # a repository marked public needs none
