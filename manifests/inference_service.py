@@ -120,6 +120,37 @@ def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
     return out
 
 
+# KServe's own serving-runtime images (huggingfaceserver, storage-initializer) end with `USER 1000`
+# (python/huggingface_server.Dockerfile); TGI and Triton images run as root, and a custom image is unknown.
+NON_ROOT_ENGINES = ("vllm", "naive")
+POD_LABEL = "serving.kserve.io/inferenceservice"  # kserve constants.InferenceServicePodLabelKey, on every pod
+
+
+def runs_as_non_root(svc: ServiceConfig) -> bool:
+    return svc.engine in NON_ROOT_ENGINES and not svc.image
+
+
+def topology_spread(cfg: StackConfig, svc: ServiceConfig) -> list[dict]:
+    """Prod services with more than one replica spread over zones, so one zone's outage keeps some serving.
+    `ScheduleAnyway`: a skew never leaves a GPU pod Pending while a node in another zone has room."""
+    if cfg.environment != "prod" or svc.max_replicas < 2:
+        return []
+    return [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": {POD_LABEL: svc.name}}}]
+
+
+def pod_disruption_budget(cfg: StackConfig, svc: ServiceConfig) -> dict | None:
+    """policy/v1 PodDisruptionBudget for prod services that keep ≥ 2 replicas: a node drain (upgrade, the
+    cluster-autoscaler's scale-down) evicts one pod at a time. It does not limit the autoscaler's own scale-down,
+    which deletes pods rather than evicting them."""
+    if cfg.environment != "prod" or svc.min_replicas < 2:
+        return None
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"{svc.name}-predictor-pdb", "namespace": svc.namespace,
+                         "labels": labels(svc.name, "disruption-budget")},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {POD_LABEL: svc.name}}}}
+
+
 def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
     resources = {"requests": {"cpu": svc.cpu, "memory": svc.memory, GPU_RESOURCE: str(svc.gpus)},
                  "limits": {"cpu": svc.cpu, "memory": svc.memory, GPU_RESOURCE: str(svc.gpus)}}
@@ -132,7 +163,7 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "startupProbe": _probe(svc.startup_probe),
         "readinessProbe": _probe(svc.readiness_probe),
         "livenessProbe": _probe(svc.liveness_probe),
-        "securityContext": restricted_security_context(),
+        "securityContext": restricted_security_context(non_root=runs_as_non_root(svc)),
     }
     if svc.image:  # a custom image replaces the serving runtime's default one
         model["image"] = svc.image
@@ -141,8 +172,13 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "maxReplicas": svc.max_replicas,
         "tolerations": [t.to_manifest() for t in svc.tolerations],
         "nodeSelector": dict(svc.node_selector),
+        # A model server never calls the Kubernetes API: no token in the pod (Knative admits only `false`).
+        "automountServiceAccountToken": False,
         "model": model,
     }
+    spread = topology_spread(cfg, svc)
+    if spread:  # Knative needs kubernetes.podspec-topologyspreadconstraints; the stack enables what it uses
+        predictor["topologySpreadConstraints"] = spread
     if svc.deployment_mode == "Knative":
         predictor["scaleMetric"] = svc.scale_metric
         if svc.scale_target is not None:

@@ -157,7 +157,7 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                         "name": "prefetch",
                         "image": mc.prefetch_image,
                         "command": ["sh", "-c", prefetch_script(models)],
-                        "securityContext": restricted_security_context(),
+                        "securityContext": restricted_security_context(non_root=True),  # image: USER 1000
                         # Idle once the cache is full; a download is network- and storage-bound.
                         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
                                       "limits": {"cpu": "2", "memory": "4Gi"}},

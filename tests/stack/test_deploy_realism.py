@@ -84,3 +84,34 @@ def test_refused_before_any_resource(edit, fragment, registered):
     assert registered == []
     run_program("dev", edit=NO_GATE)  # control
     assert "gpu-ng" in registered
+
+
+def test_security_defaults_a_restricted_namespace_admits():
+    """Container-level restricted settings (Knative admits them there); runAsNonRoot only where the image runs
+    as a non-root user (KServe's huggingfaceserver and storage-initializer: USER 1000); no API token."""
+    r = run_program("staging", edit=NO_GATE)
+    isvcs = {i.inputs["metadata"]["name"]: i.inputs["spec"]["predictor"] for i in r.of_type(ISVC)}
+    for name, pred in isvcs.items():
+        sc = pred["model"]["securityContext"]
+        assert sc["seccompProfile"] == {"type": "RuntimeDefault"} and sc["capabilities"] == {"drop": ["ALL"]}
+        assert sc["allowPrivilegeEscalation"] is False and pred["automountServiceAccountToken"] is False
+        assert sc.get("runAsNonRoot") is (True if name == "chat" else None)  # vision: Triton's image runs as root
+    [cache] = [d for d in r.of_type("kubernetes:apps/v1:DaemonSet") if d.name == "model-cache-prefetch"]
+    pod = cache.inputs["spec"]["template"]["spec"]
+    assert pod["containers"][0]["securityContext"]["runAsNonRoot"] is True
+    assert pod["automountServiceAccountToken"] is False  # no IRSA account configured
+
+
+def test_prod_multi_replica_services_get_a_disruption_budget_and_zone_spread():
+    r = run_program("prod", edit=NO_GATE)
+    [pdb] = r.of_type("kubernetes:policy/v1:PodDisruptionBudget")  # chat keeps 4; code keeps 1
+    assert pdb.inputs["metadata"]["name"] == "chat-predictor-pdb"
+    assert pdb.inputs["spec"] == {"maxUnavailable": 1,
+                                  "selector": {"matchLabels": {"serving.kserve.io/inferenceservice": "chat"}}}
+    for isvc in r.of_type(ISVC):
+        [spread] = isvc.inputs["spec"]["predictor"]["topologySpreadConstraints"]
+        assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+        assert spread["whenUnsatisfiable"] == "ScheduleAnyway"  # never strands a GPU pod
+    dev = run_program("dev", edit=NO_GATE)
+    assert not dev.of_type("kubernetes:policy/v1:PodDisruptionBudget")
+    assert "topologySpreadConstraints" not in dev.of_type(ISVC)[0].inputs["spec"]["predictor"]

@@ -263,7 +263,8 @@ def test_services_are_created_after_the_cache_is_full_and_knative_admits_them():
     [patch] = r.of_type("kubernetes:core/v1:ConfigMapPatch")
     assert patch.inputs["metadata"]["namespace"] == "knative-serving"
     assert patch.inputs["data"] == {"kubernetes.podspec-nodeselector": "enabled",
-                                    "kubernetes.podspec-tolerations": "enabled"}
+                                    "kubernetes.podspec-tolerations": "enabled",
+                                    "kubernetes.podspec-topologyspreadconstraints": "enabled"}  # prod spreads zones
 
 
 def test_without_the_cache_models_download_directly_and_nothing_waits():
