@@ -18,8 +18,13 @@ is the same).
 from __future__ import annotations
 
 import heapq
+from bisect import insort
 from collections import deque
+from operator import attrgetter
 from typing import Any
+
+
+_pod_id = attrgetter("id")
 
 
 class Activator:
@@ -127,9 +132,7 @@ class Activator:
             pod.qp.accept(req)
 
     def add_pod(self, pod: Any) -> None:
-        pods = self.pods
-        pods.append(pod)
-        pods.sort(key=lambda p: p.id)
+        insort(self.pods, pod, key=_pod_id)
         if 0 < self.cc <= 3:
             heapq.heappush(self._free, (pod.id, pod))
         if self.nwait:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import insort
+from operator import attrgetter
 from typing import Any, Callable
 
 import simpy
@@ -36,6 +38,7 @@ from simulation.server import get_server
 from simulation.workload import arrivals
 
 BATCHES = 20
+_pod_id = attrgetter("id")
 
 
 class Sim:
@@ -60,7 +63,10 @@ class Sim:
         self.dq_gateway = DeadlineQueue(env, sc.gateway.timeout_s, self._expire_gateway) if sc.gateway.timeout_s else None
         self.dq_knative = DeadlineQueue(env, sc.serving.timeout_s, self._expire_knative) if self.knative else None
         self.pods: list[Pod] = []
+        self.n_live = 0                  # pods neither Terminating nor Gone
         self.endpoints: list[Pod] = []
+        self.kpa_ready: list[Pod] = []   # Kubernetes-Ready pods in creation order (what the KPA scrapes)
+        self.scrape_ticks = 0            # KPA scrapes so far (tick j at t = j s); pods catch up lazily
         self.replicas = 0
         self.proxy = True
         self.proxy_since: float | None = 0.0
@@ -196,13 +202,16 @@ class Sim:
             self.proxy_since = self.env.now if proxy else None
 
     def set_replicas(self, n: int) -> None:
-        live = [p for p in self.pods if p.state not in (TERMINATING, GONE)]
-        cur = len(live)
+        cur = self.n_live
         self.replicas = n
+        if n == cur:
+            return
         if n > cur:
             for _ in range(n - cur):
                 self._new_pod(False)
-        elif n < cur:
+        else:
+            live = [p for p in self.pods if p.state not in (TERMINATING, GONE)]
+
             def rank(p: Pod) -> tuple:
                 r = 0 if (p.state == PENDING and p.node is None) else 1 if p.state == PENDING else \
                     2 if p.state == STARTING else 3
@@ -215,6 +224,7 @@ class Sim:
         self._pid += 1
         self.pods.append(pod)
         self.servers.append(pod.server)
+        self.n_live += 1
         if not warm:
             self.pods_created += 1
         pod.start()
@@ -223,6 +233,12 @@ class Sim:
     def on_pod_act_ready(self, pod: Pod) -> None:
         if self.activator is not None:
             self.activator.add_pod(pod)
+
+    def kpa_ready_added(self, pod: Pod) -> None:
+        insort(self.kpa_ready, pod, key=_pod_id)
+
+    def kpa_ready_removed(self, pod: Pod) -> None:
+        self.kpa_ready.remove(pod)
 
     def on_pod_ready(self, pod: Pod) -> None:
         self._ready_acc()
@@ -273,8 +289,7 @@ class Sim:
 
     def _sample_series(self, interval: float) -> None:
         now = self.env._now
-        live = sum(1 for p in self.pods if p.state not in (TERMINATING, GONE))
-        self.series.append((now, len(self.endpoints), live, self.replicas, self.cluster.node_count))
+        self.series.append((now, len(self.endpoints), self.n_live, self.replicas, self.cluster.node_count))
         self.timeline.sample(now, self.n_sys, sum(1 for p in self.pods if p.state == PENDING),
                              [p.server for p in self.endpoints])
         if now + interval <= self.scenario.duration_s + 1e-9:

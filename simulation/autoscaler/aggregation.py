@@ -11,6 +11,7 @@ seconds with no record between writes count as 0, seconds after the last write a
 from __future__ import annotations
 
 import math
+from collections import deque
 
 
 class WindowBuckets:
@@ -69,25 +70,36 @@ class WindowBuckets:
 
 
 class MaxWindow:
-    """Maximum of the values recorded over the last `window_s` (granule 2 s, the decider tick)."""
+    """Maximum of the values recorded over the last `window_s` (granule 2 s, the decider tick).
 
-    __slots__ = ("window", "granularity", "values")
+    A monotonic deque of (granule, max in it) with strictly decreasing values: a value is dropped as soon as a
+    later one is at least as large (it can never be the maximum again), so `record` is amortised O(1) and
+    `current` O(1) (the sliding-window maximum).
+    """
+
+    __slots__ = ("window", "granularity", "values", "span")
 
     def __init__(self, window_s: float, granularity_s: float = 2.0) -> None:
         self.window = window_s
         self.granularity = granularity_s
-        self.values: list[tuple[int, int]] = []  # (granule index, max value in it)
+        self.span = int(math.ceil(window_s / granularity_s))
+        self.values: deque[list] = deque()  # [granule index, max value in it], values strictly decreasing
 
     def record(self, t: float, value: int) -> None:
         idx = int(math.floor(t / self.granularity + 1e-9))
         vals = self.values
         if vals and vals[-1][0] == idx:
-            vals[-1] = (idx, max(vals[-1][1], value))
-        else:
-            vals.append((idx, value))
-        oldest = idx - int(math.ceil(self.window / self.granularity)) + 1
+            if value <= vals[-1][1]:
+                value = None
+            else:
+                vals.pop()
+        if value is not None:
+            while vals and vals[-1][1] <= value:
+                vals.pop()
+            vals.append([idx, value])
+        oldest = idx - self.span + 1
         while vals and vals[0][0] < oldest:
-            vals.pop(0)
+            vals.popleft()
 
     def current(self) -> int:
-        return max(v for _, v in self.values) if self.values else 0
+        return self.values[0][1] if self.values else 0

@@ -28,6 +28,7 @@ from typing import Any
 from simulation.autoscaler.aggregation import WindowBuckets
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
+from simulation.clock import call_later
 from simulation.pod import PENDING, STARTING
 
 ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
@@ -61,10 +62,16 @@ class KpaLoop:
         self.reached_initial = initial >= cfg.initial_scale
         self.rng = sim.rng_scrape
         self.ticks = 0
+        self.rps = 1 if cfg.metric == "rps" else 0   # index into `Pod.kpa_stat`
         sim.set_proxy(not (self.want > 0 and self.ebc >= 0))
         sim.proxy_since = 0.0 if sim.proxy else None
-        self.env.process(self._scrape_loop())
-        self.env.process(self._tick_loop())
+        call_later(self.env, 0.0, self._start)
+
+    def _start(self) -> None:
+        # The loops are chains of callbacks (cheaper than SimPy processes), each scheduling its next run after
+        # its body, as a process's `yield timeout` would: same-time events keep their order.
+        call_later(self.env, 1.0, self._scrape)
+        call_later(self.env, self.cfg.tick_interval_s, self._tick)
 
     # -- metrics --------------------------------------------------------------------------------------
     def _record(self, value: float) -> None:
@@ -72,22 +79,22 @@ class KpaLoop:
         self.stable.record(now, value)
         self.panic.record(now, value)
 
-    def _scrape_loop(self):
-        rps = self.cfg.metric == "rps"
-        env = self.env
-        while True:
-            yield env.timeout(1.0)
-            pods = [p for p in self.sim.pods if p.k8s_ready]
-            n_all = len(pods)
-            if n_all:
-                stats = [p.scrape(1.0) for p in pods]
-                n = sample_size(n_all)
-                idx = range(n_all) if n >= n_all else sorted(self.rng.sample(range(n_all), n))
-                total = sum(stats[i][3] if rps else stats[i][2] for i in idx)
-                self._record(total / n * n_all)
-            a_conc, a_count, active = self.sim.activator.scrape(1.0)
-            if active:
-                self._record(float(a_count) if rps else a_conc)
+    def _scrape(self) -> None:
+        """Every 1 s: a sample of the Ready pods (the rest catch up lazily, `Pod.catch_up`) + the activator."""
+        sim = self.sim
+        k = sim.scrape_ticks = sim.scrape_ticks + 1
+        pods = sim.kpa_ready
+        n_all = len(pods)
+        if n_all:
+            rps = self.rps
+            n = sample_size(n_all)
+            idx = range(n_all) if n >= n_all else sorted(self.rng.sample(range(n_all), n))
+            total = sum(pods[i].kpa_stat(k)[rps] for i in idx)
+            self._record(total / n * n_all)
+        a_conc, a_count, active = sim.activator.scrape(1.0)
+        if active:
+            self._record(float(a_count) if self.rps else a_conc)
+        call_later(self.env, 1.0, self._scrape)
 
     def poke(self) -> None:
         """The activator's first request: an immediate {conc 1, count 1} stat; tick now if last want was 0."""
@@ -95,11 +102,9 @@ class KpaLoop:
             self._record(1.0)
             self.tick()
 
-    def _tick_loop(self):
-        env = self.env
-        while True:
-            yield env.timeout(self.cfg.tick_interval_s)
-            self.tick()
+    def _tick(self) -> None:
+        self.tick()
+        call_later(self.env, self.cfg.tick_interval_s, self._tick)
 
     # -- decide + reconcile -------------------------------------------------------------------------
     def tick(self) -> None:
