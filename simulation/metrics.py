@@ -2,7 +2,8 @@
 
 Per user request (status of its final attempt; counted when its first attempt arrived in the measurement
 window [warmup_s, duration_s)): status, the component that produced a failure, end-to-end latency and
-time to first byte of successes (from the first attempt's arrival: retries and back-off included).
+time to first byte of successes (from the first attempt's arrival: retries and back-off included), kept in
+streaming estimators (`simulation/quantiles.py`) so memory does not grow with the number of requests.
 Per attempt (sent in the window): status/component, pre-service wait (arrival → model server start:
 activator + queue-proxy queues), sojourn time (for Little's law). Time integrals (requests in the system,
 ready replicas, GPUs) are snapshotted at batch boundaries so batch means give confidence intervals.
@@ -11,6 +12,8 @@ ready replicas, GPUs) are snapshotted at batch boundaries so batch means give co
 from __future__ import annotations
 
 from typing import Any
+
+from simulation.quantiles import Quantiles
 
 
 class Recorder:
@@ -21,9 +24,9 @@ class Recorder:
         self.blen = (duration - warmup) / batches
         self.final: dict[tuple[int, str], int] = {}
         self.attempts: dict[tuple[int, str], int] = {}
-        self.latency: list[float] = []
-        self.latency_all: list[float] = []  # every answered user request, failures at their time of failure
-        self.ttfb: list[float] = []
+        self.latency = Quantiles()       # bounded memory: exact up to EXACT_LIMIT values, then within REL_ERR
+        self.latency_all = Quantiles()   # every answered user request, failures at their time of failure
+        self.ttfb = Quantiles()
         self.b_req = [0] * batches
         self.b_err: dict[int, list[int]] = {}
         self.b_att = [0] * batches
@@ -73,6 +76,10 @@ class Recorder:
         self.b_req[b] += 1
         lat = req.t_done - req.origin_t
         self.latency_all.append(lat)
+        if not self.n_final & 4095:   # keep the estimators' buffers bounded
+            self.latency_all.fold_if_full()
+            self.latency.fold_if_full()
+            self.ttfb.fold_if_full()
         if status == 200:
             self.latency.append(lat)
             self.ttfb.append(req.t_first - req.origin_t)

@@ -1,0 +1,66 @@
+"""Streaming percentiles (simulation/quantiles.py): exact while the run fits the buffer, within REL_ERR beyond,
+in bounded memory; and a whole simulation summarised both ways agrees within the documented error."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from simulation import metrics
+from simulation.quantiles import REL_ERR, Quantiles
+
+QS = [0, 1, 50, 90, 95, 99, 99.9, 100]
+
+
+def _fill(values, limit):
+    q = Quantiles(limit=limit)
+    for i, v in enumerate(values):
+        q.append(float(v))
+        if not i & 255:
+            q.fold_if_full()
+    return q
+
+
+@pytest.mark.parametrize("draw", [
+    lambda r: r.exponential(2.0, 50_000),
+    lambda r: r.lognormal(0.0, 2.5, 50_000),              # 10 decades
+    lambda r: np.concatenate([r.exponential(0.01, 20_000), r.uniform(100, 200, 5_000), np.zeros(300)]),
+    lambda r: np.full(10_000, 0.25),
+])
+def test_percentiles_are_within_the_documented_relative_error(draw):
+    x = draw(np.random.default_rng(7))
+    q = _fill(x, limit=1_000)
+    assert not q.exact and len(q.buf) <= 1_000 + 256          # bounded: the buffer never grows past its limit
+    got, want = np.array(q.percentiles(QS)), np.percentile(x, QS)
+    assert np.all(np.abs(got - want) <= REL_ERR * want + 1e-12), (got, want)
+    s = q.summary()
+    assert s["count"] == len(x) and s["max"] == x.max() and s["mean"] == pytest.approx(x.mean(), rel=1e-12)
+
+
+def test_exact_while_the_values_fit_the_buffer():
+    x = np.random.default_rng(3).exponential(1.0, 5_000)
+    q = _fill(x, limit=10_000)
+    assert q.exact
+    p50, p95, p99 = np.percentile(x, [50, 95, 99])
+    assert q.summary() == {"p50": p50, "p95": p95, "p99": p99, "mean": x.mean(), "max": x.max(), "count": 5_000}
+
+
+def test_empty():
+    assert Quantiles().summary() == {"p50": None, "p95": None, "p99": None, "mean": None, "max": None, "count": 0}
+
+
+def test_a_simulation_summarised_by_the_histogram_matches_the_exact_path(scn, monkeypatch):
+    mapping = scn.mmck_scenario(3.0, 4, 10_000.0)   # ~30 000 successful requests
+    exact = scn.run(mapping)
+    monkeypatch.setattr(metrics, "Quantiles", functools.partial(Quantiles, limit=4_096))
+    folded = scn.run(mapping)
+    for key in ("latency_s", "ttfb_s", "latency_all_s"):
+        e, f = exact[key], folded[key]
+        assert f["count"] == e["count"] > 4 * 4_096 and f["max"] == e["max"]
+        assert f["mean"] == pytest.approx(e["mean"], rel=1e-6)   # exact sum (report rounds to 6 digits)
+        for p in ("p50", "p95", "p99"):
+            assert abs(f[p] - e[p]) <= REL_ERR * e[p] + 1e-5, (key, p, f[p], e[p])
+    drop = ("latency_s", "ttfb_s", "latency_all_s")
+    assert {k: v for k, v in folded.items() if k not in drop} == {k: v for k, v in exact.items() if k not in drop}
