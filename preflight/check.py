@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,6 +28,7 @@ from validation.errors import InputError, Problem, exit_with
 from validation.cli import guarded
 from gate import Verdict, check_stack
 from simulation.executors import add_executor_arguments, make_executor
+from preflight.stages import Timings, in_background
 from stackconfig.load import load_stack, stack_names
 
 
@@ -66,35 +68,51 @@ class StackCheck:
         }
 
 
-def check(stack: str, console: Console | None = None, plot_dir: Path | None = None, executor=None) -> StackCheck:
-    """Run every stage for one stack; raises InputError for a user's mistake."""
-    import pulumi
+def check(stack: str, console: Console | None = None, plot_dir: Path | None = None, executor=None,
+          timings: Timings | None = None) -> StackCheck:
+    """Run every stage for one stack; raises InputError for a user's mistake.
 
-    from validation.kubernetes import validation_errors
-    from policy.rules import evaluate
-    from policy.stack import resources_from_run
-    from offline import run_program
+    The SLO gate's simulations start first and run on the executor's workers beside the other stages
+    (preflight/stages.py); `timings` collects each stage's time.
+    """
+    timings = timings if timings is not None else Timings()
+    with timings.stage(f"{stack}: config, node fit, admission"):
+        from manifests.admission import admission_problems, check_nodes_fit
 
-    from manifests.admission import admission_problems, check_nodes_fit
-
-    cfg = load_stack(stack)
-    check_nodes_fit(cfg)
-    result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)], cfg=cfg)
+        cfg = load_stack(stack)
+        check_nodes_fit(cfg)
+        result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)], cfg=cfg)
     if result.admission:  # the program would stop here too, before registering anything
         return result
-    try:  # the gate runs below, with a progress bar and the full table, so the program skips it here
-        run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", {"enabled": False}))
-    except pulumi.RunError as err:
-        raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", "(rejected by the program)", str(err))]) from None
-    result.resources = len(run.resources)
-    result.manifest_errors = [e for m in run.kubernetes_manifests()
-                              for e in validation_errors(m, cfg.cluster.kubernetes_version)]
-    result.violations = evaluate(resources_from_run(run, stack))
-    if cfg.gate.enabled:
-        from gate.outputs import predictions
+    gate = in_background(lambda: _simulate_all(cfg, console, executor), executor, timings,
+                         f"{stack}: SLO gate simulations") if cfg.gate.enabled else None
+    with timings.stage(f"{stack}: Pulumi program under mocks (imports the providers)"):
+        import pulumi
 
-        result.verdicts = _simulate_all(cfg, console, executor)
-        result.predictions = predictions(cfg, result.verdicts)
+        from offline import run_program
+
+        try:  # the gate runs beside, with a progress bar and the full table, so the program skips it here
+            run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", {"enabled": False}))
+        except pulumi.RunError as err:
+            raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", "(rejected by the program)", str(err))]) \
+                from None
+        result.resources = len(run.resources)
+    with timings.stage(f"{stack}: manifest schemas"):
+        from validation.kubernetes import validation_errors
+
+        result.manifest_errors = [e for m in run.kubernetes_manifests()
+                                  for e in validation_errors(m, cfg.cluster.kubernetes_version)]
+    with timings.stage(f"{stack}: policies"):
+        from policy.rules import evaluate
+        from policy.stack import resources_from_run
+
+        result.violations = evaluate(resources_from_run(run, stack))
+    if gate is not None:
+        with timings.stage(f"{stack}: SLO gate (waiting for the simulations)"):
+            from gate.outputs import predictions
+
+            result.verdicts = gate.result()
+            result.predictions = predictions(cfg, result.verdicts)
     from gate.rollout_capacity import rollout_problems
 
     result.rollout = [str(p) for p in rollout_problems(cfg, {v.service: v.report["replicas"]["mean"]
@@ -170,7 +188,8 @@ def print_result(result: StackCheck, console: Console) -> None:
 
 
 @guarded
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
+    """The CLI; `started` is the perf_counter value when the process began importing (for --timings)."""
     parser = argparse.ArgumentParser(prog="python -m preflight", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     cmd = sub.add_parser("check", help="config, manifests, policies and the SLO gate for a stack, offline")
@@ -179,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("--plot", type=Path, metavar="DIR",
                      help="also write one timeline PNG per service to DIR: replicas and Pending pods, queue, errors "
                           "by status and component, GPU memory, latency (successes and all requests)")
+    cmd.add_argument("--timings", action="store_true", help="also report how long each stage took")
     add_executor_arguments(cmd)
     from preflight import whatif
 
@@ -196,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with(InputError([Problem("--stack", s, "expected one of " + ", ".join(known)) for s in unknown]))
     console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 140)
     results = []
+    timings = Timings(started)
+    if started is not None:
+        timings.add("imports (the CLI's modules)", time.perf_counter() - started, None)
     try:
         executor = make_executor(args.dask, args.ray, args.workers)
     except InputError as err:
@@ -203,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for stack in stacks:
             try:
-                results.append(check(stack, console, args.plot, executor))
+                results.append(check(stack, console, args.plot, executor, timings))
             except InputError as err:
                 exit_with(err)
             if not args.json:
@@ -211,6 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         executor.close()
     if args.json:
-        print(json.dumps({"passed": all(r.passed for r in results), "stacks": [r.to_dict() for r in results]},
-                         sort_keys=True))
+        out = {"passed": all(r.passed for r in results), "stacks": [r.to_dict() for r in results]}
+        if args.timings:
+            out["timings"] = timings.to_dict()
+        print(json.dumps(out, sort_keys=True))
+    elif args.timings:
+        console.print(timings.table())
     return 0 if all(r.passed for r in results) else 1

@@ -52,7 +52,7 @@ def _failing_check() -> cli.StackCheck:
 def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
     failing = _failing_check()
     assert not failing.passed
-    monkeypatch.setattr(cli, "check", lambda stack, console, plot, executor=None: failing)
+    monkeypatch.setattr(cli, "check", lambda stack, console, plot, executor=None, timings=None: failing)
     assert cli.main(["check", "--stack", "prod"]) == 1
     buf = io.StringIO()
     cli.print_result(failing, Console(file=buf, width=160))
@@ -85,3 +85,15 @@ def test_an_admission_refusal_fails_the_check_before_the_program_runs(monkeypatc
     assert cli.main(["check", "--json"]) == 1
     [dev] = json.loads(capsys.readouterr().out)["stacks"]
     assert dev["resources"] == 0 and "ValidateInitialScaleAnnotation" in dev["admission"][0]
+
+
+def test_timings_name_every_stage_and_the_gate_overlaps_the_program_without_changing_results(capsys):
+    assert cli.main(["check", "--json", "--timings", "--workers", "2"]) == 0
+    parallel = json.loads(capsys.readouterr().out)
+    stages = [s["stage"] for s in parallel["timings"]["stages"]]
+    assert any("Pulumi program under mocks" in s for s in stages)
+    assert any("SLO gate simulations (beside" in s for s in stages)        # ran on workers, beside the program
+    assert all(s["wall_s"] >= 0 for s in parallel["timings"]["stages"])
+    assert cli.main(["check", "--json", "--workers", "1"]) == 0
+    serial = json.loads(capsys.readouterr().out)
+    assert "timings" not in serial and serial["stacks"] == parallel["stacks"]
