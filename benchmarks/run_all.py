@@ -1,0 +1,165 @@
+"""Every performance benchmark in one command: `python3 benchmarks/run_all.py [--quick] [--repeat N]`.
+
+Each figure is printed next to a reference measured in the same run, so a busy machine shifts both alike:
+1. peer: our full Knative path on SimFaaS's own scale-per-request scenarios (Poisson 5 req/s with 60 s idle
+   expiry, 0.9 req/s with 600 s; CC 1) against SimFaaS 0.2.2 (optional: `pip install -r
+   benchmarks/requirements.txt`) and against the ceiling, a bare SimPy callback loop of the same workload;
+2. full path: the Azure conversation trace × 10 (activator, KPA with cold starts, retries, gateway; skipped
+   without the shared trace) and M/M/4/44, against the ceiling;
+3. control loops: 1,000 idle Ready pods against 10 (target < 1.2×);
+4. memory: peak RSS of a 10-million-request run (its own process) against a 1-million one (flat = equal);
+5. preflight: `python -m preflight check --stack prod` wall time, with its stage timings.
+Rates are simulated requests per CPU second (`time.process_time`), median of `--repeat` interleaved runs: CPU
+time, because other work on a shared machine disturbs it less than wall time (the preflight row is wall time,
+what a user waits for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import reference  # noqa: E402
+import scenarios as S  # noqa: E402
+
+
+def ours(mapping: dict) -> tuple[int, float]:
+    """(requests, CPU s) of one seeded run of a scenario mapping (report included, parsing excluded)."""
+    from simulation import load_scenario, run_simulation
+
+    sc = load_scenario(mapping, base_dir=ROOT)
+    c = time.process_time()
+    rep = run_simulation(sc, seed=1).to_dict()
+    return rep["requests"], time.process_time() - c
+
+
+def median_rate(runs: list[tuple[int, float]]) -> float:
+    return statistics.median(n / c for n, c in runs)
+
+
+def side_by_side(label: str, contenders: dict, repeat: int) -> dict[str, float]:
+    """Interleaved runs of each contender (name → zero-argument function or None); median rate of each."""
+    runs: dict[str, list] = {name: [] for name, fn in contenders.items() if fn is not None}
+    for _ in range(repeat):
+        for name in runs:
+            out = contenders[name]()
+            if out is None:
+                continue
+            runs[name].append(out)
+    rates = {name: median_rate(r) for name, r in runs.items() if r}
+    first = next(iter(rates))
+    cells = [f"{name} {rate:,.0f}/s" + ("" if name == first else f" (ours {rates[first] / rate:.2f}×)")
+             for name, rate in rates.items()]
+    print(f"{label:42} " + " | ".join(cells), flush=True)
+    return rates
+
+
+def peer(repeat: int, quick: bool) -> None:
+    print("\n1. SimFaaS scenarios (simulated requests per CPU second)")
+    for rate, expiry, duration in ((5.0, 60.0, 4000.0), (0.9, 600.0, 20000.0)):
+        if quick:
+            duration /= 4
+        side_by_side(f"Poisson {rate:g} req/s, {expiry:g} s expiry, CC 1", {
+            "kserve-preflight": lambda: ours(S.peer(rate, expiry, duration)),
+            "SimFaaS": (lambda: reference.simfaas(rate, expiry, duration)) if _has_simfaas() else None,
+            "bare SimPy": lambda: reference.bare_simpy(rate, S.WARM_S, duration),
+        }, repeat)
+    if not _has_simfaas():
+        print("   (SimFaaS not installed: pip install -r benchmarks/requirements.txt)")
+
+
+def full_path(repeat: int, quick: bool) -> None:
+    print("\n2. Full request path (simulated requests per CPU second)")
+    if S.TRACE.is_file():
+        from simulation.workload import read_trace
+
+        read_trace(str(S.TRACE))   # parsed once per process, outside the timing
+        side_by_side("Azure conversation trace × 10", {
+            "kserve-preflight": lambda: ours(S.full_path()),
+            "bare SimPy (same request count)": lambda: reference.bare_simpy(53.3, 0.5, 3600.0),
+        }, repeat)
+    else:
+        print(f"   Azure trace skipped: {S.TRACE} not found")
+    duration = 50000.0 if quick else 200000.0
+    side_by_side("M/M/4/44 (one pod, CC 4, no activator)", {
+        "kserve-preflight": lambda: ours(S.mmck(duration)),
+        "bare SimPy": lambda: reference.bare_simpy(3.6, 1.0, duration),
+    }, repeat)
+
+
+def control_loops(repeat: int, quick: bool) -> None:
+    print("\n3. Control loops: the same light load with 10 and with 1,000 idle Ready pods")
+    duration = 20000.0   # long enough that creating 1,000 pods at t = 0 is not what is measured
+    rates = side_by_side("0.5 req/s, pods pinned (min = max)", {
+        "1,000 pods": lambda: ours(S.idle_pods(1000, duration)),
+        "10 pods": lambda: ours(S.idle_pods(10, duration)),
+    }, repeat)
+    print(f"   1,000 pods cost {rates['10 pods'] / rates['1,000 pods']:.2f}× the time of 10 (target < 1.2×)")
+
+
+def memory(quick: bool) -> None:
+    print("\n4. Memory: peak RSS of one run in its own process")
+    sizes = (100_000, 1_000_000) if quick else (1_000_000, 10_000_000)
+    for n in sizes:
+        out = subprocess.run([sys.executable, str(HERE / "memory.py"), "--requests", str(n)], capture_output=True,
+                             text=True, check=True).stdout
+        d = json.loads(out)
+        print(f"   {d['requests']:>10,} requests: peak RSS {d['peak_rss_mib']:.0f} MiB, {d['cpu_s']:.0f} CPU s "
+              f"({d['requests'] / d['cpu_s']:,.0f}/s), percentiles {d['percentiles']}", flush=True)
+
+
+def preflight(repeat: int) -> None:
+    print("\n5. python -m preflight check --stack prod (wall seconds, what a user waits for)")
+    walls, last = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "preflight", "check", "--stack", "prod", "--json", "--timings"],
+                              cwd=ROOT, capture_output=True, text=True)
+        walls.append(time.perf_counter() - t)
+        last = json.loads(proc.stdout) if proc.stdout.strip() else None
+    print(f"   median {statistics.median(walls):.2f} s wall over {repeat} runs (target < 1.5 s)")
+    if last:
+        for s in last["timings"]["stages"]:
+            print(f"     {s['stage']:62} {s['wall_s']:7.3f} s")
+
+
+def _has_simfaas() -> bool:
+    try:
+        import simfaas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="shorter runs (1 M requests for memory)")
+    p.add_argument("--only", choices=["peer", "full", "loops", "memory", "preflight"], action="append")
+    args = p.parse_args()
+    print(f"python {sys.version.split()[0]}; rates are simulated requests per CPU second, median of {args.repeat}")
+    only = set(args.only or ["peer", "full", "loops", "memory", "preflight"])
+    if "peer" in only:
+        peer(args.repeat, args.quick)
+    if "full" in only:
+        full_path(args.repeat, args.quick)
+    if "loops" in only:
+        control_loops(args.repeat, args.quick)
+    if "memory" in only:
+        memory(args.quick)
+    if "preflight" in only:
+        preflight(args.repeat)
+
+
+if __name__ == "__main__":
+    main()
