@@ -209,7 +209,8 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
                                     "Standard mode simulates 'cpu' (utilisation) or 'concurrency' (in-flight requests)"))
             metric = "cpu"
         target = scale_target if scale_target is not None else (DEFAULT_CPU_UTILIZATION if metric == "cpu" else 1.0)
-        hpa = HpaSpec(min_replicas=lo, max_replicas=hi, metric=metric, target=target)
+        hpa = HpaSpec(min_replicas=lo, max_replicas=hi, metric=metric, target=target,
+                      cpu_request_cores=_cpu_cores(container_raw))
         if hpa_manifest is not None:
             hpa = _hpa_override(hpa, hpa_manifest, "hpa", problems)
         if cls_name == "none":
@@ -220,6 +221,16 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
                        gpus=gpus, image=str(image), startup_probe=startup, readiness_period_s=r_period,
                        readiness_initial_delay_s=r_delay, env=env, args=args,
                        container=dict(container_raw) if isinstance(container_raw, dict) else {})
+
+
+def _cpu_cores(container: Any) -> float:
+    """The container's CPU request in cores (0 when absent or unreadable): the HPA's utilisation denominator."""
+    requests = ((container or {}).get("resources") or {}).get("requests") or {} if isinstance(container, dict) else {}
+    text = str(requests.get("cpu", "")).strip()
+    try:
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    except ValueError:
+        return 0.0
 
 
 def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Problem]) -> HpaSpec:

@@ -49,6 +49,19 @@ class HpaSpec:
     sync_period_s: float = 15.0
     scale_up: Rules = DEFAULT_UP
     scale_down: Rules = DEFAULT_DOWN
+    # CPU utilisation of a GPU model server = CPU cores it uses / its CPU request. The GPU does the work: the
+    # server's processes use about one core while serving (vLLM V1's engine-core loop, the API server) and a
+    # little when idle, whatever the load. 0 = request unknown: the busy fraction stands in for utilisation.
+    cpu_request_cores: float = 0.0
+    cpu_busy_cores: float = 1.0
+    cpu_idle_cores: float = 0.1
+
+    def cpu_percent(self, busy_fraction: float) -> float:
+        """Per-pod CPU utilisation (% of the request) for a pod busy this fraction of the sync period."""
+        if not self.cpu_request_cores:
+            return busy_fraction * 100.0
+        used = self.cpu_idle_cores + busy_fraction * (self.cpu_busy_cores - self.cpu_idle_cores)
+        return 100.0 * used / self.cpu_request_cores
 
 
 @dataclass

@@ -15,8 +15,9 @@ KPA (knative/serving, reference knative-kserve.md §1–§3):
 Activation that does not produce a Ready pod within 630 s (progress deadline + 30 s) while the decider wants 0
 scales back to 0.
 
-HPA (kubernetes, `horizontal.go`): every 15 s, per-pod metric over the last sync period (cpu = busy fraction
-·100 %, a proxy for utilisation of a GPU server's CPU; concurrency = mean in-flight requests), then
+HPA (kubernetes, `horizontal.go`): every 15 s, per-pod metric over the last sync period (cpu = the cores a GPU
+server uses, ~1 busy, 0.1 idle, over its CPU request — `HpaSpec.cpu_percent`, so a 4-core request peaks near
+27 % and an 80 % target is never reached; concurrency = mean in-flight requests), then
 `HpaCalculator` (tolerance, stabilization windows, behavior policies).
 """
 
@@ -199,7 +200,7 @@ class HpaLoop:
             ready = len(pods)
             unready = sum(1 for p in sim.pods if p.state in (PENDING, STARTING))   # groupPods: Pending → unready
             if self.spec.metric == "cpu":
-                total = sum(p.scrape(period)[1] * 100.0 for p in pods)
+                total = sum(self.spec.cpu_percent(p.scrape(period)[1]) for p in pods)
             else:
                 total = sum(p.scrape(period)[0] for p in pods)
             cur = sim.replicas

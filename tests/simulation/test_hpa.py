@@ -114,3 +114,18 @@ def test_bad_hpa_behavior_is_reported():
     with pytest.raises(InputError) as err:
         ServingSpec.from_manifest(manifest({}), hpa)
     assert "selectPolicy" in str(err.value)
+
+
+def test_cpu_target_is_never_reached_by_a_gpu_bound_server():
+    """A GPU server uses ~1 core busy, 0.1 idle: with a 4-core request a saturated pod shows 25 % CPU, so the
+    default 80 % target never scales it up, while a concurrency metric would (issue 8 §7; policy isvc-scale-metric)."""
+    s = ServingSpec.from_manifest(manifest({"minReplicas": 1, "maxReplicas": 8, "model": {
+        "modelFormat": {"name": "x"}, "resources": {"requests": {"cpu": "4000m"}}}}))
+    assert s.hpa.cpu_request_cores == 4.0
+    assert s.hpa.cpu_percent(1.0) == pytest.approx(25.0) and s.hpa.cpu_percent(0.0) == pytest.approx(2.5)
+    c = HpaCalculator(s.hpa)
+    saturated_pods = 4
+    assert c.replicas_for_metric(saturated_pods, saturated_pods, 0, saturated_pods * s.hpa.cpu_percent(1.0)) \
+        < saturated_pods  # even all four pods fully busy ask for fewer pods, never more
+    unknown = HpaSpec()  # no request in the manifest: the busy fraction stands in, as before
+    assert unknown.cpu_percent(0.5) == 50.0
