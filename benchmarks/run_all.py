@@ -8,7 +8,8 @@ Each figure is printed next to a reference measured in the same run, so a busy m
    without the shared trace) and M/M/4/44, against the ceiling;
 3. control loops: 1,000 idle Ready pods against 10 (target < 1.2×);
 4. memory: peak RSS of a 10-million-request run (its own process) against a 1-million one (flat = equal);
-5. preflight: `python -m preflight check --stack prod` wall time, with its stage timings.
+5. preflight: `python -m preflight check --stack prod` wall time, with its stage timings;
+6. vLLM engine path: the V1 engine against `scheduler: v0` on bench_vllm.py's scenario (target ≥ 30,000).
 Rates are simulated requests per CPU second (`time.process_time`), median of `--repeat` interleaved runs: CPU
 time, because other work on a shared machine disturbs it less than wall time (the preflight row is wall time,
 what a user waits for).
@@ -133,6 +134,16 @@ def preflight(repeat: int) -> None:
             print(f"     {s['stage']:62} {s['wall_s']:7.3f} s")
 
 
+def vllm_path(repeat: int) -> None:
+    import bench_vllm
+    print("\n6. vLLM engine path: Knative CC 16, H100 pods, Llama-3-8B, Poisson 10 req/s (bench_vllm.py)")
+    rates = side_by_side("V1 engine vs scheduler: v0", {
+        "V1": lambda: ours(bench_vllm.scenario("v1")),
+        "V0": lambda: ours(bench_vllm.scenario("v0")),
+    }, repeat)
+    print(f"   V1 {rates['V1']:,.0f} simulated requests per CPU s (target ≥ 30,000)")
+
+
 def _has_simfaas() -> bool:
     try:
         import simfaas  # noqa: F401
@@ -145,10 +156,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="shorter runs (1 M requests for memory)")
-    p.add_argument("--only", choices=["peer", "full", "loops", "memory", "preflight"], action="append")
+    p.add_argument("--only", choices=["peer", "full", "loops", "memory", "preflight", "vllm"], action="append")
     args = p.parse_args()
     print(f"python {sys.version.split()[0]}; rates are simulated requests per CPU second, median of {args.repeat}")
-    only = set(args.only or ["peer", "full", "loops", "memory", "preflight"])
+    only = set(args.only or ["peer", "full", "loops", "memory", "preflight", "vllm"])
     if "peer" in only:
         peer(args.repeat, args.quick)
     if "full" in only:
@@ -159,6 +170,8 @@ def main() -> None:
         memory(args.quick)
     if "preflight" in only:
         preflight(args.repeat)
+    if "vllm" in only:
+        vllm_path(args.repeat)
 
 
 if __name__ == "__main__":
