@@ -24,17 +24,6 @@ def test_simulated_load_above_initial_scale_counts():
     assert rollout_problems(cfg, {"chat": 9.0}) == []
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    import offline
-
-    seen: list[str] = []
-    original = offline.Mocks.new_resource
-    monkeypatch.setattr(offline.Mocks, "new_resource", lambda self, args: (seen.append(args.name),
-                                                                           original(self, args))[1])
-    return seen
-
-
 @pytest.mark.parametrize("edit, fragment", [
     # The stack as the issue found it: 16 GPUs for chat's 10 + 10 during a rollout and code's 1.
     (lambda c: c[f"{P}:gpuNodeGroup"].update(maxSize=4), "= 21 GPUs > 16 (gpuNodeGroup.maxSize 4 × 4)"),

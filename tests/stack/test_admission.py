@@ -135,17 +135,6 @@ def test_the_stack_enables_exactly_what_its_knative_services_use():
         "kubernetes.podspec-nodeselector": "enabled"}.items())
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    import offline
-
-    seen: list[str] = []
-    original = offline.Mocks.new_resource
-    monkeypatch.setattr(offline.Mocks, "new_resource", lambda self, args: (seen.append(args.name),
-                                                                           original(self, args))[1])
-    return seen
-
-
 def test_a_refused_config_stops_the_program_before_any_resource(registered):
     def edit(c):
         c[f"{P}:services"][0]["annotations"]["autoscaling.knative.dev/initial-scale"] = "0"

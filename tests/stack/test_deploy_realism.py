@@ -61,17 +61,6 @@ def test_node_group_waits_for_its_role_policies_and_carries_the_accelerator_labe
     assert run_program("prod", edit=NO_GATE).options["gpu-ng"].depends_on == []  # an existing role: nothing to wait for
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    import offline
-
-    seen: list[str] = []
-    original = offline.Mocks.new_resource
-    monkeypatch.setattr(offline.Mocks, "new_resource", lambda self, args: (seen.append(args.name),
-                                                                           original(self, args))[1])
-    return seen
-
-
 @pytest.mark.parametrize("edit, fragment", [
     (lambda c: c[f"{P}:gpuNodeGroup"].update(amiType="AL2_x86_64_GPU"), "EKS no longer publishes AL2 GPU AMIs"),
     (lambda c: c[f"{P}:services"][0]["annotations"].update({"serving.knative.dev/progress-deadline": "0s"}),
