@@ -120,6 +120,10 @@ class Pod:
 
     def kpa_stat(self, k: int) -> tuple[float, int]:
         """(avg non-proxied concurrency, non-proxied requests) over scrape tick k (the second before t = k)."""
+        if self.ticked < k - 1 and not self.n:   # idle since before tick k − 1: nothing moved, the stat is 0
+            self.ticked = k
+            self.mark = (self.area_n, self.area_busy, self.area_direct, self.count_direct)
+            return 0.0, 0
         self.catch_up(k - 1)
         _, _, a_d, c_d = self.mark
         self.catch_up(k)
