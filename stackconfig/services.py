@@ -30,6 +30,7 @@ KNATIVE_CC_MAX = 1000  # container-concurrency-max-limit
 DEPLOYMENT_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard",
                     "RawDeployment": "Standard"}
 ENGINES = ["vllm", "tgi", "naive", "triton"]
+ENGINE_MODEL_KIND = {"vllm": "llm", "tgi": "llm", "naive": "llm", "triton": "vision"}  # what each one serves here
 
 
 def _probe(sec: Section, default_path: str, period: int, failures: int, initial: int, timeout: int) -> Probe:
@@ -147,6 +148,10 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         msec.problem("storageUri", storage_uri, "expected modelCache.credentialsSecret (a Secret with HF_TOKEN) "
                      "for an hf:// model, or model.public: true if the repository is not gated")
     msec.done()
+    if model is not None and ENGINE_MODEL_KIND.get(engine, model.kind) != model.kind:
+        sec.problem("runtime.engine", engine, f"expected an engine that serves {model.kind} models ("
+                    + ", ".join(e for e, k in ENGINE_MODEL_KIND.items() if k == model.kind)
+                    + f") for {model.name}, or a {ENGINE_MODEL_KIND[engine]} model")
     model = model or catalog.models["llama-3-8b"]
 
     res = sec.section("resources")

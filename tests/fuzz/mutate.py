@@ -61,19 +61,20 @@ def mutated(draw: Any, base: Any, max_mutations: int = 3) -> tuple[Any, list[str
         parent, key = _parent(data, path), path[-1]
         op = draw(st.sampled_from(["replace", "replace", "replace", "delete", "typo", "unknown", "wrap", "dup"]))
         if op == "replace":
-            parent[key] = draw(VALUES)
+            parent[key] = copy.deepcopy(draw(VALUES))  # never the pool's own list or dict: no shared state
         elif op == "delete":
             del parent[key]
         elif op == "typo" and isinstance(parent, dict) and isinstance(key, str):
             parent[_typo(key, draw(st.integers(0, 50)))] = parent.pop(key)
         elif op == "unknown" and isinstance(parent[key], dict):
-            parent[key][draw(st.sampled_from(["extra", "minReplica", "rate", "kind", "name"]))] = draw(VALUES)
+            name = draw(st.sampled_from(["extra", "minReplica", "rate", "kind", "name"]))
+            parent[key][name] = copy.deepcopy(draw(VALUES))
         elif op == "wrap":
             parent[key] = [parent[key]]
         elif op == "dup" and isinstance(parent[key], list) and parent[key]:
             parent[key].append(copy.deepcopy(parent[key][0]))
         else:
-            parent[key] = draw(VALUES)
+            parent[key] = copy.deepcopy(draw(VALUES))
             op = "replace"
         done.append(f"{op} {'.'.join(map(str, path))}")
     return data, done

@@ -123,6 +123,10 @@ CASES = [
      "hf://<org>/<model>"),
     ("dev", lambda c: c.__setitem__("coldStart", {"imageGib": 10 ** 310}), "coldStart.imageGib",
      "expected a number >= 0"),
+    ("staging", lambda c: _svc(c, "vision").pop("runtime"), "services[1].runtime.engine: got 'vllm'",
+     "expected an engine that serves vision models (triton)"),  # found by the fuzzer: the gate refused it later
+    ("staging", lambda c: _svc(c, "chat").setdefault("runtime", {}).update(engine="triton"),
+     "services[0].runtime.engine: got 'triton'", "expected an engine that serves llm models (vllm, tgi, naive)"),
     ("dev", lambda c: _svc(c)["workload"].update(rate=1e4), "services[0].workload: got 'mean rate 1e+04 req/s × 900 s",
      "request budget of 2,000,000 requests"),
 ]
