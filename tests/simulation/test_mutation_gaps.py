@@ -226,3 +226,12 @@ def test_vllm_default_gpu_memory_utilization_is_090():
 ])
 def test_prefill_activation_estimate_is_pinned(tokens, eager, want):
     assert prefill_activation_bytes(DEFAULT.models["llama-2-7b"], tokens, eager_attention=eager) == want
+
+
+def test_prefill_activation_estimate_splits_over_tensor_parallel_ranks_and_skips_vision():
+    m = DEFAULT.models["llama-2-7b"]
+    assert prefill_activation_bytes(m, 1000, tp=2) == 226_304_000 // 2 + 16 * 1000 ** 2 * 6
+    assert prefill_activation_bytes(m, 1, eager_attention=False) == 226_304
+    assert prefill_activation_bytes(m, 1000, bytes_per_token=100, eager_attention=False) == 100_000
+    assert prefill_activation_bytes(DEFAULT.models["vit-large-16"], 1000) == 0
+
