@@ -235,3 +235,73 @@ def test_prefill_activation_estimate_splits_over_tensor_parallel_ranks_and_skips
     assert prefill_activation_bytes(m, 1000, bytes_per_token=100, eager_attention=False) == 100_000
     assert prefill_activation_bytes(DEFAULT.models["vit-large-16"], 1000) == 0
 
+
+
+# -- second round: what the mutmut run of kpa/activator/queue_proxy showed unpinned -------------------------------
+
+class _CrashServer(_Server):
+    def __init__(self):
+        super().__init__()
+        self.failed_with = None
+
+    def fail_all(self, status):
+        self.failed_with = status
+
+    def first_byte_at(self, req):
+        return 42.0
+
+
+def test_queue_proxy_fail_all_answers_the_queue_with_502_once_and_stops():
+    done = []
+    sim = SimpleNamespace(env=simpy.Environment(), complete=lambda req, status, comp: done.append((req.id, status, comp)))
+    server = _CrashServer()
+    qp = QueueProxy(sim, SimpleNamespace(enter=lambda req: None), server, 1, 10)
+    running, waiting, answered = _req(1), _req(2), _req(3)
+    for r in (running, waiting, answered):
+        qp.accept(r)
+    answered.status = 504                       # timed out already: not answered twice
+    assert qp.first_byte_at(waiting) is None and qp.first_byte_at(running) == 42.0
+    qp.fail_all(502)
+    assert server.failed_with == 502 and qp.dead and qp.nwait == 0
+    assert done == [(2, 502, "queue-proxy")] and waiting.where is None
+
+
+def test_queue_proxy_abandon_of_a_running_request_frees_exactly_one_slot():
+    qp, server, done = _queue_proxy(cc=2)
+    reqs = [_req(i) for i in range(4)]
+    for r in reqs:
+        qp.accept(r)
+    assert (qp.running, qp.nwait) == (2, 2)
+    reqs[0].status = 504
+    qp.abandon(reqs[0])
+    assert (qp.running, qp.nwait) == (2, 1) and server.cancelled == [reqs[0]]
+
+
+def test_activator_counts_requests_and_frees_first_available_slots_in_address_order():
+    act, pods = _activator(1, 2)
+    a, b, c = _req(1), _req(2), _req(3)
+    act.accept(a)
+    act.accept(b)
+    act.accept(c)                               # both pods full: buffered
+    assert act.nwait == 1 and act.scrape(1.0)[1] == 3
+    a.pod = pods[0]
+    act.leave(a)                                # pod 0 has room again: the buffered request goes there
+    assert pods[0].got == [a, c] and act.nwait == 0 and c.where is None
+    pods[1].act_ready = False                   # a pod on its way out is not offered again
+    b.pod = pods[1]
+    act.leave(b)
+    assert not [p for _, p in act._free if p is pods[1]]
+
+
+def test_activator_drain_skips_answered_requests_and_abandon_forgets_them():
+    act, pods = _activator(1, 1)
+    first, timed_out, third = _req(1), _req(2), _req(3)
+    for r in (first, timed_out, third):
+        act.accept(r)
+    assert act.nwait == 2
+    timed_out.status = 504
+    act.abandon(timed_out)
+    assert act.nwait == 1 and timed_out.where is None
+    first.pod = pods[0]
+    act.leave(first)
+    assert pods[0].got == [first, third] and act.nwait == 0
