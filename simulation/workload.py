@@ -67,25 +67,28 @@ class WorkloadSpec:
     output_tokens: SizeSpec = SizeSpec("fixed", 128)
 
 
+MAX_TOKENS = 10_000_000  # far past any context window; bounds a typo's cost
+
+
 def _size(sec: Section, key: str, default: SizeSpec) -> SizeSpec:
     raw = sec.raw(key)
     if raw is None:
         return default
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        if raw < 1:
-            sec.problem(key, raw, "expected a token count >= 1")
+        if not 1 <= raw <= MAX_TOKENS:  # also NaN (every comparison false) and infinity (found by tests/fuzz)
+            sec.problem(key, raw, f"expected a token count between 1 and {MAX_TOKENS:,}")
             return default
         return SizeSpec("fixed", float(raw))
     s = sec.section(key)
     dist = s.choice("dist", ["fixed", "lognormal", "uniform"], required=True)
     if dist == "fixed":
-        out = SizeSpec("fixed", s.float("value", 1.0, min=1, required=True))
+        out = SizeSpec("fixed", s.float("value", 1.0, min=1, max=MAX_TOKENS, required=True))
     elif dist == "lognormal":
-        out = SizeSpec("lognormal", s.float("median", 1.0, min=1, required=True),
-                       s.float("sigma", 1.0, min=0, max=5, required=True), s.int("max", None, min=1))
+        out = SizeSpec("lognormal", s.float("median", 1.0, min=1, max=MAX_TOKENS, required=True),
+                       s.float("sigma", 1.0, min=0, max=5, required=True), s.int("max", None, min=1, max=MAX_TOKENS))
     elif dist == "uniform":
-        lo = s.int("low", 1, min=1, required=True)
-        hi = s.int("high", 1, min=1, required=True)
+        lo = s.int("low", 1, min=1, max=MAX_TOKENS, required=True)
+        hi = s.int("high", 1, min=1, max=MAX_TOKENS, required=True)
         if hi < lo:
             s.problem("high", hi, f"expected >= low ({lo})")
             hi = lo

@@ -51,8 +51,13 @@ def _pred(d):
     (lambda d: d["workload"].update(rate=1e4), "workload: got 'mean rate 1e+04 req/s × 1800 s ≈ 18,000,000",
      "request budget of 2,000,000 requests"),
     (lambda d: d.update(max_requests=0), "max_requests: got 0", "expected an integer between 1"),
+    (lambda d: d["workload"].update(output_tokens=float("inf")), "workload.output_tokens: got inf",
+     "expected a token count between 1 and 10,000,000"),
+    (lambda d: d["workload"].update(input_tokens=float("nan")), "workload.input_tokens: got nan",
+     "expected a token count between 1 and 10,000,000"),
 ], ids=["annotations-list", "mode-mapping", "engine-mapping", "metadata-list", "typo-in-isvc", "fractional-target",
-        "activation-scale-0", "over-budget", "budget-0"])
+        "activation-scale-0", "over-budget", "budget-0",
+        "tokens-inf", "tokens-nan"])  # the last two found by the long fuzz run
 def test_scenario_mistake_is_an_input_error(edit, where, allowed):
     with pytest.raises(InputError) as err:
         load_scenario(_edited(edit), base_dir=EXAMPLES)
