@@ -32,6 +32,18 @@ def _script(tmp_path: Path, downloader: str, models=MODELS) -> str:
     return script.replace("exec sleep 2147483647", "exit 0")
 
 
+def _run_bounded(script: str, timeout: float) -> int:
+    """Run the script in its own process group and kill the whole group on timeout: the script's per-model
+    downloads run in background subshells, which `subprocess.run(timeout=...)` would leave looping forever."""
+    proc = subprocess.Popen(["sh", "-c", script], start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 # Fails on its first call, then writes the URI it was given into DEST/weights.
 FLAKY = 'n=$(cat "$0.count" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.count"\n' \
         '[ "$n" -ge 1 ] || exit 1\nmkdir -p "$2" && printf %s "$1" > "$2/weights"\n'
@@ -62,7 +74,7 @@ def test_breaks_a_stale_lock_but_waits_for_a_fresh_one(tmp_path):
     fresh = tmp_path / "cache" / "n.lock"
     fresh.mkdir()
     with pytest.raises(subprocess.TimeoutExpired):  # a live holder's lock is respected
-        subprocess.run(["sh", "-c", _script(tmp_path, "exit 0", {"n": "hf://a/b"})], timeout=1)
+        _run_bounded(_script(tmp_path, "exit 0", {"n": "hf://a/b"}), timeout=1)
     assert fresh.is_dir()
 
 
