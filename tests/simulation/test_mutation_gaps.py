@@ -76,6 +76,8 @@ def test_update_replaces_the_spec_and_restarts_the_delay_window_only_when_the_de
     assert d.scale(4.0, 5, 0.0, 0.0).desired == 0
     d.update(spec(delay=30.0, target=5.0))          # a new delay: a fresh window
     assert d.delay_window is not None and d.scale(6.0, 5, 10.0, 10.0).desired == 2
+    d.update(spec(delay=0.5, target=5.0))           # a sub-second delay is a delay too
+    assert d.delay_window is not None
 
 
 # -- activator load balancing (pkg/activator/net/lb_policy.go) and stats ------------------------------------------
@@ -305,3 +307,19 @@ def test_activator_drain_skips_answered_requests_and_abandon_forgets_them():
     first.pod = pods[0]
     act.leave(first)
     assert pods[0].got == [first, third] and act.nwait == 0
+
+
+@pytest.mark.parametrize("panic, panics", [(10.0, False), (10.1, True)])
+def test_panic_starts_at_exactly_the_threshold(panic, panics):
+    """`dppc / rp >= panicThreshold`: dppc = ceil(panic / target) = 2 pods on 1 ready pod at threshold 200 %."""
+    d = KpaDecider(spec())
+    d.scale(10.0, 1, 1.0, panic)
+    assert d.in_panic is panics
+
+
+def test_unreachable_revision_scales_to_zero_and_a_sub_second_delay_still_holds():
+    d = KpaDecider(DeciderSpec(target_value=10, total_value=10 / 0.75, reachable=False))
+    assert d.scale(10.0, 4, 0.0, 0.0).desired == 0        # maxDown 0 when unreachable: no floor at all
+    d = KpaDecider(spec(delay=0.5))
+    assert d.scale(0.0, 5, 50.0, 50.0).desired == 5
+    assert d.scale(0.25, 5, 0.0, 0.0).desired == 5      # within the 0.5 s scale-down delay
