@@ -1,4 +1,4 @@
-"""TunedInferenceService: a KServe InferenceService with safe settings, plus its HPA in Standard mode."""
+"""TunedInferenceService: a KServe InferenceService with safe settings, plus its HPA or KEDA ScaledObject in Standard mode."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Optional
 import pulumi
 
 from components.kubernetes_object import child_options, kubernetes_object
-from manifests.inference_service import horizontal_pod_autoscaler, inference_service, pod_disruption_budget
+from manifests.inference_service import autoscaler, inference_service, pod_disruption_budget
 
 MODE_KEY = "serving.kserve.io/deploymentMode"
 from stackconfig.schema import ServiceConfig, StackConfig
@@ -17,12 +17,12 @@ from stackconfig.schema import ServiceConfig, StackConfig
 @dataclass
 class TunedInferenceServiceArgs:
     inference_service: dict  # manifests.inference_service.inference_service()
-    hpa: Optional[dict]  # manifests.inference_service.horizontal_pod_autoscaler(), Standard mode only
+    hpa: Optional[dict]  # manifests.inference_service.autoscaler(): HPA or KEDA ScaledObject, Standard mode only
     pdb: Optional[dict] = None  # manifests.inference_service.pod_disruption_budget(), prod multi-replica only
 
     @classmethod
     def from_config(cls, cfg: StackConfig, svc: ServiceConfig) -> "TunedInferenceServiceArgs":
-        return cls(inference_service(cfg, svc), horizontal_pod_autoscaler(svc), pod_disruption_budget(cfg, svc))
+        return cls(inference_service(cfg, svc), autoscaler(svc), pod_disruption_budget(cfg, svc))
 
 
 class TunedInferenceService(pulumi.ComponentResource):
@@ -34,7 +34,8 @@ class TunedInferenceService(pulumi.ComponentResource):
         # because the name is fixed.
         self.inference_service = kubernetes_object(f"{name}-isvc", args.inference_service, child_options(
             self, opts, replace_on_changes=[f'metadata.annotations["{MODE_KEY}"]'], delete_before_replace=True))
-        self.hpa = kubernetes_object(f"{name}-hpa", args.hpa, child_options(
+        suffix = "scaledobject" if args.hpa and args.hpa["kind"] == "ScaledObject" else "hpa"
+        self.hpa = kubernetes_object(f"{name}-{suffix}", args.hpa, child_options(
             self, opts, depends_on=[self.inference_service])) if args.hpa else None
         self.pdb = kubernetes_object(f"{name}-pdb", args.pdb, child_options(self, opts)) if args.pdb else None
         self.register_outputs({"name": self.inference_service.metadata["name"]})

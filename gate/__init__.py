@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from catalog import DEFAULT as DEFAULT_CATALOG
 from validation.errors import InputError, Problem
-from manifests.inference_service import horizontal_pod_autoscaler, inference_service
+from manifests.inference_service import autoscaler, inference_service
 from stackconfig.load import ROOT
 from stackconfig.schema import ServiceConfig, StackConfig
 from stackconfig.platform import load_gbps
@@ -78,7 +78,7 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "duration_s": cfg.gate.duration_s,
         "max_requests": cfg.gate.request_budget,
     }
-    hpa = horizontal_pod_autoscaler(svc)
+    hpa = autoscaler(svc)  # an HPA or a KEDA ScaledObject; the simulation reads either
     if hpa:
         scenario["hpa"] = hpa
     if svc.client:

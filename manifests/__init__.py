@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from manifests.common import namespace
 from manifests.device_plugin import device_plugin_daemonset
-from manifests.inference_service import horizontal_pod_autoscaler, inference_service, pod_disruption_budget
+from manifests.inference_service import autoscaler, inference_service, pod_disruption_budget
 from manifests.knative import config_features_patch, required_features
 from manifests.model_cache import model_cache_daemonset, model_cache_pvc
 from stackconfig.schema import StackConfig
 
 
 def service_manifests(cfg: StackConfig) -> list[dict]:
-    """Every service's InferenceService (and HPA, PodDisruptionBudget), in config order."""
+    """Every service's InferenceService (and HPA or ScaledObject, PodDisruptionBudget), in config order."""
     out = []
     for svc in cfg.services:
         out.append(inference_service(cfg, svc))
-        out += [m for m in (horizontal_pod_autoscaler(svc), pod_disruption_budget(cfg, svc)) if m]
+        out += [m for m in (autoscaler(svc), pod_disruption_budget(cfg, svc)) if m]
     return out
 
 

@@ -5,7 +5,9 @@ Field mapping follows KServe `pkg/apis/serving/v1beta1/component.go` (ComponentE
 `containerConcurrency`, `scaleMetric`, `scaleTarget` and `timeout` sit on the predictor; Knative's
 `autoscaling.knative.dev/*` annotations on the InferenceService are copied to the Knative revision. In Standard
 mode KServe would create an HPA with an empty behavior (`reconcilers/hpa/hpa_reconciler.go`); we set
-`serving.kserve.io/autoscalerClass: external` and render our own HPA so `behavior` is under our control.
+`serving.kserve.io/autoscalerClass: external` and render our own autoscaler so `behavior` is under our control:
+a KEDA ScaledObject on the runtime's in-flight requests (manifests/keda.py, the default for scaleMetric
+concurrency), or an HPA (cpu/memory, or a Pods metric served by a custom-metrics adapter, `hpa.scaler: hpa`).
 
 This is the one place where each service knob becomes YAML; the simulation reads the dict this returns.
 """
@@ -13,6 +15,7 @@ This is the one place where each service knob becomes YAML; the simulation reads
 from __future__ import annotations
 
 from manifests.common import labels, restricted_security_context
+from manifests.keda import scaled_object
 from manifests.model_cache import cache_uri
 from manifests.rollout import ready_timeout_s
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
@@ -196,9 +199,19 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
     }
 
 
+def uses_keda(svc: ServiceConfig) -> bool:
+    return svc.deployment_mode == "Standard" and svc.scale_metric == "concurrency" and svc.hpa_scaler == "keda"
+
+
+def autoscaler(svc: ServiceConfig) -> dict | None:
+    """What scales a Standard-mode predictor (KServe's class `external`): a KEDA ScaledObject or our HPA;
+    None in Knative mode."""
+    return scaled_object(svc) if uses_keda(svc) else horizontal_pod_autoscaler(svc)
+
+
 def horizontal_pod_autoscaler(svc: ServiceConfig) -> dict | None:
-    """autoscaling/v2 HPA on KServe's raw Deployment `<name>-predictor`; None in Knative mode."""
-    if svc.deployment_mode != "Standard":
+    """autoscaling/v2 HPA on KServe's raw Deployment `<name>-predictor`; None in Knative mode or with KEDA."""
+    if svc.deployment_mode != "Standard" or uses_keda(svc):
         return None
     if svc.scale_metric in ("cpu", "memory"):
         # KServe's default CPU target is 80 % (pkg/constants: DefaultCPUUtilization).

@@ -30,6 +30,7 @@ ADVISORY = "advisory"
 
 ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 HPA_TYPES = ("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler")
+SCALED_OBJECT_TYPE = "kubernetes:keda.sh/v1alpha1:ScaledObject"  # KEDA; its HPA is keda-hpa-<name>
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 DEFAULT_GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 KNATIVE_DEFAULT_TIMEOUT_S = 300  # revision-timeout-seconds default
@@ -330,14 +331,24 @@ def node_group_capacity(res: Resource) -> Optional[int]:
 
 
 def hpas_for(res: Resource, ctx: Context) -> list[Resource]:
-    """The HPAs scaling this InferenceService's predictor Deployment (`<name>-predictor`, same namespace)."""
+    """The HPAs and KEDA ScaledObjects scaling this InferenceService's predictor Deployment (`<name>-predictor`,
+    same namespace)."""
     name, ns = isvc_name(res), metadata(res).get("namespace")
     out = []
-    for hpa in ctx.of_type(*HPA_TYPES):
+    for hpa in ctx.of_type(*HPA_TYPES, SCALED_OBJECT_TYPE):
         ref = _map(_map(hpa.props.get("spec")).get("scaleTargetRef"))
         if ref.get("name") == f"{name}-predictor" and metadata(hpa).get("namespace") == ns:
             out.append(hpa)
     return out
+
+
+def autoscaler_behavior(hpa: Resource) -> Mapping:
+    """An HPA's `spec.behavior`, or a ScaledObject's `spec.advanced.horizontalPodAutoscalerConfig.behavior`
+    (which KEDA copies into the HPA it creates)."""
+    spec = _map(hpa.props.get("spec"))
+    if hpa.type == SCALED_OBJECT_TYPE:
+        return _map(_map(_map(spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get("behavior"))
+    return _map(spec.get("behavior"))
 
 
 def _env(c: Mapping) -> dict[str, str]:
@@ -420,8 +431,8 @@ def _prod_min_replicas(res: Resource, ctx: Context) -> Iterator[str]:
 def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
     pred, ann = predictor(res), annotations(res)
     fix = ("Scale on in-flight work: Knative scaleMetric concurrency (or rps); in Standard mode "
-           "scaleMetric: concurrency, i.e. an HPA Pods metric such as inflight_requests through a custom-metrics "
-           "adapter (or KEDA).")
+           "scaleMetric: concurrency, i.e. a KEDA ScaledObject on the runtime's running + waiting requests "
+           "(hpa.scaler: keda), or an HPA Pods metric through a custom-metrics adapter (hpa.scaler: hpa).")
     if deployment_mode(res) == "Knative":
         metric = str(pred.get("scaleMetric") or ann.get("autoscaling.knative.dev/metric") or "concurrency")
         klass = str(ann.get("autoscaling.knative.dev/class", ""))
@@ -432,9 +443,16 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
     if str(ann.get("serving.kserve.io/autoscalerClass", "hpa")) == "external":
         hpas = hpas_for(res, ctx)
         if not hpas:
-            yield (f"{res.label}: autoscalerClass is external but no HorizontalPodAutoscaler targets "
+            yield (f"{res.label}: autoscalerClass is external but no HorizontalPodAutoscaler or ScaledObject targets "
                    f"Deployment {isvc_name(res)}-predictor, so it never scales. Add one. " + fix)
         for hpa in hpas:
+            if hpa.type == SCALED_OBJECT_TYPE:
+                for t in _list(_map(hpa.props.get("spec")).get("triggers")):
+                    if str(_map(t).get("type")) in ("cpu", "memory"):
+                        yield (f"{res.label}: {hpa.label} scales the GPU predictor on {_map(t).get('type')}; a "
+                               "GPU-bound model saturates the GPU long before the CPU, so it never scales out. "
+                               + fix)
+                continue
             if metadata(hpa).get("name") == f"{isvc_name(res)}-predictor":
                 yield (f"{res.label}: {hpa.label} has the name of KServe's own HPA; with autoscalerClass external "
                        "KServe's HPA reconciler overwrites an HPA of that name with its defaults and then deletes "
@@ -451,8 +469,8 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
     metric = str(pred.get("scaleMetric") or "cpu")  # KServe's HPA default
     if metric in ("cpu", "memory"):
         yield (f"{res.label}: KServe's built-in HPA scales it on {metric}; a GPU-bound model saturates the GPU "
-               "long before the CPU. Set serving.kserve.io/autoscalerClass: external with an HPA on an in-flight "
-               "Pods metric (stack: scaleMetric: concurrency), or use Knative mode.")
+               "long before the CPU. Set serving.kserve.io/autoscalerClass: external with a KEDA ScaledObject or an "
+               "HPA on in-flight requests (stack: scaleMetric: concurrency), or use Knative mode.")
 
 
 @rule("isvc-max-replicas", MANDATORY,
@@ -662,7 +680,7 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
                    "(flapping). Set scale-down-delay (e.g. \"5m\") and/or window (e.g. \"120s\").")
         return
     for hpa in hpas_for(res, ctx):
-        down = _map(_map(_map(hpa.props.get("spec")).get("behavior")).get("scaleDown"))
+        down = _map(autoscaler_behavior(hpa).get("scaleDown"))
         if not num(down.get("stabilizationWindowSeconds")):
             yield (f"{res.label}: {hpa.label} has no behavior.scaleDown.stabilizationWindowSeconds, so replicas "
                    "flap with spiky traffic. Set it (e.g. 600) with a slow scale-down policy (stack: hpa.behavior).")

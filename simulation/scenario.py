@@ -323,7 +323,8 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
         for doc in docs:
             if isinstance(doc, dict) and doc.get("kind") == "InferenceService" and manifest is None:
                 manifest = doc
-            elif isinstance(doc, dict) and doc.get("kind") == "HorizontalPodAutoscaler" and hpa_manifest is None:
+            elif isinstance(doc, dict) and doc.get("kind") in ("HorizontalPodAutoscaler", "ScaledObject") \
+                    and hpa_manifest is None:
                 hpa_manifest = doc
         if manifest is None and not any(p.path == "inferenceServiceFile" for p in problems):
             problems.append(Problem("inferenceServiceFile", isvc_file, "the file holds no document with kind: InferenceService"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from simulation.autoscaler.config import from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from validation.fields import Section
@@ -25,6 +27,14 @@ KNATIVE_ANNOTATIONS = {
     "serving.knative.dev/progress-deadline": "duration",
 }
 PROGRESS_DEADLINE = "serving.knative.dev/progress-deadline"
+
+# Standard-mode concurrency scaling (`hpa.scaler`): KEDA on the runtime's own in-flight metric (manifests/keda.py),
+# or our HPA on a Pods metric that a custom-metrics adapter (prometheus-adapter) must serve.
+SCALERS = ("keda", "hpa")
+KEDA_ENGINES = ("vllm", "tgi", "triton")  # the runtimes that export an in-flight metric (manifests/keda.py)
+# prometheus-operator's governing Service for a Prometheus in namespace `monitoring` (kube-prometheus-stack).
+DEFAULT_PROMETHEUS_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
+_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[^\s]*)?$")
 
 
 def parse_annotations(sec: Section, container_concurrency: int | None) -> dict[str, str]:
@@ -78,3 +88,30 @@ def traffic_shape(workload: dict | None) -> str:
         cv = workload.get("cv", 1.0)
         return "steady" if isinstance(cv, (int, float)) and cv <= 1.0 else "spiky"
     return "spiky"
+
+
+def check_keda(hpa: Section, mode: str, metric: str, engine: str) -> tuple[str, str]:
+    """`hpa.scaler` and `hpa.prometheusAddress`: KEDA is the default for Standard-mode concurrency and scales
+    on the runtime's own in-flight gauge, so it needs a runtime that exports one; cpu/memory stay on the HPA."""
+    scaler = hpa.choice("scaler", list(SCALERS), "keda")
+    address = hpa.str("prometheusAddress", DEFAULT_PROMETHEUS_ADDRESS)
+    if mode != "Standard":
+        return scaler, address
+    if metric != "concurrency":
+        if hpa.has("scaler") and scaler == "keda":
+            hpa.problem("scaler", scaler, f"expected hpa for scaleMetric {metric}: the HPA scales on {metric} "
+                        "itself, and KEDA here scales on the runtime's in-flight requests (scaleMetric: concurrency)")
+        scaler = "hpa"
+    elif scaler == "keda" and engine not in KEDA_ENGINES:
+        hpa.problem("scaler", scaler, f"expected hpa (with a custom-metrics adapter serving hpa.podsMetric): "
+                    f"engine {engine} exports no in-flight request metric for KEDA; KEDA needs one of "
+                    + ", ".join(KEDA_ENGINES))
+    if scaler == "keda" and hpa.has("podsMetric"):
+        hpa.problem("podsMetric", hpa.data.get("podsMetric"), "expected none with hpa.scaler keda: KEDA queries "
+                    "the runtime's own metric; podsMetric is for hpa.scaler: hpa with a custom-metrics adapter")
+    if scaler == "hpa" and hpa.has("prometheusAddress"):
+        hpa.problem("prometheusAddress", address, "expected none with hpa.scaler hpa: only KEDA queries Prometheus")
+    elif not _URL.match(address):
+        hpa.problem("prometheusAddress", address, "expected an http(s) URL of the Prometheus server such as "
+                    f"{DEFAULT_PROMETHEUS_ADDRESS!r}")
+    return scaler, address

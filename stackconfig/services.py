@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackconfig.autoscaling import check_hpa_behavior, parse_annotations
+from stackconfig.autoscaling import check_hpa_behavior, check_keda, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
 from stackconfig.engine_profile import parse_engine_profile
 from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
@@ -116,8 +116,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     elif behavior:
         check_hpa_behavior(hpa, behavior, ctx.cluster.kubernetes_version)
     pods_metric = hpa.str("podsMetric", "inflight_requests")
-    hpa.done()
-    if mode == "Knative" and (behavior or hpa.has("podsMetric")):
+    if mode == "Knative" and hpa.data:
         sec.problem("hpa", hpa.data, "expected no hpa settings in Knative mode (the KPA scales it)")
 
     runtime = sec.section("runtime")
@@ -131,6 +130,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         check_format(runtime, f"env.{key}", key, ENV_NAME, "expected an environment variable name: letters, "
                      "digits, '_', '-' and '.', not starting with a digit (no spaces)")
     runtime.done()
+    scaler, prometheus = check_keda(hpa, mode, scale_metric, engine)  # needs the engine
+    hpa.done()
 
     msec = sec.section("model", required=True)
     model_name = msec.str("name", "", required=True)
@@ -239,6 +240,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         name=name, namespace=ctx.cluster.namespace, deployment_mode=mode, min_replicas=min_r,
         max_replicas=max_r, container_concurrency=cc, scale_metric=scale_metric, scale_target=scale_target,
         timeout_s=timeout, annotations=annotations, hpa_behavior=behavior, hpa_pods_metric=pods_metric,
+        hpa_scaler=scaler, prometheus_address=prometheus,
         engine=engine, model_format=model_format, image=image, args=args, env=env, model=model,
         storage_uri=storage_uri, gpus=gpus, cpu=cpu, memory=memory, startup_probe=startup,
         readiness_probe=readiness, liveness_probe=liveness, caps=caps, gpu_memory_utilization=util,

@@ -1,7 +1,8 @@
-"""Offline manifest validation: kubernetes-validate (strict) for core kinds, our JSON schema for InferenceService.
+"""Offline manifest validation: kubernetes-validate (strict) for core kinds, our JSON schemas for the CRDs
+(InferenceService, KEDA ScaledObject).
 
 kubernetes-validate has no schema for CRDs (it raises SchemaNotFoundError) and cannot register one, so the
-InferenceService goes through `jsonschema` with the CRD-subset schema in `schemas/`
+CRDs go through `jsonschema` with the CRD-subset schemas in `schemas/`
 (../shared/reference/pulumi-offline-testing.md §6). Numbers that arrive as integral floats (Pulumi's wire
 format) are normalised to ints first.
 """
@@ -17,7 +18,8 @@ from typing import Any
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's extended resource
 KNATIVE_MAX_TIMEOUT_S = 600  # knative/serving pkg/apis/config/defaults.go: max-revision-timeout-seconds
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
-CRD_SCHEMAS = {("serving.kserve.io/v1beta1", "InferenceService"): "inferenceservice-v1beta1.json"}
+CRD_SCHEMAS = {("serving.kserve.io/v1beta1", "InferenceService"): "inferenceservice-v1beta1.json",
+               ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject-keda-v1alpha1.json"}
 
 
 def normalise(value: Any) -> Any:
@@ -44,7 +46,7 @@ def _crd_schema(manifest: dict) -> str | None:
 
 
 def crd_errors(manifest: dict) -> list[tuple[str, str]]:
-    """(dotted path, message) of every violation of our CRD schema (InferenceService); [] for other kinds."""
+    """(dotted path, message) of every violation of our CRD schema (InferenceService, ScaledObject); [] for others."""
     manifest = normalise(manifest)
     crd = _crd_schema(manifest)
     if not crd:

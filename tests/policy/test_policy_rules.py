@@ -80,17 +80,32 @@ def test_environment_comes_from_node_group_tag_then_urn():
     assert Context.of(s.resources).environment == "prod"  # from urn:pulumi:prod::...
 
 
+def _staging_with_hpa() -> Stack:
+    """Staging with `hpa.scaler: hpa`: our HPA on the adapter's Pods metric instead of the KEDA ScaledObject."""
+    from offline import run_program
+    from policy.stack import resources_from_run
+
+    run = run_program("staging", edit=lambda c: c["kserve-preflight:services"][1]["hpa"].update(scaler="hpa"))
+    return Stack(resources_from_run(run, "staging"))
+
+
 def test_scale_metric_standard_mode_cases():
-    staging = Stack(shipped("staging"))  # ships an HPA on the in-flight Pods metric
+    staging = Stack(shipped("staging"))  # ships a KEDA ScaledObject on Triton's in-flight requests
     assert _fired(staging.resources, "isvc-scale-metric") == []
-    staging.props("vision-hpa")["spec"]["metrics"] = [{"type": "Resource", "resource": {
+    staging.props("vision-scaledobject")["spec"]["triggers"] = [{"type": "cpu", "metricType": "Utilization",
+                                                                 "metadata": {"value": "70"}}]
+    assert any("ScaledObject/vision-predictor-scaler scales the GPU predictor on cpu" in m
+               for m in _fired(staging.resources, "isvc-scale-metric"))
+    orphan = Stack([r for r in shipped("staging") if r.name != "vision-scaledobject"])
+    assert any("no HorizontalPodAutoscaler or ScaledObject targets Deployment vision-predictor" in m
+               for m in _fired(orphan.resources, "isvc-scale-metric"))
+    adapter = _staging_with_hpa()  # ships an HPA on the in-flight Pods metric
+    assert _fired(adapter.resources, "isvc-scale-metric") == []
+    adapter.props("vision-hpa")["spec"]["metrics"] = [{"type": "Resource", "resource": {
         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]
     assert any("HorizontalPodAutoscaler/vision-predictor-hpa scales the GPU predictor on Resource cpu" in m
-               for m in _fired(staging.resources, "isvc-scale-metric"))
-    orphan = Stack([r for r in shipped("staging") if r.name != "vision-hpa"])
-    assert any("no HorizontalPodAutoscaler targets Deployment vision-predictor" in m
-               for m in _fired(orphan.resources, "isvc-scale-metric"))
-    clash = Stack(shipped("staging"))
+               for m in _fired(adapter.resources, "isvc-scale-metric"))
+    clash = _staging_with_hpa()
     clash.props("vision-hpa")["metadata"]["name"] = "vision-predictor"
     assert any("has the name of KServe's own HPA" in m for m in _fired(clash.resources, "isvc-scale-metric"))
     builtin = Stack(shipped("staging"))
@@ -133,10 +148,15 @@ def test_pytorch_alloc_conf_not_required_for_triton():
 
 
 def test_hpa_without_stabilization_window_is_flagged():
-    s = Stack(shipped("staging"))
+    s = _staging_with_hpa()
     s.props("vision-hpa")["spec"].pop("behavior")
     assert any("no behavior.scaleDown.stabilizationWindowSeconds" in m
                for m in _fired(s.resources, "isvc-scale-down-stabilization"))
+    keda = Stack(shipped("staging"))  # KEDA copies advanced.horizontalPodAutoscalerConfig.behavior into its HPA
+    assert _fired(keda.resources, "isvc-scale-down-stabilization") == []
+    keda.props("vision-scaledobject")["spec"].pop("advanced")
+    assert any("ScaledObject/vision-predictor-scaler has no behavior.scaleDown.stabilizationWindowSeconds" in m
+               for m in _fired(keda.resources, "isvc-scale-down-stabilization"))
 
 
 def test_stabilization_is_only_required_where_traffic_is_spiky():

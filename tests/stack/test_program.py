@@ -166,19 +166,21 @@ def test_prod_never_scales_gpu_services_to_zero_and_dev_may():
     assert load_stack("prod").node_group.max_size > load_stack("dev").node_group.max_size
 
 
-def test_standard_mode_gets_our_hpa_with_behavior():
+def test_standard_mode_gets_our_autoscaler_with_behavior():
     r = run_program("staging")
-    [hpa] = r.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
+    # scaleMetric concurrency: a KEDA ScaledObject on Triton's own metric (tests/stack/test_keda.py)
+    [hpa] = r.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject")
     spec = normalise(hpa.inputs["spec"])
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vision-predictor"}
-    assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600
+    assert spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"][
+        "stabilizationWindowSeconds"] == 600
     [vision] = [i for i in r.of_type(ISVC) if i.inputs["metadata"]["name"] == "vision"]
     annotations = vision.inputs["metadata"]["annotations"]
     # The legacy spelling: KServe <= 0.15 knows no other, >= 0.16 maps it (constants.go: ParseDeploymentMode).
     assert annotations["serving.kserve.io/deploymentMode"] == "RawDeployment"
     assert annotations["serving.kserve.io/autoscalerClass"] == "external"  # KServe must not add a second HPA
-    # ...and must not find ours under its own HPA's name, or it overwrites and then deletes it.
-    assert hpa.inputs["metadata"]["name"] == "vision-predictor-hpa"
+    # ...and must not find ours under its own HPA's (or ScaledObject's) name, or it overwrites and then deletes it.
+    assert hpa.inputs["metadata"]["name"] == "vision-predictor-scaler"
 
 
 def test_children_are_parented_to_their_components():

@@ -1,0 +1,133 @@
+"""Standard-mode concurrency scaling through KEDA: the ScaledObject the stack renders, its offline schema, the
+config it refuses before any resource, and the simulation reading that very object."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pulumi
+import pytest
+
+from gate import scenario_for
+from manifests import render_stack
+from manifests.inference_service import autoscaler, inference_service
+from manifests.keda import in_flight_query
+from offline import run_program
+from simulation import load_scenario
+from simulation.autoscaler.hpa import Policy, Rules
+from stackconfig.load import ROOT, load_stack
+from validation.kubernetes import normalise, validation_errors
+
+P = "kserve-preflight"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+
+
+@pytest.fixture(scope="module")
+def staging():
+    cfg = load_stack("staging")
+    [vision] = [s for s in cfg.services if s.name == "vision"]
+    return cfg, vision
+
+
+def test_standard_concurrency_renders_a_scaled_object_not_an_hpa(staging):
+    cfg, vision = staging
+    kinds = [m["kind"] for m in render_stack(cfg)]
+    assert "ScaledObject" in kinds and "HorizontalPodAutoscaler" not in kinds
+    so = autoscaler(vision)
+    assert so["metadata"] == {**so["metadata"], "name": "vision-predictor-scaler", "namespace": "kserve-inference"}
+    spec = so["spec"]
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vision-predictor"}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (vision.min_replicas, vision.max_replicas)
+    [trigger] = spec["triggers"]
+    assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
+    assert trigger["metadata"]["threshold"] == "8"  # scaleTarget: in-flight requests per pod
+    assert trigger["metadata"]["serverAddress"] == "http://prometheus-operated.monitoring.svc:9090"
+    assert "nv_inference_request_duration_us" in trigger["metadata"]["query"]  # Triton: Little's law
+    assert spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"] == vision.hpa_behavior
+    # KServe creates no autoscaler of its own next to KEDA's keda-hpa-vision-predictor-scaler.
+    ann = inference_service(cfg, vision)["metadata"]["annotations"]
+    assert ann["serving.kserve.io/autoscalerClass"] == "external"
+
+
+@pytest.mark.parametrize("engine, metrics", [
+    ("vllm", ("vllm:num_requests_running{", "vllm:num_requests_waiting{")),
+    ("tgi", ("tgi_queue_size{", "tgi_batch_current_size{")),
+])
+def test_query_sums_the_runtimes_running_and_waiting_requests(staging, engine, metrics):
+    _, vision = staging
+    query = in_flight_query(replace(vision, engine=engine, name="chat"))
+    selector = '{namespace="kserve-inference",pod=~"chat-predictor-.*"}'
+    assert query == f"sum({metrics[0][:-1]}{selector}) + sum({metrics[1][:-1]}{selector})"
+
+
+def test_scaled_object_validates_offline_and_a_misspelt_field_does_not(staging):
+    _, vision = staging
+    so = autoscaler(vision)
+    assert validation_errors(so) == []
+    bad = normalise(so)
+    bad["spec"]["maxReplicas"] = bad["spec"].pop("maxReplicaCount")
+    bad["spec"]["triggers"][0]["metadata"]["threshold"] = "eight"
+    errors = validation_errors(bad)
+    assert any("'maxReplicas' was unexpected" in e for e in errors), errors
+    assert any("triggers.0.metadata.threshold" in e for e in errors), errors
+
+
+def test_program_registers_the_scaled_object_after_the_inference_service():
+    r = run_program("staging")
+    assert r.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler") == []
+    [so] = r.of_type(SCALED_OBJECT)
+    assert so.inputs["metadata"]["name"] == "vision-predictor-scaler"
+    assert normalise(so.inputs["spec"])["minReplicaCount"] == 1
+
+
+def _vision(c):
+    return c[f"{P}:services"][1]
+
+
+@pytest.mark.parametrize("edit, where, allowed", [
+    pytest.param(lambda c: _vision(c).update(scaleMetric="cpu", scaleTarget=60, hpa={"scaler": "keda"}),
+                 "services[1].hpa.scaler: got 'keda'", "expected hpa for scaleMetric cpu", id="keda-on-cpu"),
+    pytest.param(lambda c: _vision(c)["hpa"].update(podsMetric="inflight_requests"),
+                 "services[1].hpa.podsMetric", "expected none with hpa.scaler keda", id="pods-metric-with-keda"),
+    pytest.param(lambda c: _vision(c)["hpa"].update(prometheusAddress="prometheus:9090"),
+                 "services[1].hpa.prometheusAddress: got 'prometheus:9090'", "expected an http(s) URL",
+                 id="prometheus-address-not-a-url"),
+    pytest.param(lambda c: _vision(c)["hpa"].update(scaler="kedaa"), "services[1].hpa.scaler: got 'kedaa'",
+                 "keda", id="unknown-scaler"),
+])
+def test_bad_keda_config_is_refused_before_any_resource(edit, where, allowed, registered):
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("staging", edit=edit)
+    message = str(err.value)
+    assert where in message and allowed in message, message
+    assert registered == []
+
+
+def test_the_hpa_scaler_keeps_the_adapter_option():
+    r = run_program("staging", edit=lambda c: _vision(c)["hpa"].update(scaler="hpa"))
+    assert r.of_type(SCALED_OBJECT) == []
+    [hpa] = r.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
+    [metric] = normalise(hpa.inputs["spec"])["metrics"]
+    assert metric["pods"]["metric"]["name"] == "inflight_requests"
+
+
+def test_simulation_reads_the_rendered_scaled_object(staging):
+    cfg, vision = staging
+    scenario = scenario_for(cfg, vision)
+    assert scenario["hpa"] == autoscaler(vision)  # the very object the program registers
+    hpa = load_scenario(scenario, base_dir=ROOT).serving.hpa
+    assert (hpa.min_replicas, hpa.max_replicas, hpa.metric, hpa.target) == (1, 1, "concurrency", 8.0)
+    assert hpa.scale_down == Rules(600.0, (Policy("Pods", 1, 120.0),), "Max")
+    # A knob changed in the config reaches the simulation only through the ScaledObject.
+    wider = replace(vision, scale_target=3, max_replicas=3)
+    hpa = load_scenario(scenario_for(cfg, wider), base_dir=ROOT).serving.hpa
+    assert (hpa.max_replicas, hpa.target) == (3, 3.0)
+
+
+def test_simulation_refuses_a_scaled_object_it_cannot_model(staging):
+    from validation.errors import InputError
+    cfg, vision = staging
+    scenario = scenario_for(cfg, vision)
+    scenario["hpa"]["spec"]["triggers"][0]["type"] = "cpu"
+    with pytest.raises(InputError, match="type prometheus with metricType AverageValue"):
+        load_scenario(scenario, base_dir=ROOT)
