@@ -239,14 +239,15 @@ def test_prefetch_credentials_for_gated_and_private_models():
 
 def test_namespaced_objects_depend_on_the_namespace_themselves():
     """A component's depends_on does not reach its children (pulumi/pulumi#8721): each child must name the Namespace,
-    or the first `pulumi up` creates the PVC, InferenceServices and HPA concurrently with it."""
+    or the first `pulumi up` creates the PVC, InferenceServices and ScaledObject concurrently with it."""
     import pulumi_kubernetes as k8s
 
     r = run_program("staging")
-    for child in ("model-cache-pvc", "model-cache-prefetch", "chat-isvc", "vision-isvc", "vision-hpa"):
+    for child in ("model-cache-pvc", "model-cache-prefetch", "chat-isvc", "vision-isvc", "vision-scaledobject"):
         deps = r.options[child].depends_on
         assert any(isinstance(d, k8s.core.v1.Namespace) for d in deps), child
-    assert any(isinstance(d, k8s.apiextensions.CustomResource) for d in r.options["vision-hpa"].depends_on)
+    assert any(isinstance(d, k8s.apiextensions.CustomResource) and d._name == "vision-isvc"
+               for d in r.options["vision-scaledobject"].depends_on)
 
 
 def test_services_are_created_after_the_cache_is_full_and_knative_admits_them():
