@@ -304,11 +304,12 @@ def _scaled_object(base: HpaSpec, top: Section, problems: list[Problem]) -> HpaS
     if trigger is None:
         problems.append(Problem(f"{spec.path}.triggers", triggers, "expected one prometheus trigger (on the "
                                                                    "runtime's in-flight requests)"))
-    elif trigger.get("type") != "prometheus" or trigger.get("metricType") != "AverageValue":
+    elif trigger.get("type") != "prometheus" or trigger.get("metricType", "AverageValue") != "AverageValue":
         problems.append(Problem(tp, {k: trigger.get(k) for k in ("type", "metricType")},
                                 "simulated: type prometheus with metricType AverageValue (in-flight per pod)"))
     else:
-        threshold = (trigger.get("metadata") or {}).get("threshold")
+        meta = trigger.get("metadata")
+        threshold = meta.get("threshold") if isinstance(meta, dict) else None
         try:
             target = float(threshold)
             if not target > 0 or math.isinf(target):

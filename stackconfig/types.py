@@ -181,9 +181,9 @@ class ServiceConfig:
     slo: Slo | None
     allow_scale_to_zero: bool
     expected_load_s: float  # cold-start estimate the probes were sized from
+    hpa_scaler: str  # Standard-mode concurrency: "keda" (ScaledObject) or "hpa" (adapter's Pods metric)
+    prometheus_address: str  # the Prometheus KEDA's trigger queries
     engine_profile: dict = field(default_factory=dict)  # measured engine figures → the simulation's server keys
-    hpa_scaler: str = "keda"  # Standard-mode concurrency: "keda" (ScaledObject) or "hpa" (adapter's Pods metric)
-    prometheus_address: str = "http://prometheus-operated.monitoring.svc:9090"  # KEDA's prometheus trigger
 
 
 @dataclass(frozen=True)

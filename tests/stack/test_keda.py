@@ -131,3 +131,15 @@ def test_simulation_refuses_a_scaled_object_it_cannot_model(staging):
     scenario["hpa"]["spec"]["triggers"][0]["type"] = "cpu"
     with pytest.raises(InputError, match="type prometheus with metricType AverageValue"):
         load_scenario(scenario, base_dir=ROOT)
+
+
+@pytest.mark.parametrize("trigger", [{"type": "prometheus", "metadata": "threshold=8"},
+                                     {"type": "prometheus", "metricType": "AverageValue",
+                                      "metadata": {"threshold": "nan"}}])
+def test_simulation_reports_a_malformed_trigger_without_a_traceback(staging, trigger):
+    from validation.errors import InputError
+    cfg, vision = staging
+    scenario = scenario_for(cfg, vision)
+    scenario["hpa"]["spec"]["triggers"] = [trigger]
+    with pytest.raises(InputError, match="threshold"):
+        load_scenario(scenario, base_dir=ROOT)
