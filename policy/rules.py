@@ -426,7 +426,8 @@ def _prod_min_replicas(res: Resource, ctx: Context) -> Iterator[str]:
 
 
 @rule("isvc-scale-metric", MANDATORY,
-      "GPU services scale on concurrency or rps (KPA) or an in-flight Pods metric (HPA), never CPU/memory",
+      "GPU services scale on concurrency or rps (KPA) or in-flight requests (KEDA ScaledObject or HPA Pods "
+      "metric), never CPU/memory",
       "004 §3, §8; 000 §4", is_gpu_isvc, stack=True)
 def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
     pred, ann = predictor(res), annotations(res)
