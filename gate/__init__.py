@@ -9,13 +9,16 @@ Verdicts hold statistically: every scenario runs as independent seeded replicati
 estimate with its 95 % interval, and replications are added until every term is decided (gate/verdict.py,
 gate/sequential.py, simulation/replicate.py).
 
-Simplification: services are simulated one at a time. Each gets the node group's GPUs less those the other
-services hold at their `minReplicas` (whole nodes only), so a burst in one service does not see another's.
+All services of the stack run together in one simulation on the node group (simulation/fleet.py), so they
+compete for its GPUs; beside the steady run the gate runs stress scenarios generated from each service's config
+(a traffic spike, a rollout, scale from zero, the loss of a node: gate/stress.py). Each scenario is one fleet
+simulation per replication; every service it checks is judged on its own report in it. `scenario_for` still
+gives one service's standalone scenario (the node group less the others' minimum replicas) for what-if files.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, Callable
 
 from catalog import DEFAULT as DEFAULT_CATALOG
@@ -26,9 +29,11 @@ from stackconfig.schema import ServiceConfig, StackConfig
 from stackconfig.platform import load_gbps
 from gate.verdict import Check, Verdict, judge
 from gate.sequential import Trial, decide
+from gate.stress import GateScenario, gate_scenarios
+from simulation.replicate import Estimate, mean_interval
 
 __all__ = ["Check", "Verdict", "trials", "check_stack", "check_service", "gate_failure", "gate_warnings", "scenario_for",
-           "cluster_profile"]
+           "cluster_profile", "stack_scenarios"]
 
 MIB, GIB = 2**20, 2**30
 
@@ -46,10 +51,12 @@ def _custom_catalog(cfg: StackConfig) -> dict:
     return out
 
 
-def cluster_profile(cfg: StackConfig, svc: ServiceConfig) -> dict:
-    """The node group and cold-start priors in the simulation's units, for one service."""
+def cluster_profile(cfg: StackConfig, svc: ServiceConfig | None = None) -> dict:
+    """The node group and cold-start priors in the simulation's units: the whole node group (`svc` None, as
+    the fleet simulation uses it), or what one service simulated alone may use: the node group less the GPUs
+    the other services hold at their `minReplicas` (whole nodes only)."""
     ng, cold = cfg.node_group, cfg.cold_start
-    held_by_others = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
+    held_by_others = 0 if svc is None else sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
     max_nodes = max(0, (ng.gpu_capacity - held_by_others) // ng.gpus_per_node)
     return {
         "instance_type": ng.instance_types[0],
@@ -92,40 +99,82 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
     return scenario
 
 
-def _trial(cfg: StackConfig, svc: ServiceConfig) -> Trial:
-    """The steady scenario of one service, its scenario key paths re-anchored on the stack config when invalid."""
-    from simulation import load_scenario
+def stack_scenarios(cfg: StackConfig, kinds: tuple[str, ...] | None = None) -> list[GateScenario]:
+    """The stack's gate scenarios (steady + stress), each a fleet of every service on the node group."""
+    args = (cfg, scenario_for, cluster_profile(cfg))
+    return gate_scenarios(*args) if kinds is None else gate_scenarios(*args, kinds=kinds)
 
-    scenario = scenario_for(cfg, svc)
+
+def _validate(cfg: StackConfig, scenario: GateScenario) -> None:
+    """A fleet's `services[i].scenario.<path>` problems, re-anchored on the stack config's key paths."""
+    from simulation.fleet import load_fleet
+
     try:
-        load_scenario(scenario, base_dir=ROOT)
+        load_fleet(scenario.fleet, base_dir=ROOT)
     except InputError as err:
-        raise InputError([Problem(f"{cfg.project}:services[{cfg.services.index(svc)}]/{p.path}", p.value, p.allowed)
-                          for p in err.problems], f"the gate's scenario for service {svc.name!r}") from None
-    slo = svc.slo
-    return Trial(svc.name, scenario, lambda reports: judge(svc.name, slo, reports,
-                                                           undecided_policy=cfg.gate.undecided))
+        problems = []
+        for p in err.problems:
+            head, sep, rest = p.path.partition(".scenario.")
+            problems.append(Problem(f"{cfg.project}:{head}/{rest}" if sep else p.path, p.value, p.allowed))
+        raise InputError(problems, f"the gate's {scenario.kind} scenario") from None
 
 
-def trials(cfg: StackConfig) -> list[Trial]:
-    """Every scenario the gate decides: each service that declares a workload and an SLO, steady traffic.
+def _rollout_check(reports: list[dict], deadline: float) -> Check:
+    """The new revision Ready within the progress deadline, in every replication (never Ready: fails)."""
+    ready = [(r.get("rollout") or {}).get("ready_s") for r in reports]
+    est = Estimate(None, None, None, len(ready)) if None in ready else mean_interval(ready)
+    return Check("new revision Ready (s)", est, deadline)
+
+
+def _fleet_judge(cfg: StackConfig, scenario: GateScenario, svc: ServiceConfig):
+    key = f"{cfg.stack}/{svc.name}"
+    slo = scenario.slos[svc.name]
+    deadline = scenario.extra.get(svc.name, {}).get("progress_deadline_s")
+
+    def judge_fleet(fleets: list[dict]) -> Verdict:
+        reports = [f["services"][key] for f in fleets]
+        verdict = judge(svc.name, slo, reports, scenario=scenario.kind, undecided_policy=cfg.gate.undecided)
+        if deadline is None:
+            return verdict
+        return replace(verdict, checks=verdict.checks + (_rollout_check(reports, deadline),))
+    return judge_fleet
+
+
+def _trials(cfg: StackConfig, kinds: tuple[str, ...] | None = None) -> list[Trial]:
+    """One trial per (scenario, checked service); a scenario's trials share its fleet runs (one per seed)."""
+    trials = []
+    for scenario in stack_scenarios(cfg, kinds):
+        _validate(cfg, scenario)
+        for svc in cfg.services:
+            if svc.name in scenario.slos:
+                key = f"{cfg.stack}/{svc.name}"
+                trials.append(Trial((svc.name, scenario.kind), scenario.fleet, _fleet_judge(cfg, scenario, svc),
+                                    lambda run, key=key: run["services"][key]))
+    return trials
+
+
+def trials(cfg: StackConfig, kinds: tuple[str, ...] | None = None) -> list[Trial]:
+    """Every scenario the gate decides, in order: each (service, scenario) of `gate.scenarios` (or `kinds`) for
+    the services that declare a workload and an SLO. A trial's runs are fleet results; `trial.report(run)` is
+    the service's own report in one.
 
     Raises `validation.errors.InputError` when a workload (or client) mapping is not a valid scenario part.
     """
-    return [_trial(cfg, svc) for svc in cfg.services if svc.workload is not None and svc.slo is not None]
+    return _trials(cfg, cfg.gate.scenarios if kinds is None else kinds)
 
 
 def check_stack(cfg: StackConfig, executor: Any = None,
                 on_round: Callable[[int, int], None] | None = None) -> list[Verdict]:
-    """Every trial replicated until decided (gate/sequential.py), in `trials(cfg)` order."""
+    """Every trial replicated until decided (gate/sequential.py), in `trials(cfg)` order (steady first)."""
     return list(decide(trials(cfg), cfg.gate, executor, on_round).values())
 
 
 def check_service(cfg: StackConfig, svc: ServiceConfig, executor: Any = None) -> Verdict | None:
-    """One service's verdict; None when it declares no workload or no SLO."""
+    """One service's steady verdict (simulated beside the stack's other services); None when it declares no
+    workload or no SLO."""
     if svc.workload is None or svc.slo is None:
         return None
-    return decide([_trial(cfg, svc)], cfg.gate, executor)[svc.name]
+    return decide(_trials(cfg, ("steady",)), cfg.gate, executor)[(svc.name, "steady")]
 
 
 def gate_failure(verdicts: list[Verdict]) -> str | None:

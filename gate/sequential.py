@@ -28,6 +28,7 @@ class Trial:
     key: Hashable
     scenario: Mapping
     judge: Callable[[Sequence[dict]], Verdict]
+    report: Callable[[dict], dict] = lambda run: run   # a run's report of this trial's service (fleets hold many)
 
 
 def decide(trials: Sequence[Trial], gate: GateConfig, executor: Any = None,

@@ -64,6 +64,9 @@ class StackCheck:
             "slo": {v.service: {"passed": v.passed, "replications": v.replications,
                                 "checks": [c.to_dict() for c in v.checks], "simulation": v.report}
                     for v in self.verdicts if v.scenario == "steady"},
+            "stress": {f"{v.service}/{v.scenario}": {"passed": v.passed, "replications": v.replications,
+                                                     "checks": [c.to_dict() for c in v.checks], "simulation": v.report}
+                       for v in self.verdicts if v.scenario != "steady"},
             "predictions": self.predictions,
         }
 

@@ -107,9 +107,10 @@ def compare(before: StackConfig, after: StackConfig, replications: int, executor
                             base_dir=ROOT)
     out = []
     for i, key in enumerate(common):
-        rb, ra = runs[i], runs[len(common) + i]
+        runs_b, runs_a = runs[i], runs[len(common) + i]
+        rb, ra = [tb[key].report(r) for r in runs_b], [ta[key].report(r) for r in runs_a]   # the service's reports
         diff = {name: paired_difference(per_replication(name, rb), per_replication(name, ra)) for name in METRICS}
-        out.append(Comparison(key, tb[key].judge(rb), ta[key].judge(ra), (rb, ra), diff,
+        out.append(Comparison(key, tb[key].judge(runs_b), ta[key].judge(runs_a), (rb, ra), diff,
                               tb[key].scenario == ta[key].scenario))
     only = {"before": [str(k) for k in tb if k not in ta], "after": [str(k) for k in ta if k not in tb]}
     return WhatIf(stack or after.stack, against, list(sets or []), replications, seeds, out, only)

@@ -102,6 +102,25 @@ class Cluster:
             node.removed = True
             self._gpus_alive -= node.gpus
 
+    def lose(self, node: Node) -> list:
+        """The instance behind `node` is gone (hardware failure, spot reclaim without drain): its GPUs leave the
+        node group now and its pods are unbound. Returns those pods sorted by name (deterministic order);
+        the caller decides what the control plane does with them (simulation/stress.py)."""
+        self._tick()
+        node.removed = True
+        self._gpus_alive -= node.gpus
+        if node.idle_call is not None:
+            node.idle_call.cancel()
+            node.idle_call = None
+        pods = sorted(node.pods, key=lambda p: p.name)
+        for pod in pods:
+            self._gpus_used -= pod.slots
+            pod.node = None
+        node.pods.clear()
+        node.waiting.clear()
+        node.free = 0
+        return pods
+
     # -- pods ----------------------------------------------------------------------------------------
     def place(self, pod: Any, notify: bool = True) -> bool:
         """Bind the pod to a node (maybe a new one); False → Pending (queued until GPUs free up)."""

@@ -42,10 +42,13 @@ _pod_id = attrgetter("id")
 
 
 class Sim:
-    def __init__(self, scenario: Any, seed: int) -> None:
+    """One service's request path and control loops. `env` and `cluster` may be shared by several services'
+    Sims (simulation/fleet.py: services sharing a node group compete for its GPUs)."""
+
+    def __init__(self, scenario: Any, seed: int, env: Any = None, cluster: Cluster | None = None) -> None:
         self.scenario = sc = scenario
         self.seed = seed
-        self.env = env = simpy.Environment()
+        self.env = env = env if env is not None else simpy.Environment()
         self.knative = sc.serving.mode == "Knative"
         self.cc = sc.serving.container_concurrency
         self.rng_arrivals = random.Random(f"{seed}:arrivals")
@@ -54,7 +57,7 @@ class Sim:
         self.rng_lb = random.Random(f"{seed}:lb")
         self.rng_scrape = random.Random(f"{seed}:scrape")
         self.server_cls = get_server(sc.server.kind)
-        self.cluster = Cluster(self, sc.cluster)
+        self.cluster = cluster if cluster is not None else Cluster(self, sc.cluster)
         self.gateway = Gateway(env, sc.gateway)
         self.client = Client(self, sc.client)
         self.activator = Activator(self, self.cc) if self.knative else None
@@ -307,20 +310,29 @@ class Sim:
         n = max(cfg.min_scale, init)
         return min(n, cfg.max_scale) if cfg.max_scale else n
 
-    def run(self, progress: "Callable[[float], None] | None" = None) -> "Any":
-        """Simulate; `progress(fraction)` is called as simulated time passes (the CLI's progress bar)."""
+    def arrival_stream(self) -> Any:
+        """(time, input tokens, output tokens) of every arrival; a fleet overlays stress traffic here."""
+        sc = self.scenario
+        return arrivals(sc.workload, self.rng_arrivals, sc.duration_s)
+
+    def start(self, add_nodes: bool = True, warm: bool = True) -> None:
+        """Initial nodes (unless a shared cluster already has them), pods (Ready at once when `warm`, else
+        through the cold-start pipeline), autoscaler, sampling, arrivals. Times are absolute: a Sim may start
+        after t = 0 (a new revision in a fleet)."""
         sc = self.scenario
         env = self.env
         n0 = self.initial_replicas()
-        cp = sc.cluster
-        per_node = max(1, cp.gpus_per_node // max(1, sc.serving.gpus))
-        need = int(math.ceil(n0 / per_node)) if n0 else 0
-        warm = max(cp.warm_nodes if cp.warm_nodes is not None else need, need)
-        self.cluster.min_nodes = warm
-        for _ in range(warm):
-            self.cluster.add_node(ready=True, image=cp.image_cached_on_warm_nodes, model=cp.model_cached_on_warm_nodes)
+        if add_nodes:
+            cp = sc.cluster
+            per_node = max(1, cp.gpus_per_node // max(1, sc.serving.gpus))
+            need = int(math.ceil(n0 / per_node)) if n0 else 0
+            nodes = max(cp.warm_nodes if cp.warm_nodes is not None else need, need)
+            self.cluster.min_nodes = nodes
+            for _ in range(nodes):
+                self.cluster.add_node(ready=True, image=cp.image_cached_on_warm_nodes,
+                                      model=cp.model_cached_on_warm_nodes)
         for _ in range(n0):
-            self._new_pod(True)
+            self._new_pod(warm)
         self.replicas = n0
         if self.knative:
             self.autoscaler = KpaLoop(self, sc.serving.kpa, n0)
@@ -329,14 +341,31 @@ class Sim:
         # batch-boundary snapshots
         blen = (sc.duration_s - sc.warmup_s) / BATCHES
         for i in range(BATCHES + 1):
-            call_later(env, sc.warmup_s + i * blen, self._snapshot)
+            if sc.warmup_s + i * blen >= env.now:
+                call_later(env, sc.warmup_s + i * blen - env.now, self._snapshot)
         interval = sc.series_interval_s or max(1.0, sc.duration_s / 200.0)
         self.timeline = Timeline(sc.duration_s, interval)
         call_later(env, 0.0, self._sample_series, interval)
-        self._arr = arrivals(sc.workload, self.rng_arrivals, sc.duration_s)
+        self._arr = self.arrival_stream()
         first = next(self._arr, None)
         if first is not None:
             call_later(env, first[0], self._arrive, first[1], first[2])
+
+    @property
+    def busy(self) -> bool:
+        """Requests in flight or retries pending (the run drains until this is False)."""
+        return self.n_sys > 0 or self.client.pending_retries > 0
+
+    def finish(self) -> "Any":
+        self.rec.incomplete = self.n_sys
+        from simulation.report import build_report
+        return build_report(self)
+
+    def run(self, progress: "Callable[[float], None] | None" = None) -> "Any":
+        """Simulate; `progress(fraction)` is called as simulated time passes (the CLI's progress bar)."""
+        sc = self.scenario
+        env = self.env
+        self.start()
         if progress is None:
             env.run(until=sc.duration_s + 1e-9)
         else:  # the same events in the same order, in 100 slices (a SimPy run may stop and resume)
@@ -344,11 +373,9 @@ class Sim:
                 env.run(until=sc.duration_s * i / 100 + (1e-9 if i == 100 else 0.0))
                 progress(i / 100)
         end = sc.duration_s + sc.drain_s
-        while (self.n_sys > 0 or self.client.pending_retries > 0) and env.now < end:
+        while self.busy and env.now < end:
             env.run(until=min(end, env.now + 1.0))
-        self.rec.incomplete = self.n_sys
-        from simulation.report import build_report
-        return build_report(self)
+        return self.finish()
 
 
 def run_simulation(scenario: Any, seed: int = 0, progress: "Callable[[float], None] | None" = None) -> Any:

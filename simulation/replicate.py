@@ -50,12 +50,24 @@ def simulate_job(job: tuple[str, int, str | None]) -> dict:
     """One replication: (scenario as sorted JSON, seed, base dir for relative paths) → the report dict."""
     report = _CACHE.get(job)
     if report is None:
-        from simulation import load_scenario, run_simulation
-
         text, seed, base_dir = job
-        report = run_simulation(load_scenario(json.loads(text), base_dir=base_dir), seed=seed).to_dict()
+        report = _load(json.loads(text), base_dir)(seed)
         _remember(job, report)
     return report
+
+
+def _load(mapping: Any, base_dir: str | None) -> Callable[[int], dict]:
+    """Parse a scenario — or a fleet of them (simulation/fleet.py: a mapping with `services`) — into a function
+    of the seed giving its JSON result; raises InputError for a mapping the parser rejects."""
+    if isinstance(mapping, dict) and "services" in mapping:
+        from simulation.fleet import load_fleet, run_fleet
+
+        fleet = load_fleet(mapping, base_dir=base_dir)
+        return lambda seed: run_fleet(fleet, seed)
+    from simulation import load_scenario, run_simulation
+
+    scenario = load_scenario(mapping, base_dir=base_dir)
+    return lambda seed: run_simulation(scenario, seed=seed).to_dict()
 
 
 def _remember(job: tuple, report: dict) -> None:
@@ -83,10 +95,8 @@ def run_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], executo
     found = {job: _CACHE[job] for job in jobs if job in _CACHE}
     todo = list(dict.fromkeys(job for job in jobs if job not in found))
     if todo:
-        from simulation import load_scenario
-
         for text in dict.fromkeys(t for t, _, _ in todo):  # input errors here, before any process starts
-            load_scenario(json.loads(text), base_dir=bd)
+            _load(json.loads(text), bd)
         for job, report in zip(todo, (executor or SerialExecutor()).map(simulate_job, todo)):
             _remember(job, report)
             found[job] = report

@@ -18,6 +18,7 @@ from stackconfig.platform import expected_load_s, load_gbps
 from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from validation.errors import Problem
+from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
 from simulation.budget import budget_problem
@@ -231,6 +232,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         parse_client(Section(client, sec.key_path("client"), sec.problems))
     slo = _slo(sec.section("slo"))
     engine_profile = parse_engine_profile(sec.section("engineProfile"), engine)
+    stress = parse_stress(sec.section("stress"))
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
     if min_r == 0 and not allow_zero:
         sec.problem("minReplicas", 0, f"expected >= 1 in {ctx.environment}: scale-to-zero makes the first request "
@@ -247,6 +249,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
         workload=workload, client=client, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
         engine_profile=engine_profile,
+        stress=stress,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, Model
 from stackconfig.knative import KnativeConfig
+from stackconfig.stress import StressConfig
 from validation.kubernetes import tolerates
 
 
@@ -184,6 +185,7 @@ class ServiceConfig:
     hpa_scaler: str  # Standard-mode concurrency: "keda" (ScaledObject) or "hpa" (adapter's Pods metric)
     prometheus_address: str  # the Prometheus KEDA's trigger queries
     engine_profile: dict = field(default_factory=dict)  # measured engine figures → the simulation's server keys
+    stress: StressConfig = StressConfig()  # the gate's stress scenarios (stackconfig/stress.py)
 
 
 @dataclass(frozen=True)

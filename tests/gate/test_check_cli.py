@@ -66,8 +66,9 @@ def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
 def test_plots_are_written(tmp_path):
     from gate.plots import plot_verdicts
 
-    [path, _] = plot_verdicts("prod", _failing_check().verdicts, tmp_path)
-    assert path.name == "prod-chat-timeline.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    paths = plot_verdicts("prod", _failing_check().verdicts, tmp_path)
+    assert paths[0].name == "prod-chat-timeline.png" and paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert {p.name for p in paths} >= {"prod-chat-spike-timeline.png", "prod-code-nodeLoss-timeline.png"}
 
 
 def test_an_admission_refusal_fails_the_check_before_the_program_runs(monkeypatch, capsys):

@@ -105,7 +105,11 @@ def test_all_problems_are_reported_at_once():
 def test_prod_refuses_scale_to_zero_unless_allowed():
     with pytest.raises(pulumi.RunError, match="set allowScaleToZero: true"):
         run_program("prod", edit=lambda c: _svc(c).update(minReplicas=0))
-    run = run_program("prod", edit=lambda c: _svc(c).update(minReplicas=0, allowScaleToZero=True))
+    # Allowed, the config passes; the gate's scale-from-zero scenario then shows what it costs chat's users.
+    with pytest.raises(pulumi.RunError, match=r"chat \[scaleFromZero\]: p99 time to first token"):
+        run_program("prod", edit=lambda c: _svc(c).update(minReplicas=0, allowScaleToZero=True))
+    run = run_program("prod", edit=lambda c: _svc(c).update(minReplicas=0, allowScaleToZero=True,
+                                                           stress={**_svc(c)["stress"], "scaleFromZero": False}))
     assert run.resources
 
 

@@ -1,0 +1,201 @@
+"""Stress events on a fleet (simulation/fleet.py): a traffic spike, a rollout, the loss of a GPU node.
+
+- Spike: an extra Poisson stream at (factor − 1) × the workload's rate at the spike's start, for `duration_s`,
+  merged with the service's own arrivals (so the base traffic keeps its shape — gamma, trace …).
+- Rollout (Knative): a new revision starts at max(min-scale, initial-scale) pods through the cold-start pipeline,
+  on the GPUs actually free (or new nodes up to the node group's max; otherwise Pending). The Route keeps
+  sending traffic to the old revision until the new one is Ready — the PodAutoscaler marks the scale target
+  initialized once `initial-scale` pods are ready (knative/serving `pkg/reconciler/autoscaling/kpa/kpa.go`),
+  then the Route points at it (`pkg/reconciler/route`). The old revision is then unreachable: its min-scale no
+  longer applies (`PodAutoscaler.ScaleBounds`), so its own KPA scales it down (stable window, scale-down-delay,
+  scale-to-zero grace). Not Ready within the progress deadline (`serving.knative.dev/progress-deadline`,
+  default 600 s, `pkg/deployment/config.go`) → the rollout failed; the old revision keeps serving.
+  Simplifications: the new revision has the same settings as the old (a rollout of the config being deployed);
+  Standard (RawDeployment) services roll with a Deployment's maxSurge, not modelled here.
+- Node loss: the instance behind the busiest ready node disappears. Its pods' in-flight work fails (502, as a
+  crashed container's does; a vanished host may instead hang connections until the route timeout). Until the
+  node controller notices (`detect_s`, node-monitor-grace-period 40 s in kube-controller-manager) the dead pods
+  stay in the endpoints and requests sent to them fail with 503 from the gateway (Envoy's answer to an upstream
+  it cannot connect to); the activator drops them at once (it probes every 0.2 s). Then the node object is
+  deleted (cloud node-lifecycle controller), PodGC deletes its pods and the ReplicaSet creates replacements.
+  The node group's Auto Scaling group launches a replacement instance at once (`node_provision_s`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, replace
+from typing import Any, Iterator
+
+from simulation.clock import call_later
+from simulation.pod import GONE, TERMINATING
+from simulation.request import GATEWAY, UNAVAILABLE
+from simulation.workload import WorkloadSpec, rate_at, read_trace
+
+
+@dataclass(frozen=True)
+class Spike:
+    factor: float = 3.0
+    at_s: float = 120.0
+    duration_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Rollout:
+    at_s: float = 60.0
+    progress_deadline_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class NodeLoss:
+    at_s: float = 120.0
+    detect_s: float = 40.0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Spike
+# ---------------------------------------------------------------------------------------------------
+
+def base_rate(spec: WorkloadSpec, t: float) -> float:
+    """The workload's arrival rate at t (a trace: its mean rate over the replayed rows)."""
+    if spec.kind != "trace":
+        return rate_at(spec, t)
+    times = read_trace(spec.path)[0]
+    span = (times[-1] - times[0]) * spec.time_scale if len(times) > 1 else 1.0
+    return len(times) * spec.rate_scale / max(span, 1e-9)
+
+
+def with_spike(base: Iterator, spec: WorkloadSpec, spike: Spike, rng: random.Random,
+               until: float) -> Iterator[tuple[float, int, int]]:
+    """The base arrivals merged with the spike's extra Poisson stream (own random stream)."""
+    extra_rate = (spike.factor - 1.0) * base_rate(spec, spike.at_s)
+    if extra_rate <= 0:
+        return base
+    n_in, n_out = spec.input_tokens.sampler(rng), spec.output_tokens.sampler(rng)
+    if spec.kind == "trace":   # sizes: draw rows of the trace itself
+        _, ins, outs = read_trace(spec.path)
+        pick = lambda: rng.randrange(len(ins))  # noqa: E731
+        n_in = n_out = None
+
+    def extra():
+        t, end = spike.at_s, min(until, spike.at_s + spike.duration_s)
+        while True:
+            t += rng.expovariate(extra_rate)
+            if t >= end:
+                return
+            if n_in is None:
+                i = pick()
+                yield t, ins[i], outs[i]
+            else:
+                yield t, n_in(), n_out()
+
+    return heapq.merge(base, extra(), key=lambda a: a[0])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Node loss
+# ---------------------------------------------------------------------------------------------------
+
+class _Unreachable:
+    """Stands in for a lost pod's queue-proxy while the pod is still in the endpoints: connect fails → 503."""
+
+    __slots__ = ("sim", "dead")
+
+    def __init__(self, sim: Any) -> None:
+        self.sim = sim
+        self.dead = True
+
+    def accept(self, req: Any) -> None:
+        self.sim.complete(req, UNAVAILABLE, GATEWAY)
+
+    def fail_all(self, status: int) -> None:
+        pass
+
+    in_flight = 0
+
+
+def lose_busiest_node(cluster: Any, detect_s: float, log: dict) -> None:
+    """Take away the ready node holding the most GPUs (lowest id on ties) and let the control plane react."""
+    nodes = [n for n in cluster.nodes if n.ready and not n.removed]
+    if not nodes:
+        log["lost_pods"] = 0
+        return
+    node = max(nodes, key=lambda n: (n.gpus - n.free, -n.id))
+    pods = cluster.lose(node)
+    env = cluster.env
+    log.update(at_s=env.now, lost_pods=len(pods), node=node.id)
+    if cluster.node_count < cluster.p.max_nodes:
+        cluster.add_node(ready=False)     # the ASG replaces the instance (desired capacity unchanged)
+    for pod in pods:
+        _pod_died(pod)
+    call_later(env, detect_s, _pods_deleted, pods)
+
+
+def _pod_died(pod: Any) -> None:
+    sim = pod.sim
+    for c in pod._calls:
+        c.cancel()
+    pod._calls.clear()
+    if pod.act_ready and sim.activator is not None:
+        sim.activator.remove_pod(pod)
+    pod.act_ready = False
+    if pod.state in (TERMINATING, GONE):
+        pod.qp.fail_all(502)
+        return
+    pod.qp.fail_all(502)
+    pod.qp = _Unreachable(sim)
+
+
+def _pods_deleted(pods: list) -> None:
+    """Node deleted → PodGC deletes its pods → the ReplicaSet replaces those the Deployment still wants."""
+    for pod in pods:
+        sim = pod.sim
+        wanted = pod.state not in (TERMINATING, GONE)
+        was_k8s = pod.k8s_ready
+        pod.k8s_ready = False
+        pod.state = GONE
+        if was_k8s:
+            sim.on_pod_unready(pod, False, True)
+        sim.on_pod_gone(pod)
+        if wanted:
+            sim._new_pod(False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Rollout
+# ---------------------------------------------------------------------------------------------------
+
+class RolloutDriver:
+    """Starts the new revision at `at_s`, flips the route when it is Ready, records the outcome in `log`."""
+
+    def __init__(self, old: Any, make_new: Any, spec: Rollout, log: dict) -> None:
+        self.old, self.make_new, self.spec, self.log = old, make_new, spec, log
+        self.new = None
+        log.update(at_s=spec.at_s, progress_deadline_s=spec.progress_deadline_s, ready_s=None)
+        call_later(old.env, spec.at_s, self._start)
+
+    def _start(self) -> None:
+        old = self.old
+        new = self.new = self.make_new()
+        kpa = new.scenario.serving.kpa
+        self.need = max(1, kpa.initial_scale)
+        self.log["new_pods"] = new.initial_replicas()
+        new.start(add_nodes=False, warm=False)
+        if hasattr(new.autoscaler, "reached_initial"):
+            new.autoscaler.reached_initial = False   # the PA holds initial-scale until that many pods are ready
+        new.on_ready_hook = self._check
+        self.log["new_revision"] = new
+
+    def _check(self) -> None:
+        new, old = self.new, self.old
+        if old.route is not None or len(new.endpoints) < self.need:
+            return
+        elapsed = new.env.now - self.spec.at_s
+        if elapsed > self.spec.progress_deadline_s:
+            return
+        self.log["ready_s"] = elapsed
+        old.route = new
+        if old.autoscaler is not None and hasattr(old.autoscaler, "cfg"):
+            # Unreachable revision: min-scale no longer applies (PodAutoscaler.ScaleBounds).
+            old.autoscaler.cfg = replace(old.autoscaler.cfg, min_scale=0)
