@@ -4,6 +4,9 @@
 recorded in that granule; `window_average` divides by min(window, lastWrite − firstWrite + 1 granule);
 seconds with no record between writes count as 0, seconds after the last write are left out of the window
 (divisor min(…, window − d)); after a gap of a whole window it starts over).
+Averages are rounded to 6 decimals as Knative's are (`roundToNDigits(precision, …)`, precision = 6), so the
+running total's floating-point residue (1e-15 after the load has gone) does not keep a pod: ceil(1e-15 / target)
+would be 1.
 `MaxWindow` is the scale-down-delay window of `aggregation/max/timewindow.go` (maximum over the last
 `window` in 2 s granules).
 """
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
+
+PRECISION = 6   # bucketing.go: precision
 
 
 class WindowBuckets:
@@ -57,7 +62,7 @@ class WindowBuckets:
         d = now_idx - self.last
         if d <= 0:
             nb = min(self.last - self.first + 1, self.n)
-            return self.total / nb
+            return round(self.total / nb, PRECISION)
         if d < self.n:
             # Stale seconds after the last write are left out, not counted as 0: Knative divides by
             # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first 50 s").
@@ -65,7 +70,7 @@ class WindowBuckets:
             for i in range(self.last + 1, now_idx + 1):
                 ret -= self.buckets[i % self.n]
             nb = min(self.last - self.first + 1, self.n - d)
-            return ret / nb
+            return round(ret / nb, PRECISION)
         return 0.0
 
 
