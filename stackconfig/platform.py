@@ -72,6 +72,9 @@ def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_
     return download + gib * 1.073741824 / (load_rate_gbps or cold.load_gbps) + cold.engine_init_s
 
 
+GATE_SCENARIOS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py
+
+
 def parse_gate(sec: Section) -> GateConfig:
     out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
                      duration_s=sec.float("durationS", 900.0, min=60, max=86400),
@@ -82,6 +85,12 @@ def parse_gate(sec: Section) -> GateConfig:
     lo = reps.int("min", 5, min=2, max=1000)
     hi = reps.int("max", max(20, lo or 0), min=2, max=1000)
     reps.done()
+    scenarios = sec.raw("scenarios")
+    if scenarios is not None:
+        if not isinstance(scenarios, list) or not scenarios or any(s not in GATE_SCENARIOS for s in scenarios):
+            sec.problem("scenarios", scenarios, "expected a non-empty list from " + ", ".join(GATE_SCENARIOS))
+        else:
+            out = replace(out, scenarios=tuple(s for s in GATE_SCENARIOS if s in scenarios))
     if lo is not None and hi is not None and hi < lo:
         reps.problem("max", hi, f"expected an integer >= replications.min ({lo})")
     elif lo is not None and hi is not None:

@@ -202,6 +202,8 @@ class GateConfig:
     max_replications: int = 20
     undecided: str = "warn"
     request_budget: int = 2_000_000  # most requests one simulation run may generate (simulation/budget.py)
+    # The scenarios the gate runs (gate/stress.py); every one by default.
+    scenarios: tuple[str, ...] = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")
 
 
 @dataclass(frozen=True)

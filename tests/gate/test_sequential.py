@@ -18,7 +18,8 @@ P = "kserve-preflight"
 def _dev(replications: dict, p99: float = 1000.0, undecided: str | None = None):
     project, values = stack_config_values("dev")
     values = project_values(values, project)
-    values["gate"] = {"durationS": 300, "replications": replications, **({"undecided": undecided} if undecided else {})}
+    values["gate"] = {"durationS": 300, "replications": replications, "scenarios": ["steady"],
+                      **({"undecided": undecided} if undecided else {})}
     values["services"][0]["slo"]["p99LatencyS"] = p99
     return parse_stack_config(values, project, "dev")
 
@@ -51,7 +52,8 @@ def test_undecided_fail_stops_pulumi_before_any_resource():
     p99 = two.checks[0].observed  # the SLO on the 2-replication estimate: its interval straddles it
 
     def edge(c):
-        c[f"{P}:gate"] = {"durationS": 300, "replications": {"min": 2, "max": 2}, "undecided": "fail"}
+        c[f"{P}:gate"] = {"durationS": 300, "replications": {"min": 2, "max": 2}, "undecided": "fail",
+                          "scenarios": ["steady"]}
         c[f"{P}:services"][0]["slo"]["p99LatencyS"] = p99
 
     with pytest.raises(pulumi.RunError, match="undecided"):
