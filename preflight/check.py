@@ -30,6 +30,7 @@ from gate import Verdict, check_stack
 from simulation.executors import add_executor_arguments, make_executor
 from preflight.stages import Timings, in_background
 from stackconfig.load import load_stack, stack_names
+from tuner.cli import add_arguments as add_tune_arguments
 
 
 @dataclass
@@ -190,6 +191,21 @@ def print_result(result: StackCheck, console: Console) -> None:
         console.print(line, markup=False, highlight=False)
 
 
+def _tune(args) -> int:
+    from tuner.cli import run
+
+    try:
+        executor = make_executor(args.dask, args.ray, args.workers)
+    except InputError as err:
+        exit_with(err)
+    try:
+        return run(args, executor)
+    except InputError as err:
+        exit_with(err)
+    finally:
+        executor.close()
+
+
 @guarded
 def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
     """The CLI; `started` is the perf_counter value when the process began importing (for --timings)."""
@@ -206,7 +222,12 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     from preflight import whatif
 
     whatif.add_parser(sub)
+    tune = sub.add_parser("tune", help="search one service's settings for the cheapest that pass every gate scenario")
+    add_tune_arguments(tune)
+    add_executor_arguments(tune)
     args = parser.parse_args(argv)
+    if args.command == "tune":
+        return _tune(args)
     if args.command == "whatif":
         try:
             return whatif.run(args)

@@ -1,0 +1,145 @@
+"""`python -m preflight tune --stack prod --service chat [--trials N] [--seed S]`: the cheapest settings that pass
+every gate scenario, as the edit to the stack file (tuner/search.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from catalog.prices import PRICES, Price
+from stackconfig.load import ROOT, project_values, stack_config_values, stack_names
+from validation.errors import InputError, Problem
+from tuner.edit import stack_file_diff
+from tuner.search import Candidate, best, pareto, tune
+
+SHOWN = ("p99 latency (s)", "p99 time to first token (s)", "error rate", "503 rate", "mean ready replicas")
+
+
+def add_arguments(parser: Any) -> None:
+    parser.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.<stack>.yaml)")
+    parser.add_argument("--service", required=True, help="the service whose settings are searched")
+    parser.add_argument("--trials", type=int, default=30, help="optuna trials, today's settings first (default 30)")
+    parser.add_argument("--seed", type=int, default=0, help="the sampler's seed (default 0)")
+    parser.add_argument("--price", action="append", default=[], metavar="TYPE=ON_DEMAND[:SPOT]",
+                        help="$/h of an instance type (repeatable); overrides catalog/prices.py")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def _prices(specs: list[str]) -> dict[str, Price]:
+    prices = dict(PRICES)
+    problems = []
+    for spec in specs:
+        name, _, value = spec.partition("=")
+        try:
+            od, _, spot = value.partition(":")
+            prices[name] = Price(float(od), float(spot) if spot else float(od), source="--price", date="given")
+        except ValueError:
+            problems.append(Problem("--price", spec, "expected TYPE=ON_DEMAND[:SPOT] in $/h, e.g. g6e.xlarge=1.861:0.74"))
+    if problems:
+        raise InputError(problems)
+    return prices
+
+
+def _values(args: Any) -> tuple[str, dict]:
+    """The stack's config values, after checking the arguments that name things in it."""
+    if args.stack not in stack_names():
+        raise InputError([Problem("--stack", args.stack, "expected one of " + ", ".join(stack_names()))])
+    project, raw = stack_config_values(args.stack)
+    values = project_values(raw, project)
+    problems = []
+    names = [s.get("name") for s in values.get("services") or [] if isinstance(s, dict)]
+    if args.service not in names:
+        problems.append(Problem("--service", args.service, "expected a service of the stack: " + ", ".join(names)))
+    if not 1 <= args.trials <= 10000:
+        problems.append(Problem("--trials", args.trials, "expected an integer between 1 and 10000"))
+    if problems:
+        raise InputError(problems)
+    return project, values
+
+
+def run(args: Any, executor: Any = None, console: Any = None) -> int:
+    """The tune command; 0 when a passing configuration was found, 1 when none passed."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    project, values = _values(args)
+    prices = _prices(args.price)
+    console = console or Console(stderr=args.json)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task(f"tuning {args.stack}/{args.service}", total=args.trials)
+
+        seen: list[Candidate] = []
+
+        def on_trial(c: Candidate) -> None:
+            seen.append(c)
+            cheapest = best(seen)
+            progress.update(task, advance=1, description=f"tuning {args.stack}/{args.service}: trial {c.number}"
+                            + (f", best ${cheapest.cost_per_hour:.2f}/h" if cheapest else ""))
+
+        candidates = tune(values, project, args.stack, args.service, trials=args.trials, seed=args.seed,
+                          executor=executor, prices=prices, on_trial=on_trial)
+    result = summary(args, project, candidates)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        print_summary(console, result)
+    return 0 if result["best"] is not None else 1
+
+
+def _row(c: Candidate) -> dict:
+    return {"trial": c.number, "settings": c.settings, "passed": c.passed, "cost_per_hour": c.cost_per_hour,
+            "failed": c.failed[:3], "metrics": {k: c.metrics[k] for k in SHOWN if k in c.metrics}}
+
+
+def summary(args: Any, project: str, candidates: list[Candidate]) -> dict:
+    today = candidates[0] if candidates else None
+    win = best(candidates)
+    diff = ""
+    if win is not None and today is not None and win.number != today.number:
+        diff = stack_file_diff(ROOT / "stacks" / f"Pulumi.{args.stack}.yaml", project, args.service, win.settings)
+    return {"stack": args.stack, "service": args.service, "seed": args.seed, "trials": len(candidates),
+            "today": _row(today) if today else None, "best": _row(win) if win else None,
+            "today_is_cheapest": win is not None and today is not None and win.number == today.number,
+            "passing": sum(c.passed for c in candidates), "diff": diff,
+            "tradeoffs": [_row(c) for c in pareto(candidates)]}
+
+
+def _fmt(m: dict | None) -> str:
+    if not m or m.get("value") is None:
+        return "n/a"
+    lo, hi = m.get("ci95") or (None, None)
+    return f"{m['value']:.4g}" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
+
+
+def print_summary(console: Any, result: dict) -> None:
+    from rich.table import Table
+
+    today, win = result["today"], result["best"]
+    console.print(f"[bold]{result['stack']}/{result['service']}[/]: {result['trials']} trials (seed "
+                  f"{result['seed']}), {result['passing']} passing every gate scenario")
+    if win is None:
+        console.print("[bold red]no configuration passed[/]; today's first miss: "
+                      + ("; ".join(today["failed"]) if today else "n/a"))
+        return
+    table = Table(title="predicted (steady scenario, 95% CI over replications)")
+    table.add_column("")
+    table.add_column("today" + ("" if today["passed"] else " (misses its SLO)"), justify="right")
+    table.add_column("winner", justify="right")
+    cost = lambda r: "n/a" if r["cost_per_hour"] is None else f"${r['cost_per_hour']:.2f}/h"  # noqa: E731
+    table.add_row("node group cost", cost(today), cost(win))
+    for name in SHOWN:
+        table.add_row(name, _fmt(today["metrics"].get(name)), _fmt(win["metrics"].get(name)))
+    console.print(table)
+    if result["today_is_cheapest"]:
+        console.print("Today's settings are the cheapest passing configuration the search found.")
+    else:
+        console.print("The edit to the stack file:")
+        console.print(result["diff"], markup=False, highlight=False)
+    trade = Table(title="trade-offs: passing configurations no other beats on both cost and p99 latency")
+    for col in ("trial", "cost", "p99 latency (s)", "settings"):
+        trade.add_column(col)
+    for r in result["tradeoffs"]:
+        trade.add_row(str(r["trial"]), cost(r), _fmt(r["metrics"].get("p99 latency (s)")),
+                      ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items())))
+    console.print(trade)

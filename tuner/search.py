@@ -1,0 +1,120 @@
+"""The search: optuna's TPE sampler (seeded) over one service's knobs; cost = the node group's $/h, constraint =
+every gate scenario's SLO.
+
+Each trial writes its settings into the stack config (tuner/space.py) and runs the gate's scenarios one after the
+other, steady first, each replicated until decided (gate/sequential.py) on the given executor (local processes,
+Dask or Ray: simulation/executors.py). The first scenario with a failing service prunes the trial
+(`optuna.TrialPruned`), so an infeasible candidate costs one scenario, not five. A passing trial's value is the
+node group's cost in the steady scenario: mean node GPU-hours per simulated hour over the replications ÷ GPUs
+per node × the instance type's price (catalog/prices.py, on-demand or spot as the node group's capacityType).
+Today's settings are evaluated the same way, as trial 0 (`enqueue_trial`), so the answer is either a cheaper
+passing configuration or today's (the cheapest passing one the search found). Same stack, seed and trials →
+the same answer: the sampler is seeded and every simulation is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from catalog.prices import PRICES, Price
+from gate import trials as gate_trials
+from gate.sequential import decide
+from simulation.replicate import replication_seeds, run_replications
+from stackconfig.load import ROOT
+from stackconfig.schema import StackConfig, parse_stack_config
+from tuner.space import apply, as_params, current, suggest
+from validation.errors import InputError
+
+
+@dataclass
+class Candidate:
+    """One evaluated configuration."""
+
+    number: int
+    settings: dict
+    passed: bool = False
+    failed: list[str] = field(default_factory=list)   # the first failing scenario's misses (or config errors)
+    cost_per_hour: float | None = None
+    metrics: dict = field(default_factory=dict)        # the tuned service's steady estimates (value, ci95)
+
+
+def node_group_cost(cfg: StackConfig, fleets: list[dict], prices: dict[str, Price]) -> float:
+    """$/h of the node group in the steady runs: node GPU-hours per simulated hour ÷ GPUs per node × price."""
+    ng = cfg.node_group
+    report = next(iter(fleets[0]["services"].values()))
+    hours = (report["duration_s"] - report["warmup_s"]) / 3600.0
+    gpus_per_hour = sum(f["node_group"]["gpu_hours"] for f in fleets) / len(fleets) / hours
+    return gpus_per_hour / ng.gpus_per_node * prices[ng.instance_types[0]].per_hour(ng.capacity_type)
+
+
+def evaluate(values: dict, project: str, stack: str, service: str, settings: dict, prices: dict[str, Price],
+             executor: Any = None, number: int = 0) -> Candidate:
+    """Run the gate's scenarios on the candidate, stopping at the first scenario a service fails."""
+    cand = Candidate(number, settings)
+    try:
+        cfg = parse_stack_config(apply(values, service, settings), project, stack)
+    except InputError as err:
+        cand.failed = [f"{p.path}: {p.allowed}" for p in err.problems]
+        return cand
+    for kind in cfg.gate.scenarios:
+        scenario = gate_trials(cfg, (kind,))
+        verdicts = list(decide(scenario, cfg.gate, executor).values())
+        misses = [m for v in verdicts for m in v.misses()]
+        if misses:
+            cand.failed = misses
+            return cand
+        if kind == "steady" and scenario:
+            reps = verdicts[0].replications
+            fleets = run_replications([scenario[0].scenario], replication_seeds(cfg.gate.seed, reps), executor,
+                                      base_dir=ROOT)[0]
+            cand.cost_per_hour = node_group_cost(cfg, fleets, prices)
+            mine = next((v for v in verdicts if v.service == service), None)
+            if mine is not None:
+                cand.metrics = {k: e.to_dict() for k, e in mine.metrics.items()}
+    cand.passed = cand.cost_per_hour is not None
+    return cand
+
+
+def tune(values: dict, project: str, stack: str, service: str, *, trials: int = 30, seed: int = 0,
+         executor: Any = None, prices: dict[str, Price] | None = None,
+         on_trial: Callable[[Candidate], None] | None = None) -> list[Candidate]:
+    """Today's configuration (trial 0) and `trials` − 1 sampled ones, in trial order."""
+    import optuna
+
+    prices = prices or PRICES
+    cfg = parse_stack_config(values, project, stack)
+    svc = next(s for s in cfg.services if s.name == service)
+    others = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
+    today = current(values, service)
+    study.enqueue_trial(as_params(today), skip_if_exists=True)
+    out: list[Candidate] = []
+
+    def objective(trial: Any) -> float:
+        settings = suggest(trial, values, service, cfg.catalog, prices, svc.model, svc.gpus, others)
+        cand = evaluate(values, project, stack, service, settings, prices, executor, trial.number)
+        out.append(cand)
+        if on_trial:
+            on_trial(cand)
+        if not cand.passed:
+            trial.set_user_attr("failed", cand.failed[:3])
+            raise optuna.TrialPruned()
+        return cand.cost_per_hour
+
+    study.optimize(objective, n_trials=trials, catch=())
+    return out
+
+
+def best(candidates: list[Candidate]) -> Candidate | None:
+    passing = [c for c in candidates if c.passed]
+    return min(passing, key=lambda c: (c.cost_per_hour, c.number)) if passing else None
+
+
+def pareto(candidates: list[Candidate], metric: str = "p99 latency (s)") -> list[Candidate]:
+    """Passing candidates no other beats on both cost and the tuned service's steady `metric`."""
+    pts = [(c.cost_per_hour, (c.metrics.get(metric) or {}).get("value") or 0.0, c) for c in candidates if c.passed]
+    front = [c for cost, m, c in pts if not any((oc <= cost and om <= m) and (oc < cost or om < m)
+                                                 for oc, om, _ in pts)]
+    return sorted(front, key=lambda c: (c.cost_per_hour, c.number))
