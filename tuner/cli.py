@@ -11,6 +11,7 @@ from stackconfig.load import ROOT, project_values, stack_config_values, stack_na
 from validation.errors import InputError, Problem
 from tuner.edit import stack_file_diff
 from tuner.search import Candidate, best, pareto, tune
+from tuner.space import KNOBS
 
 SHOWN = ("p99 latency (s)", "p99 time to first token (s)", "error rate", "503 rate", "mean ready replicas")
 
@@ -22,6 +23,7 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the sampler's seed (default 0)")
     parser.add_argument("--price", action="append", default=[], metavar="TYPE=ON_DEMAND[:SPOT]",
                         help="$/h of an instance type (repeatable); overrides catalog/prices.py")
+    parser.add_argument("--knobs", metavar="A,B", help="search only these knobs (default: all): " + ", ".join(KNOBS))
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
@@ -50,6 +52,9 @@ def _values(args: Any) -> tuple[str, dict]:
     names = [s.get("name") for s in values.get("services") or [] if isinstance(s, dict)]
     if args.service not in names:
         problems.append(Problem("--service", args.service, "expected a service of the stack: " + ", ".join(names)))
+    unknown = [k for k in (args.knobs or "").split(",") if k and k not in KNOBS]
+    if unknown:
+        problems.append(Problem("--knobs", ",".join(unknown), "expected names from " + ", ".join(KNOBS)))
     if not 1 <= args.trials <= 10000:
         problems.append(Problem("--trials", args.trials, "expected an integer between 1 and 10000"))
     if problems:
@@ -78,7 +83,8 @@ def run(args: Any, executor: Any = None, console: Any = None) -> int:
                             + (f", best ${cheapest.cost_per_hour:.2f}/h" if cheapest else ""))
 
         candidates = tune(values, project, args.stack, args.service, trials=args.trials, seed=args.seed,
-                          executor=executor, prices=prices, on_trial=on_trial)
+                          executor=executor, prices=prices, on_trial=on_trial,
+                          knobs=tuple(args.knobs.split(",")) if args.knobs else None)
     result = summary(args, project, candidates)
     if args.json:
         print(json.dumps(result, sort_keys=True))

@@ -77,7 +77,7 @@ def evaluate(values: dict, project: str, stack: str, service: str, settings: dic
 
 
 def tune(values: dict, project: str, stack: str, service: str, *, trials: int = 30, seed: int = 0,
-         executor: Any = None, prices: dict[str, Price] | None = None,
+         executor: Any = None, prices: dict[str, Price] | None = None, knobs: tuple[str, ...] | None = None,
          on_trial: Callable[[Candidate], None] | None = None) -> list[Candidate]:
     """Today's configuration (trial 0) and `trials` − 1 sampled ones, in trial order."""
     import optuna
@@ -89,11 +89,12 @@ def tune(values: dict, project: str, stack: str, service: str, *, trials: int = 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
     today = current(values, service)
-    study.enqueue_trial(as_params(today), skip_if_exists=True)
+    study.enqueue_trial({k: v for k, v in as_params(today).items() if knobs is None or k in knobs},
+                        skip_if_exists=True)
     out: list[Candidate] = []
 
     def objective(trial: Any) -> float:
-        settings = suggest(trial, values, service, cfg.catalog, prices, svc.model, svc.gpus, others)
+        settings = suggest(trial, values, service, cfg.catalog, prices, svc.model, svc.gpus, others, knobs)
         cand = evaluate(values, project, stack, service, settings, prices, executor, trial.number)
         out.append(cand)
         if on_trial:

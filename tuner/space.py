@@ -84,42 +84,57 @@ def _choices(options: tuple, today: Any) -> list:
     return sorted(set(options) | ({today} if today is not None else set()), key=lambda v: (str(type(v)), v))
 
 
+KNOBS = ("instanceType", "minReplicas", "maxReplicas", "nodeMax", "nodeMin", "containerConcurrency", "scaleTarget",
+         "initialScale", "scaleDownDelay", "window", "maxInputTokens", "maxBatchSize", "gpuMemoryUtilization")
+
+
 def suggest(trial: Any, values: dict, name: str, catalog: Catalog, prices: dict, model: Any,
-            gpus_per_pod: int, others_min_gpus: int) -> dict:
-    """One trial's settings from an optuna trial (same seed → same sequence of settings)."""
+            gpus_per_pod: int, others_min_gpus: int, knobs: tuple[str, ...] | None = None) -> dict:
+    """One trial's settings from an optuna trial (same seed → same sequence of settings). Knobs outside
+    `knobs` (None: all) keep today's value."""
     svc = _service(values, name)
     today = current(values, name)
     knative = "containerConcurrency" in today or "initialScale" in today
+
+    def pick(knob: str, draw: Any) -> Any:
+        return draw() if knobs is None or knob in knobs else today.get(knob)
+
     types = sorted(t for t in prices if t in catalog.instances and _fits(catalog, t, gpus_per_pod, model.weights_gib))
-    s: dict = {"instanceType": trial.suggest_categorical("instanceType", _choices(tuple(types), today["instanceType"]))}
+    s: dict = {"instanceType": pick("instanceType", lambda: trial.suggest_categorical(
+        "instanceType", _choices(tuple(types), today["instanceType"])))}
     per_node = catalog.instances[s["instanceType"]].gpus
     hi = max(today["maxReplicas"] * 2, 4)
+    if knobs is not None and "nodeMax" not in knobs:   # the node group stays: replicas within its GPUs
+        hi = max(1, min(hi, (today["nodeMax"] * per_node - others_min_gpus) // gpus_per_pod))
     zero_ok = knative and svc.get("allowScaleToZero", values.get("environment", "") != "prod")
-    s["minReplicas"] = trial.suggest_int("minReplicas", 0 if zero_ok else 1, max(1, today["maxReplicas"]))
-    s["maxReplicas"] = trial.suggest_int("maxReplicas", max(1, s["minReplicas"]), hi)
+    s["minReplicas"] = pick("minReplicas", lambda: trial.suggest_int("minReplicas", 0 if zero_ok else 1,
+                                                                     max(1, today["maxReplicas"])))
+    s["maxReplicas"] = pick("maxReplicas", lambda: trial.suggest_int("maxReplicas", max(1, s["minReplicas"]), hi))
     need = (s["maxReplicas"] * gpus_per_pod + others_min_gpus)
     node_hi = max(math.ceil(need / per_node), 1)
-    s["nodeMax"] = trial.suggest_int("nodeMax", node_hi, node_hi * 2)
-    s["nodeMin"] = trial.suggest_int("nodeMin", 0, s["nodeMax"])
+    s["nodeMax"] = pick("nodeMax", lambda: trial.suggest_int("nodeMax", node_hi, node_hi * 2))
+    s["nodeMin"] = pick("nodeMin", lambda: trial.suggest_int("nodeMin", 0, s["nodeMax"]))
     if knative:
-        s["containerConcurrency"] = trial.suggest_categorical("containerConcurrency",
-                                                              _choices(CC_CHOICES, today["containerConcurrency"]))
-        s["scaleTarget"] = trial.suggest_int("scaleTarget", 1, s["containerConcurrency"])
-        s["initialScale"] = trial.suggest_int("initialScale", 1, s["maxReplicas"])
-        s["scaleDownDelay"] = trial.suggest_categorical("scaleDownDelay", _choices(DELAYS, today["scaleDownDelay"]))
-        s["window"] = trial.suggest_categorical("window", _choices(WINDOWS, today["window"]))
+        s["containerConcurrency"] = pick("containerConcurrency", lambda: trial.suggest_categorical(
+            "containerConcurrency", _choices(CC_CHOICES, today["containerConcurrency"])))
+        s["scaleTarget"] = pick("scaleTarget", lambda: trial.suggest_int("scaleTarget", 1, s["containerConcurrency"]))
+        s["initialScale"] = pick("initialScale", lambda: trial.suggest_int("initialScale", 1, s["maxReplicas"]))
+        s["scaleDownDelay"] = pick("scaleDownDelay", lambda: trial.suggest_categorical(
+            "scaleDownDelay", _choices(DELAYS, today["scaleDownDelay"])))
+        s["window"] = pick("window", lambda: trial.suggest_categorical("window", _choices(WINDOWS, today["window"])))
     else:
-        s["scaleTarget"] = trial.suggest_int("scaleTarget", 1, 64)
+        s["scaleTarget"] = pick("scaleTarget", lambda: trial.suggest_int("scaleTarget", 1, 64))
     if "maxInputTokens" in today:
         ctx = model.max_context or 10**9
         new = (svc.get("limits") or {}).get("maxNewTokens", 0)
         caps = [c for c in INPUT_CAPS if today["maxInputTokens"] <= c <= ctx - new] or [today["maxInputTokens"]]
-        s["maxInputTokens"] = trial.suggest_categorical("maxInputTokens", caps)
+        s["maxInputTokens"] = pick("maxInputTokens", lambda: trial.suggest_categorical("maxInputTokens", caps))
     if "maxBatchSize" in today:
-        s["maxBatchSize"] = trial.suggest_categorical("maxBatchSize", _choices(BATCHES, today["maxBatchSize"]))
+        s["maxBatchSize"] = pick("maxBatchSize", lambda: trial.suggest_categorical(
+            "maxBatchSize", _choices(BATCHES, today["maxBatchSize"])))
     if "gpuMemoryUtilization" in today:
-        s["gpuMemoryUtilization"] = trial.suggest_categorical("gpuMemoryUtilization",
-                                                              _choices(UTILIZATIONS, today["gpuMemoryUtilization"]))
+        s["gpuMemoryUtilization"] = pick("gpuMemoryUtilization", lambda: trial.suggest_categorical(
+            "gpuMemoryUtilization", _choices(UTILIZATIONS, today["gpuMemoryUtilization"])))
     return s
 
 
