@@ -121,7 +121,7 @@ def test_max_replicas_unset_is_unbounded():
 
 def test_max_replicas_message_suggests_the_fitting_value():
     (msg,) = _fired(broken("isvc-max-replicas"), "isvc-max-replicas")
-    assert "Lower maxReplicas to 24" in msg  # prod: maxSize 6 × 4 GPUs
+    assert "Lower maxReplicas to 28" in msg  # prod: maxSize 7 × 4 GPUs
 
 
 def test_startup_probe_missing_and_timeout_below_p99():
