@@ -46,6 +46,8 @@ class Cluster:
         self.pod_gpu_area = 0.0  # Σ GPUs held by pods · time
         self._gpus_alive = 0
         self._gpus_used = 0
+        self._used_by: dict[str, int] = {}   # GPUs held per service (pod.sim.scenario.name): a fleet shares nodes
+        self.area_by: dict[str, float] = {}
         self._last = 0.0
         self.nodes_provisioned = 0
         self.min_nodes = 0           # set by the engine to the number of warm nodes
@@ -57,11 +59,21 @@ class Cluster:
         if dt:
             self.gpu_area += self._gpus_alive * dt
             self.pod_gpu_area += self._gpus_used * dt
+            for owner, n in self._used_by.items():
+                if n:
+                    self.area_by[owner] += n * dt
             self._last = now
 
-    def snapshot(self) -> tuple[float, float]:
+    def snapshot(self, owner: str | None = None) -> tuple[float, float]:
+        """(node GPU-seconds, GPU-seconds held by pods — of `owner`'s pods when given) so far."""
         self._tick()
-        return self.gpu_area, self.pod_gpu_area
+        return self.gpu_area, self.pod_gpu_area if owner is None else self.area_by.get(owner, 0.0)
+
+    def _hold(self, pod: Any, sign: int) -> None:
+        owner = pod.sim.scenario.name
+        self._gpus_used += sign * pod.slots
+        self._used_by[owner] = self._used_by.get(owner, 0) + sign * pod.slots
+        self.area_by.setdefault(owner, 0.0)
 
     @property
     def node_count(self) -> int:
@@ -114,7 +126,7 @@ class Cluster:
             node.idle_call = None
         pods = sorted(node.pods, key=lambda p: p.name)
         for pod in pods:
-            self._gpus_used -= pod.slots
+            self._hold(pod, -1)
             pod.node = None
         node.pods.clear()
         node.waiting.clear()
@@ -146,7 +158,7 @@ class Cluster:
         self._tick()
         node.free -= pod.slots
         node.pods.add(pod)
-        self._gpus_used += pod.slots
+        self._hold(pod, 1)
         if node.idle_call is not None:
             node.idle_call.cancel()
             node.idle_call = None
@@ -174,7 +186,7 @@ class Cluster:
         if pod in node.waiting:
             node.waiting.remove(pod)
         node.free += pod.slots
-        self._gpus_used -= pod.slots
+        self._hold(pod, -1)
         while self.pending:
             nxt = self.pending[0]
             if nxt.slots > self.p.gpus_per_node:

@@ -286,7 +286,7 @@ class Sim:
         self._ready_acc()
         self.snap_sys.append(self.area_sys)
         self.snap_ready.append(self.ready_area)
-        self.snap_gpu.append(self.cluster.snapshot())
+        self.snap_gpu.append(self.cluster.snapshot(self.scenario.name))
         if self.ready_min is None:
             self.ready_min = self.ready_max = len(self.endpoints)
 

@@ -50,9 +50,14 @@ def test_services_on_one_node_group_compete_for_its_gpus():
     b = {"scenario": _svc("b", 1.2, max_r=3)}
     alone = _run(_fleet(b))["services"]["b"]
     assert alone["pending_pods"]["max"] == 0 and alone["replicas"]["max"] == 3
-    shared = _run(_fleet({"scenario": _svc("a", 1.2, min_r=3, max_r=3)}, b))["services"]["b"]
+    both = _run(_fleet({"scenario": _svc("a", 1.2, min_r=3, max_r=3)}, b))
+    shared = both["services"]["b"]
     assert shared["replicas"]["max"] == 1 and shared["pending_pods"]["max"] >= 1
     assert shared["status_counts"].get("503", 0) > alone["status_counts"].get("503", 0)
+    # GPU-hours: the node group's are shared; each service's pods' are its own (a holds 3 GPUs, b 1).
+    assert both["services"]["a"]["gpu_hours"] == shared["gpu_hours"] == pytest.approx(4 * 600 / 3600, rel=1e-5)
+    assert both["services"]["a"]["pod_gpu_hours"] == pytest.approx(3 * 600 / 3600, rel=1e-5)
+    assert shared["pod_gpu_hours"] == pytest.approx(1 * 600 / 3600, rel=1e-5)
 
 
 def test_a_spike_adds_factor_minus_one_times_the_rate_for_its_duration():
