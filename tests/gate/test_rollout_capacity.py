@@ -19,8 +19,8 @@ def test_every_shipped_stack_can_roll_out(stack):
 
 def test_simulated_load_above_initial_scale_counts():
     """The old revision holds what the simulation says it needs at the expected load, when that is more."""
-    cfg = load_stack("prod")  # 24 GPUs; chat 10 + 10 + code 1 = 21 fits
-    assert rollout_problems(cfg, {"chat": 13.2}) != []  # 14 + 10 + 1 = 25 > 24
+    cfg = load_stack("prod")  # 28 GPUs; chat 10 + 10 + code 1 = 21 fits
+    assert rollout_problems(cfg, {"chat": 17.2}) != []  # 18 + 10 + 1 = 29 > 28
     assert rollout_problems(cfg, {"chat": 9.0}) == []
 
 

@@ -45,10 +45,12 @@ def test_scale_to_zero_with_a_slow_model_load_fails_and_min_replicas_1_fixes_it(
 
 
 def test_cc_too_high_on_a_naive_server_spirals_into_oom_and_cc_1_with_caps_fixes_it():
-    """429/OOM guide §2 and §5: concurrency × per-request activation memory outgrows the GPU (24 GB A10G)."""
+    """429/OOM guide §2 and §5: concurrency × per-request activation memory outgrows the GPU (24 GB A10G); the
+    worker process dies on the CUDA OOM (engineProfile oom: process, the guide's story)."""
     def story(safe):
         def edit(v, chat):
             chat["runtime"]["engine"] = "naive"
+            chat["engineProfile"] = {"oom": "process"}
             chat.update(containerConcurrency=1 if safe else 4, scaleTarget=1 if safe else 4, minReplicas=2,
                         maxReplicas=4)
             chat["limits"] = {"maxInputTokens": 4096, "maxNewTokens": 1024} if safe else {}
