@@ -93,10 +93,11 @@ def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool) -> list[
                          "raise gate.replications.max or set gate.undecided: fail to be strict)")
         return lines
     by_name = {s.name: s for s in cfg.services}
-    lines = []
-    for v in verdicts:
-        if v.passed:
+    lines, advised = [], set()
+    for v in verdicts:   # steady first; one block per service (its stress misses usually share the fix)
+        if v.passed or v.service in advised:
             continue
+        advised.add(v.service)
         tips = _suggestions(cfg, by_name[v.service], v)
         lines.append(f"next for {v.label}: " + ("try one of these, then `preflight check` again:" if tips else
                      "no single knob stands out; see the plots (--plot DIR) and docs/simulation.md"))
