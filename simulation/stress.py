@@ -154,6 +154,8 @@ def _pods_deleted(pods: list) -> None:
         wanted = pod.state not in (TERMINATING, GONE)
         was_k8s = pod.k8s_ready
         pod.k8s_ready = False
+        if wanted:
+            sim.n_live -= 1   # the engine's count of pods neither Terminating nor Gone
         pod.state = GONE
         if was_k8s:
             sim.on_pod_unready(pod, False, True)
