@@ -130,10 +130,13 @@ def test_a_dead_worker_falls_back_to_this_process_with_the_same_results():
 
 
 @pytest.mark.parametrize("scenario", ["spiral-naive.yaml", "llm-knative-cc1.yaml"])
-def test_a_reports_intervals_are_never_negative_and_contain_their_estimate(scenario):
+def test_a_reports_intervals_are_never_negative_and_contain_their_estimate(scenario, request):
     """Issue 9: a wait's batch-means interval centres on the mean of batch means, not on the overall mean."""
     from simulation import load_scenario, run_simulation
     from stackconfig.load import ROOT
+
+    if scenario == "spiral-naive.yaml":  # replays the Azure trace: skips, saying why, on a clone without ../shared
+        request.getfixturevalue("azure_conv_trace")
 
     spec = load_scenario(ROOT / "examples" / "scenarios" / scenario)
     for seed in (1, 2, 3):
