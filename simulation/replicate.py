@@ -204,7 +204,7 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
     "pod GPU-hours": ("mean", lambda r: r["pod_gpu_hours"]),
     "cold starts": ("mean", lambda r: r["cold_starts"]),
     "longest cold start (s)": ("mean", lambda r: (r.get("cold_start_s") or {}).get("max") or 0.0),
-    "time at maxReplicas (fraction)": ("mean", time_at_max_replicas),
+    "time at maxReplicas (fraction)": ("fraction", time_at_max_replicas),
     "peak Pending pods": ("mean", peak_pending_pods),
 }
 
@@ -214,7 +214,7 @@ def estimate(name: str, reports: Sequence[Mapping]) -> Estimate:
     kind, get = METRICS[name]
     if kind == "rate":
         return rate_interval([get(r) for r in reports])
-    return mean_interval(get(r) for r in reports)
+    return mean_interval((get(r) for r in reports), upper=1.0 if kind == "fraction" else math.inf)
 
 
 def estimates(reports: Sequence[Mapping], names: Iterable[str] | None = None) -> dict[str, Estimate]:

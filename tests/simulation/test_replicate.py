@@ -148,3 +148,13 @@ def test_a_reports_intervals_are_never_negative_and_contain_their_estimate(scena
         }.items():
             assert 0.0 <= lo <= value <= hi, (scenario, seed, name, value, lo, hi)
         assert d["latency_all_s"]["count"] == d["requests"] >= d["latency_s"]["count"]
+
+
+def test_a_fraction_of_time_has_an_interval_within_0_and_1():
+    """A fraction's t-interval is clipped to [0, 1] as a wait's is to [0, ∞): 0.95 ± a wide margin stays ≤ 1."""
+    from simulation.replicate import estimate
+
+    reports = [{"replica_series": {"t": [0.0, 1.0], "desired": [2, d]}, "duration_s": 2.0,
+                "service": {"max_scale": 2}} for d in (2, 2, 2, 1)]  # fractions 1, 1, 1, 0.5
+    est = estimate("time at maxReplicas (fraction)", reports)
+    assert 0.0 <= est.lo <= est.value <= est.hi <= 1.0, est
