@@ -24,7 +24,7 @@ def test_paired_replications_detect_a_10_percent_p99_change_that_independent_run
     assert 0.05 < (b - a) / b < 0.15, (b, a)  # a ~10 % change
     paired = c.difference[P99]
     assert paired.hi < 0, paired  # common random numbers: the interval excludes 0
-    # The same after side on independent seeds (as two separate runs would be): the interval straddles 0.
+    # The same after side on independent seeds (as two separate runs would be).
     trial = _trial(after)   # a fleet run: the service's report is trial.report(run)
     other = [trial.report(r) for r in run_replications([trial.scenario], replication_seeds(before.gate.seed + 1, 8),
                                                        base_dir=ROOT)[0]]
