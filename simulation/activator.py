@@ -60,10 +60,14 @@ class Activator:
     # -- path ---------------------------------------------------------------------------------------
     def accept(self, req: Any) -> None:
         req.via_activator = True
-        self._acc()
-        self.n += 1
+        now = self.env._now
+        n = self.n
+        if n:
+            self.area += n * (now - self.last)
+        self.last = now
+        self.n = n + 1
         self.count += 1
-        if self.n == 1:
+        if not n:
             self.sim.autoscaler.poke()
         pod = self._pick()
         if pod is None:
@@ -76,8 +80,11 @@ class Activator:
 
     def leave(self, req: Any) -> None:
         """Called when a request that came through the activator is answered."""
-        self._acc()
-        self.n -= 1
+        now = self.env._now
+        n = self.n
+        self.area += n * (now - self.last)
+        self.last = now
+        self.n = n - 1
         pod = req.pod
         if pod is not None:
             pod.act_n -= 1

@@ -41,6 +41,27 @@ BATCHES = 20
 _pod_id = attrgetter("id")
 
 
+class _NextArrival:
+    """The next arrival as one SimPy event object, rescheduled after each firing (no Call per arrival).
+
+    SimPy's `Environment.step` pops it, clears `callbacks` and calls each with the event; `_ok` marks it
+    successful. Scheduled through the public `Environment.schedule`, so it orders exactly as a `Call` would.
+    """
+
+    __slots__ = ("callbacks", "fn", "nin", "nout")
+    _ok = True
+
+    def __init__(self, fn: Callable[["_NextArrival"], None]) -> None:
+        self.fn = (fn,)
+        self.callbacks = None
+
+    def schedule(self, env: Any, delay: float, nin: int, nout: int) -> None:
+        self.nin = nin
+        self.nout = nout
+        self.callbacks = self.fn
+        env.schedule(self, 1, delay)   # priority NORMAL, as a Call
+
+
 class Sim:
     """One service's request path and control loops. `env` and `cluster` may be shared by several services'
     Sims (simulation/fleet.py: services sharing a node group compete for its GPUs)."""
@@ -271,14 +292,14 @@ class Sim:
             self.pods.remove(pod)
 
     # -- arrivals -------------------------------------------------------------------------------------
-    def _arrive(self, nin: int, nout: int) -> None:
+    def _arrive(self, ev: "_NextArrival") -> None:
         now = self.env._now
         oid = self._origin
         self._origin = oid + 1
-        self.send(oid, now, 0, nin, nout, now >= self.scenario.warmup_s)
+        self.send(oid, now, 0, ev.nin, ev.nout, now >= self.scenario.warmup_s)
         nxt = next(self._arr, None)
         if nxt is not None:
-            call_later(self.env, nxt[0] - now, self._arrive, nxt[1], nxt[2])
+            ev.schedule(self.env, nxt[0] - now, nxt[1], nxt[2])
 
     # -- sampling -------------------------------------------------------------------------------------
     def _snapshot(self) -> None:
@@ -349,7 +370,7 @@ class Sim:
         self._arr = self.arrival_stream()
         first = next(self._arr, None)
         if first is not None:
-            call_later(env, first[0], self._arrive, first[1], first[2])
+            _NextArrival(self._arrive).schedule(env, first[0], first[1], first[2])
 
     @property
     def busy(self) -> bool:

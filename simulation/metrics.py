@@ -14,6 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from simulation.quantiles import Quantiles
+from simulation.request import SERVER
+
+
+def _with_ok(failed: dict[tuple[int, str], int], total: int, ok_key: tuple[int, str]) -> dict[tuple[int, str], int]:
+    """The failure table plus the successes (the total less the failures; 200s are not counted one by one)."""
+    ok = total - sum(failed.values())
+    return {ok_key: ok, **failed} if ok else dict(failed)
 
 
 class Recorder:
@@ -22,8 +29,8 @@ class Recorder:
         self.t1 = duration
         self.nb = batches
         self.blen = (duration - warmup) / batches
-        self.final: dict[tuple[int, str], int] = {}
-        self.attempts: dict[tuple[int, str], int] = {}
+        self.final_failed: dict[tuple[int, str], int] = {}     # (status, component) → user requests, no 200s
+        self.attempts_failed: dict[tuple[int, str], int] = {}  # (status, component) → attempts, no 200s
         self.latency = Quantiles()       # bounded memory: exact up to EXACT_LIMIT values, then within REL_ERR
         self.latency_all = Quantiles()   # every answered user request, failures at their time of failure
         self.ttfb = Quantiles()
@@ -40,17 +47,30 @@ class Recorder:
         self.incomplete = 0
         self.overlap = 0.0   # Σ over all attempts of the part of their sojourn inside the window
 
+    @property
+    def final(self) -> dict[tuple[int, str], int]:
+        """(status, component) → user requests by their final attempt (component "" for 200)."""
+        return _with_ok(self.final_failed, self.n_final, (200, ""))
+
+    @property
+    def attempts(self) -> dict[tuple[int, str], int]:
+        """(status, component) → attempts sent in the window (a 200 is always the model server's)."""
+        return _with_ok(self.attempts_failed, self.n_attempts, (200, SERVER))
+
     def record(self, req: Any, final: bool) -> None:
         """One answered attempt; `final` when it is the user's last attempt (no retry follows)."""
         t = req.t
         t0 = self.t0
+        t1 = self.t1
         t_done = req.t_done
-        if t0 <= t < self.t1:
-            self.overlap += (t_done if t_done < self.t1 else self.t1) - t
-            key = (req.status, req.component)
-            att = self.attempts
-            att[key] = att.get(key, 0) + 1
+        status = req.status
+        if t0 <= t < t1:
+            self.overlap += (t_done if t_done < t1 else t1) - t
             self.n_attempts += 1
+            if status != 200:
+                key = (status, req.component)
+                att = self.attempts_failed
+                att[key] = att.get(key, 0) + 1
             b = int((t - t0) / self.blen)
             if b >= self.nb:
                 b = self.nb - 1
@@ -59,22 +79,17 @@ class Recorder:
             if req.t_start >= 0:
                 self.b_wait[b] += req.t_start - t
                 self.b_wait_n[b] += 1
-        elif t < self.t1 and t_done > t0:
-            self.overlap += min(t_done, self.t1) - max(t, t0)
-        if final and req.measured:
-            self._final(req)
-
-    def _final(self, req: Any) -> None:
-        status = req.status
-        key = (status, req.component if status != 200 else "")
-        fin = self.final
-        fin[key] = fin.get(key, 0) + 1
+        elif t < t1 and t_done > t0:
+            self.overlap += min(t_done, t1) - max(t, t0)
+        if not (final and req.measured):
+            return
+        # the user request's final outcome
         self.n_final += 1
-        b = int((req.origin_t - self.t0) / self.blen)
+        b = int((req.origin_t - t0) / self.blen)
         if b >= self.nb:
             b = self.nb - 1
         self.b_req[b] += 1
-        lat = req.t_done - req.origin_t
+        lat = t_done - req.origin_t
         self.latency_all.append(lat)
         if not self.n_final & 4095:   # keep the estimators' buffers bounded
             self.latency_all.fold_if_full()
@@ -86,6 +101,9 @@ class Recorder:
             self.b_lat[b] += lat
             self.b_lat_n[b] += 1
         else:
+            key = (status, req.component)
+            fin = self.final_failed
+            fin[key] = fin.get(key, 0) + 1
             arr = self.b_err.get(status)
             if arr is None:
                 arr = self.b_err[status] = [0] * self.nb

@@ -12,6 +12,10 @@
 The queue depth factor (10) can be overridden as a what-if (`what_if.queue_depth_factor`, 0 = no queue, the
 Erlang-B limit); Knative itself has no such knob. In Standard (raw) mode there is no queue-proxy: the same
 object runs with CC = 0 as a pass-through.
+
+Fused path (the common case, `FUSED`): in front of a `simple` server without admission limits or parallelism
+cap, the server's `check`/`submit`/`_finish` and this proxy's `_on_done` collapse into one start and one
+completion callback per request; same draws, same events, same results (tests/simulation/test_fused_path.py).
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from collections import deque
 from typing import Any
 
 from simulation.request import QUEUE_PROXY, SERVER, UNAVAILABLE
+from simulation.server import SimpleServer
+
+FUSED = True   # False forces the general path (the fused path's equivalence test runs both)
 
 
 class QueueProxy:
-    __slots__ = ("sim", "pod", "server", "cc", "slots", "running", "nwait", "waiting", "dead", "env", "_done_cb")
+    __slots__ = ("sim", "pod", "server", "cc", "slots", "running", "nwait", "waiting", "dead", "env", "_done_cb",
+                 "plain")
 
     def __init__(self, sim: Any, pod: Any, server: Any, cc: int, depth_factor: int) -> None:
         self.sim = sim
@@ -37,6 +45,7 @@ class QueueProxy:
         self.waiting: deque = deque()
         self.dead = False
         self._done_cb = self._on_done
+        self.plain = FUSED and type(server) is SimpleServer and server.plain
 
     def accept(self, req: Any) -> None:
         """A request arrives (from the ingress directly, or proxied by the activator)."""
@@ -58,6 +67,10 @@ class QueueProxy:
     def _start(self, req: Any) -> None:
         req.where = self
         req.t_start = self.env._now
+        if self.plain:    # fused: the plain simple server admits everything and starts it at once
+            self.running += 1
+            self.server.start(req, self._done_plain, self._done_cb, 0.0)
+            return
         status = self.server.check(req)
         if status is not None:
             req.where = None
@@ -74,6 +87,16 @@ class QueueProxy:
         if self.nwait and not self.dead:
             self._next()
         self.sim.complete(req, status, QUEUE_PROXY if status == 502 else SERVER)
+
+    def _done_plain(self, req: Any, on_done: Any, ttfb: float) -> None:
+        """Fused completion: the simple server's `_finish` and `_on_done` for a 200 in one call."""
+        del self.server.calls[req]
+        self.running -= 1
+        req.where = None
+        req.t_first = req.t_start + ttfb
+        if self.nwait and not self.dead:
+            self._next()
+        self.sim.complete(req, 200, SERVER)
 
     def _next(self) -> None:
         waiting = self.waiting

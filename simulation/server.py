@@ -42,8 +42,8 @@ batch changes) — never a SimPy process per token.
 from __future__ import annotations
 
 import importlib
-import math
 import random
+from math import exp as _exp, log as _log
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -183,16 +183,18 @@ class SimpleServer(ModelServer):
 
     def __init__(self, env: Any, pod: Any, spec: SimpleServerSpec, rng: random.Random) -> None:
         super().__init__(env, pod, spec, rng)
-        self._calls: dict[Any, Any] = {}     # in service: request → completion Call
+        self.calls: dict[Any, Any] = {}      # in service: request → completion Call (args: request, on_done, ttfb)
         self._queue: dict[Any, tuple] = {}    # waiting (parallelism reached): request → (on_done, submit time)
-        self._expo = rng.expovariate
+        self._random = rng.random
         self._dist = spec.distribution
         self._mu = -spec.sigma * spec.sigma / 2.0  # lognormal with mean 1
         self._par = spec.parallelism
+        # No admission limit and no parallelism cap: `check` always passes and every request starts at once.
+        self.plain = spec.max_input_tokens is None and spec.max_concurrent is None and spec.parallelism is None
 
     @property
     def in_flight(self) -> int:
-        return len(self._calls) + len(self._queue)
+        return len(self.calls) + len(self._queue)
 
     def check(self, request: Any) -> int | None:
         spec = self.spec
@@ -203,62 +205,57 @@ class SimpleServer(ModelServer):
         return None
 
     def submit(self, request: Any, on_done: OnDone) -> None:
-        if self._par is not None and len(self._calls) >= self._par:
+        if self._par is not None and len(self.calls) >= self._par:
             self._queue[request] = (on_done, self.env._now)
             return
-        spec = self.spec
-        if self._dist == "exponential" and not spec.slowdown_per_concurrent:   # the common fast path
-            x = self._expo(1.0)
-            first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
-            total = first + spec.per_output_token_s * request.output_tokens * x
-            self._calls[request] = call_later(self.env, total, self._finish, request, on_done, first)
-            return
-        self._start(request, on_done, 0.0)
+        self.start(request, self._finish, on_done, 0.0)
 
-    def _start(self, request: Any, on_done: OnDone, waited: float) -> None:
+    def start(self, request: Any, fn: Callable[..., None], on_done: OnDone, waited: float) -> None:
+        """Draw the service time; at its end call `fn(request, on_done, ttfb)` (`_finish`, or the fused path's)."""
         spec = self.spec
-        if self._dist == "exponential":
-            x = self._expo(1.0)
-        elif self._dist == "deterministic":
+        dist = self._dist
+        if dist == "exponential":
+            x = -_log(1.0 - self._random())   # rng.expovariate(1.0): the same draw without the call
+        elif dist == "deterministic":
             x = 1.0
         else:
-            x = math.exp(self.rng.gauss(self._mu, spec.sigma))
+            x = _exp(self.rng.gauss(self._mu, spec.sigma))
         if spec.slowdown_per_concurrent:
-            x *= 1.0 + spec.slowdown_per_concurrent * len(self._calls)
+            x *= 1.0 + spec.slowdown_per_concurrent * len(self.calls)
         first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
         total = first + spec.per_output_token_s * request.output_tokens * x
-        self._calls[request] = call_later(self.env, total, self._finish, request, on_done, waited + first)
+        self.calls[request] = call_later(self.env, total, fn, request, on_done, waited + first)
 
     def first_byte_at(self, request: Any) -> float | None:
-        call = self._calls.get(request)
+        call = self.calls.get(request)
         if call is None:
             return None
         at = request.t_start + call.args[2]
         return at if at <= self.env._now else None
 
     def _finish(self, request: Any, on_done: OnDone, ttfb: float) -> None:
-        del self._calls[request]
+        del self.calls[request]
         if self._queue:
             self._next()
         on_done(request, 200, ttfb)
 
     def _next(self) -> None:
-        while self._queue and len(self._calls) < self._par:
+        while self._queue and len(self.calls) < self._par:
             request = next(iter(self._queue))
             on_done, t = self._queue.pop(request)
-            self._start(request, on_done, self.env._now - t)
+            self.start(request, self._finish, on_done, self.env._now - t)
 
     def cancel(self, request: Any) -> None:
         if self._queue.pop(request, None) is not None:
             return
-        call = self._calls.pop(request, None)
+        call = self.calls.pop(request, None)
         if call is not None:
             call.cancel()
             if self._queue:
                 self._next()
 
     def fail_all(self, status: int) -> None:
-        calls, self._calls = self._calls, {}
+        calls, self.calls = self.calls, {}
         queued, self._queue = self._queue, {}
         for request, call in list(calls.items()):
             on_done = call.args[1]
