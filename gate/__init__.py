@@ -28,11 +28,11 @@ from stackconfig.load import ROOT
 from stackconfig.schema import ServiceConfig, StackConfig
 from stackconfig.platform import load_gbps
 from gate.verdict import Check, Verdict, judge
-from gate.sequential import Trial, decide
+from gate.sequential import Decision, Trial, decide
 from gate.stress import GateScenario, gate_scenarios
 from simulation.replicate import Estimate, mean_interval
 
-__all__ = ["Check", "Verdict", "trials", "check_stack", "check_service", "gate_failure", "gate_warnings", "scenario_for",
+__all__ = ["Check", "Verdict", "trials", "check_stack", "start_check", "check_service", "gate_failure", "gate_warnings", "scenario_for",
            "cluster_profile", "stack_scenarios"]
 
 MIB, GIB = 2**20, 2**30
@@ -166,7 +166,15 @@ def trials(cfg: StackConfig, kinds: tuple[str, ...] | None = None) -> list[Trial
 def check_stack(cfg: StackConfig, executor: Any = None,
                 on_round: Callable[[int, int], None] | None = None) -> list[Verdict]:
     """Every trial replicated until decided (gate/sequential.py), in `trials(cfg)` order (steady first)."""
-    return list(decide(trials(cfg), cfg.gate, executor, on_round).values())
+    return start_check(cfg, executor, on_round)()
+
+
+def start_check(cfg: StackConfig, executor: Any = None,
+                on_round: Callable[[int, int], None] | None = None) -> Callable[[], list[Verdict]]:
+    """`check_stack` started without waiting (input errors are raised here): round 1 is on the executor while
+    the caller does other work; the returned function waits for the verdicts."""
+    decision = Decision(trials(cfg), cfg.gate, executor, on_round)
+    return lambda: list(decision.result().values())
 
 
 def check_service(cfg: StackConfig, svc: ServiceConfig, executor: Any = None) -> Verdict | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from gate.verdict import Verdict
-from simulation.replicate import replication_seeds, run_replications
+from simulation.replicate import replication_seeds, submit_replications
 from stackconfig.load import ROOT
 from stackconfig.schema import GateConfig
 
@@ -34,21 +34,40 @@ class Trial:
 def decide(trials: Sequence[Trial], gate: GateConfig, executor: Any = None,
            on_round: Callable[[int, int], None] | None = None) -> dict[Hashable, Verdict]:
     """Every trial's verdict; `on_round(replications, open trials)` is called before each round."""
-    reports: dict[Hashable, list[dict]] = {t.key: [] for t in trials}
-    verdicts: dict[Hashable, Verdict] = {}
-    pending = list(trials)
-    target = gate.min_replications
-    while pending:
-        have = len(reports[pending[0].key])
-        if on_round:
-            on_round(target, len(pending))
-        seeds = replication_seeds(gate.seed, target - have, start=have)
-        runs = run_replications([t.scenario for t in pending], seeds, executor, base_dir=ROOT)
-        for trial, new in zip(pending, runs):
-            reports[trial.key].extend(new)
-            verdicts[trial.key] = trial.judge(reports[trial.key])
-        if target >= gate.max_replications:
-            break
-        pending = [t for t in pending if verdicts[t.key].undecided]
-        target = min(gate.max_replications, 2 * target)
-    return {t.key: verdicts[t.key] for t in trials}
+    return Decision(trials, gate, executor, on_round).result()
+
+
+class Decision:
+    """`decide` in two halves: creating it sends round 1 to the executor without waiting (input errors are
+    raised here); `result()` waits for it and runs any further rounds."""
+
+    def __init__(self, trials: Sequence[Trial], gate: GateConfig, executor: Any = None,
+                 on_round: Callable[[int, int], None] | None = None) -> None:
+        self.trials, self.gate, self.executor, self.on_round = list(trials), gate, executor, on_round
+        self.reports: dict[Hashable, list[dict]] = {t.key: [] for t in trials}
+        self._pending = self.trials
+        self._target = gate.min_replications
+        self._round = self._submit() if self._pending else None
+        self._verdicts: dict[Hashable, Verdict] = {}
+
+    def _submit(self) -> Any:
+        have = len(self.reports[self._pending[0].key])
+        if self.on_round:
+            self.on_round(self._target, len(self._pending))
+        seeds = replication_seeds(self.gate.seed, self._target - have, start=have)
+        return submit_replications([t.scenario for t in self._pending], seeds, self.executor, base_dir=ROOT)
+
+    def result(self) -> dict[Hashable, Verdict]:
+        verdicts = self._verdicts
+        while self._round is not None:
+            for trial, new in zip(self._pending, self._round.result()):
+                self.reports[trial.key].extend(new)
+                verdicts[trial.key] = trial.judge(self.reports[trial.key])
+            self._round = None
+            if self._target >= self.gate.max_replications:
+                break
+            self._pending = [t for t in self._pending if verdicts[t.key].undecided]
+            self._target = min(self.gate.max_replications, 2 * self._target)
+            if self._pending:
+                self._round = self._submit()
+        return {t.key: verdicts[t.key] for t in self.trials}

@@ -17,16 +17,17 @@ import argparse
 import json
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from validation.errors import InputError, Problem, exit_with
 from validation.cli import guarded
-from gate import Verdict, check_stack
+from gate import Verdict, start_check
 from simulation.executors import add_executor_arguments, make_executor
 from preflight.stages import Timings, in_background
 from stackconfig.load import load_stack, stack_names
@@ -88,7 +89,8 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
         result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)], cfg=cfg)
     if result.admission:  # the program would stop here too, before registering anything
         return result
-    gate = in_background(lambda: _simulate_all(cfg, console, executor), executor, timings,
+    progress = _GateProgress(stack, console)
+    gate = in_background(lambda: start_check(cfg, executor, progress.on_round), executor, timings,
                          f"{stack}: SLO gate simulations") if cfg.gate.enabled else None
     with timings.stage(f"{stack}: Pulumi program under mocks (imports the providers)"):
         import pulumi
@@ -115,7 +117,8 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
         with timings.stage(f"{stack}: SLO gate (waiting for the simulations)"):
             from gate.outputs import predictions
 
-            result.verdicts = gate.result()
+            with progress.shown():
+                result.verdicts = gate.result()
             result.predictions = predictions(cfg, result.verdicts)
     from gate.rollout_capacity import rollout_problems
 
@@ -128,17 +131,29 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     return result
 
 
-def _simulate_all(cfg, console: Console | None, executor=None) -> list[Verdict]:
-    from rich.progress import Progress
+class _GateProgress:
+    """A transient progress line while `check` waits for the gate: its latest round's scenarios × replications."""
 
-    with Progress(console=console, transient=True, disable=console is None) as progress:
-        task = progress.add_task(f"simulating {cfg.stack}", total=None)
+    def __init__(self, stack: str, console: Console | None) -> None:
+        self.console, self.text = console, f"simulating {stack}"
+        self.stack, self._bar, self._task = stack, None, None
 
-        def on_round(replications: int, scenarios: int) -> None:
-            progress.update(task, description=f"simulating {cfg.stack}: {scenarios} scenario(s) × "
-                                              f"{replications} replications")
+    def on_round(self, replications: int, scenarios: int) -> None:  # may run in the gate's waiting thread
+        self.text = f"simulating {self.stack}: {scenarios} scenario(s) × {replications} replications"
+        if self._bar is not None:
+            self._bar.update(self._task, description=self.text)
 
-        return check_stack(cfg, executor=executor, on_round=on_round)
+    @contextmanager
+    def shown(self) -> Iterator[None]:
+        from rich.progress import Progress
+
+        with Progress(console=self.console, transient=True, disable=self.console is None) as bar:
+            self._task = bar.add_task(self.text, total=None)
+            self._bar = bar
+            try:
+                yield
+            finally:
+                self._bar = None
 
 
 def _ok(flag: bool) -> str:

@@ -8,6 +8,7 @@ there is nothing to overlap with (one interpreter, one GIL), so the gate simply 
 
 from __future__ import annotations
 
+import resource
 import threading
 import time
 from concurrent.futures import Future
@@ -15,12 +16,19 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 
+def _cpu(who: int) -> float:
+    use = resource.getrusage(who)
+    return use.ru_utime + use.ru_stime
+
+
 class Timings:
-    """Wall-clock and this process's CPU seconds per stage, in the order the stages finished."""
+    """Wall-clock and this process's CPU seconds per stage, in the order the stages finished, and the CPU
+    seconds of the whole command: this process and its worker processes (counted once they have exited)."""
 
     def __init__(self, start: float | None = None) -> None:
         self.rows: list[tuple[str, float, float | None]] = []
         self.start = time.perf_counter() if start is None else start
+        self._children0 = _cpu(resource.RUSAGE_CHILDREN)
         self._lock = threading.Lock()
 
     def add(self, name: str, wall: float, cpu: float | None) -> None:
@@ -38,9 +46,15 @@ class Timings:
     def total(self) -> float:
         return time.perf_counter() - self.start
 
+    def cpu(self) -> tuple[float, float]:
+        """(this process's CPU s since it started, its exited workers' CPU s since these timings began)."""
+        return _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN) - self._children0
+
     def to_dict(self) -> dict:
+        me, workers = self.cpu()
         return {"stages": [{"stage": n, "wall_s": round(w, 4), "cpu_s": None if c is None else round(c, 4)}
-                           for n, w, c in self.rows], "total_wall_s": round(self.total(), 4)}
+                           for n, w, c in self.rows], "total_wall_s": round(self.total(), 4),
+                "cpu_s": {"this_process": round(me, 4), "workers": round(workers, 4)}}
 
     def table(self) -> Any:
         from rich.table import Table
@@ -52,7 +66,9 @@ class Timings:
         for name, wall, cpu in self.rows:
             t.add_row(name, f"{wall:.3f}", "" if cpu is None else f"{cpu:.3f}")
         t.add_section()
-        t.add_row("total (since the CLI started importing)", f"{self.total():.3f}", "")
+        me, workers = self.cpu()
+        t.add_row("total (since the CLI started importing)", f"{self.total():.3f}", f"{me:.3f}")
+        t.add_row("CPU s of the worker processes (all stacks)", "", f"{workers:.3f}")
         return t
 
 
@@ -61,27 +77,24 @@ def runs_elsewhere(executor: Any) -> bool:
     return executor is not None and (executor.name in ("dask", "ray") or getattr(executor, "workers", 1) > 1)
 
 
-def _noop(x: int) -> int:
-    return x
+def in_background(start: Callable[[], Callable[[], Any]], executor: Any, timings: Timings,
+                  name: str) -> "Future | Deferred":
+    """Start work on `executor` beside the caller, or defer it when that cannot overlap.
 
-
-def in_background(fn: Callable[[], Any], executor: Any, timings: Timings, name: str) -> "Future | Deferred":
-    """Start `fn` (which maps its work onto `executor`) beside the caller, or defer it when that cannot overlap.
-
-    A local process pool is started here, from the calling thread, before anything else runs: its workers are
-    forked from a quiet process (never from a thread while another imports), and they exist before the
-    program stage needs the CPU.
+    `start()` runs here, in the calling thread, before anything else: it sends the first jobs to the workers
+    (so a local pool forks now, from a quiet process that has already imported the simulation) and returns
+    the function that waits for them; a thread waits (it holds no GIL meanwhile) and times the work.
     """
     if not runs_elsewhere(executor):
-        return Deferred(fn, timings, name)
-    if executor.name == "local":
-        executor.map(_noop, range(executor.workers))
+        return Deferred(lambda: start()(), timings, name)
+    w = time.perf_counter()
+    with timings.stage(f"{name}: jobs sent to the workers"):
+        wait = start()
     future: Future = Future()
 
     def work() -> None:
-        w = time.perf_counter()
         try:
-            future.set_result(fn())
+            future.set_result(wait())
         except BaseException as err:  # re-raised by future.result() in the caller
             future.set_exception(err)
         finally:
@@ -89,7 +102,6 @@ def in_background(fn: Callable[[], Any], executor: Any, timings: Timings, name: 
 
     threading.Thread(target=work, name="preflight-gate", daemon=True).start()
     return future
-
 
 class Deferred:
     """Runs `fn` when its result is asked for (the serial case)."""

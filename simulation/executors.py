@@ -1,7 +1,8 @@
 """Where independent simulations run: in this process, on local processes, on a Dask or a Ray cluster.
 
-Every executor has one method, `map(fn, items) -> list`, returning `fn(item)` for each item in the items'
-order. The functions mapped here are pure (a result depends on the item alone: a scenario and a seed), so
+Every executor has `map(fn, items) -> list`, returning `fn(item)` for each item in the items' order, and
+`submit(fn, items)`, which starts the same work without waiting and returns a handle whose `result()` is that
+list (`preflight check` simulates while it runs the Pulumi program). The functions mapped here are pure (a result depends on the item alone: a scenario and a seed), so
 the results are identical whichever executor runs them, on any machine; only the wall-clock time differs.
 
 - `SerialExecutor`: in this process (also what the local pool uses for a single job, to skip process start).
@@ -25,12 +26,30 @@ from typing import Any, Callable, Iterable, Protocol
 from validation.errors import InputError, Problem
 
 
+class Pending(Protocol):
+    def result(self) -> list: ...
+
+
 class Executor(Protocol):
     name: str
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list: ...
 
+    def submit(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Pending: ...
+
     def close(self) -> None: ...
+
+
+class Later:
+    """Work that runs when its result is asked for (an executor that cannot run beside the caller)."""
+
+    def __init__(self, run: Callable[[], list]) -> None:
+        self._run, self._done = run, None
+
+    def result(self) -> list:
+        if self._done is None:
+            self._done = self._run()
+        return self._done
 
 
 class SerialExecutor:
@@ -39,6 +58,10 @@ class SerialExecutor:
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
         return [fn(item) for item in items]
+
+    def submit(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Pending:
+        items = list(items)
+        return Later(lambda: self.map(fn, items))
 
     def close(self) -> None:
         pass
@@ -67,6 +90,24 @@ class LocalExecutor:
             self.workers = 1
             return [fn(item) for item in items]
 
+    def submit(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Pending:
+        """One future per item, in the items' order (give the longest first: the pool takes them in order)."""
+        items = list(items)
+        if self.workers == 1 or len(items) <= 1:
+            return Later(lambda: self.map(fn, items))
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers)
+        futures = [self._pool.submit(fn, item) for item in items]
+
+        def gather() -> list:
+            try:
+                return [f.result() for f in futures]
+            except BrokenProcessPool:  # as in map(): the same pure jobs, in this process
+                self.close()
+                self.workers = 1
+                return [fn(item) for item in items]
+        return Later(gather)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
@@ -89,8 +130,11 @@ class DaskExecutor:
             raise InputError([Problem("--dask", address, f"a reachable Dask scheduler ({err})")]) from None
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+        return self.submit(fn, items).result()
+
+    def submit(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Pending:
         futures = self._client.map(fn, list(items), pure=False)
-        return self._client.gather(futures)
+        return Later(lambda: self._client.gather(futures))
 
     def close(self) -> None:
         self._client.close()
@@ -116,8 +160,12 @@ class RayExecutor:
                 raise InputError([Problem("--ray", address, f"a reachable Ray cluster ({err})")]) from None
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+        return self.submit(fn, items).result()
+
+    def submit(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Pending:
         remote = self._ray.remote(fn)
-        return self._ray.get([remote.remote(item) for item in items])
+        refs = [remote.remote(item) for item in items]
+        return Later(lambda: self._ray.get(refs))
 
     def close(self) -> None:
         self._ray.shutdown()

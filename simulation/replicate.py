@@ -70,6 +70,13 @@ def _load(mapping: Any, base_dir: str | None) -> Callable[[int], dict]:
     return lambda seed: run_simulation(scenario, seed=seed).to_dict()
 
 
+def _duration(mapping: Mapping) -> float:
+    try:
+        return float(mapping.get("duration_s") or 1.0)
+    except (TypeError, ValueError):
+        return 1.0
+
+
 def _remember(job: tuple, report: dict) -> None:
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
@@ -87,21 +94,43 @@ def run_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], executo
     Jobs already in this process's cache are not sent again; the rest go to `executor` (default: this process).
     Raises `validation.errors.InputError` for a scenario the simulation's parser rejects.
     """
-    from simulation.executors import SerialExecutor
+    return submit_replications(scenarios, seeds, executor, base_dir).result()
+
+
+def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], executor: Any = None,
+                        base_dir: Any = None) -> Any:
+    """`run_replications` started without waiting: returns a handle whose `result()` is its list.
+
+    Input errors are raised here, before any job starts. The jobs go out longest first (by simulated
+    duration), so the last ones to finish are short and the workers end together.
+    """
+    from simulation.executors import Later, SerialExecutor
 
     bd = None if base_dir is None else str(base_dir)
     texts = [json.dumps(s, sort_keys=True) for s in scenarios]
     jobs = [(text, seed, bd) for text in texts for seed in seeds]
     found = {job: _CACHE[job] for job in jobs if job in _CACHE}
     todo = list(dict.fromkeys(job for job in jobs if job not in found))
+    pending = None
     if todo:
-        for text in dict.fromkeys(t for t, _, _ in todo):  # input errors here, before any process starts
-            _load(json.loads(text), bd)
-        for job, report in zip(todo, (executor or SerialExecutor()).map(simulate_job, todo)):
-            _remember(job, report)
-            found[job] = report
-    flat = [found[job] for job in jobs]
-    return [flat[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(scenarios))]
+        length = {t: 0.0 for t, _, _ in todo}
+        for text, mapping in zip(texts, scenarios):
+            if text in length and not length[text]:  # input errors here, before any process starts
+                _load(json.loads(text), bd)
+                length[text] = _duration(mapping)
+        todo.sort(key=lambda job: -length[job[0]])  # stable: seeds stay in order within a scenario
+        executor = executor or SerialExecutor()
+        submit = getattr(executor, "submit", None)
+        pending = submit(simulate_job, todo) if submit else Later(lambda: executor.map(simulate_job, todo))
+
+    def collect() -> list[list[dict]]:
+        if pending is not None:
+            for job, report in zip(todo, pending.result()):
+                _remember(job, report)
+                found[job] = report
+        flat = [found[job] for job in jobs]
+        return [flat[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(scenarios))]
+    return Later(collect)
 
 
 @dataclass(frozen=True)

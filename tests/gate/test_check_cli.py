@@ -95,6 +95,10 @@ def test_timings_name_every_stage_and_the_gate_overlaps_the_program_without_chan
     assert any("Pulumi program under mocks" in s for s in stages)
     assert any("SLO gate simulations (beside" in s for s in stages)        # ran on workers, beside the program
     assert all(s["wall_s"] >= 0 for s in parallel["timings"]["stages"])
+    assert any("jobs sent to the workers" in s for s in stages)              # before the program stage
+    assert stages.index(next(s for s in stages if "jobs sent" in s)) < stages.index(
+        next(s for s in stages if "Pulumi program" in s))
+    assert parallel["timings"]["cpu_s"]["workers"] >= 0   # the workers' CPU (0 when this process had them cached)
     assert cli.main(["check", "--json", "--workers", "1"]) == 0
     serial = json.loads(capsys.readouterr().out)
     assert "timings" not in serial and serial["stacks"] == parallel["stacks"]

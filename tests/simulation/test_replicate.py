@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -12,7 +13,8 @@ import pytest
 from simulation.analytic import wilson
 from simulation.executors import LocalExecutor, SerialExecutor, make_executor
 from simulation.replicate import (clear_cache, estimates, mean_interval, paired_difference, rate_interval,
-                                  replication_seed, replication_seeds, run_replications)
+                                  replication_seed, replication_seeds, run_replications, simulate_job,
+                                  submit_replications)
 from validation.errors import InputError
 
 # One pod, CC 1, Poisson arrivals, exponential 1 s service: M/M/1/11 (a 503 now and then), 20 simulated minutes.
@@ -158,3 +160,31 @@ def test_a_fraction_of_time_has_an_interval_within_0_and_1():
                 "service": {"max_scale": 2}} for d in (2, 2, 2, 1)]  # fractions 1, 1, 1, 0.5
     est = estimate("time at maxReplicas (fraction)", reports)
     assert 0.0 <= est.lo <= est.value <= est.hi <= 1.0, est
+
+
+def test_submitted_jobs_go_out_longest_first_and_come_back_in_order():
+    sent = []
+
+    class Records(SerialExecutor):
+        def submit(self, fn, items):
+            items = list(items)
+            sent.extend(items)
+            return super().submit(fn, items)
+
+    clear_cache()
+    short, long = {**SCENARIO, "duration_s": 300}, {**SCENARIO, "duration_s": 600}
+    pending = submit_replications([short, long], [1, 2], Records())
+    assert [(json.loads(text)["duration_s"], seed) for text, seed, _ in sent] == [(600, 1), (600, 2), (300, 1), (300, 2)]
+    runs = pending.result()
+    assert [[r["seed"] for r in reports] for reports in runs] == [[1, 2], [1, 2]]
+    assert runs[0][0] == simulate_job((json.dumps(short, sort_keys=True), 1, None))
+
+
+def test_local_submit_runs_beside_the_caller_with_the_map_results():
+    pool = LocalExecutor(2)
+    try:
+        pending = pool.submit(abs, [-3, 1, -2])
+        assert pending.result() == [3, 1, 2] == pool.map(abs, [-3, 1, -2])
+        assert pool.submit(_double_but_die_in_a_worker, [1, 2]).result() == [2, 4] and pool.workers == 1
+    finally:
+        pool.close()
