@@ -135,7 +135,8 @@ class VllmV1Engine(ModelServer):
         r = _Req(request, on_done, self.env._now)
         self._reqs[request] = r
         self.waiting.append(r)
-        self._wake(self._seg_open)
+        if self._seg_open or self._call is None:
+            self._wake(True)
 
     def cancel(self, request: Any) -> None:
         r = self._reqs.pop(request, None)
@@ -255,14 +256,18 @@ class VllmV1Engine(ModelServer):
                 else:
                     self._start_decoding(r)
         self._seg_chunks = []
-        for r in done:
-            self._finish(r)
-        self._plan()
+        self._plan(done)
 
-    def _plan(self) -> None:
+    def _plan(self, done: list[_Req] | None = None) -> None:
+        """Finish what is done (their `on_done` may submit: those requests wait for this plan), then plan."""
         self._planning = True
         try:
-            self._finish_decoded()
+            if done:
+                for r in done:
+                    self._finish(r)
+            heap = self._heap
+            if heap and heap[0][0] <= self.steps:
+                self._finish_decoded()
             self._plan_step()
         finally:
             self._planning = False

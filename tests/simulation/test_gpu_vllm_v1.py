@@ -200,3 +200,25 @@ def test_first_byte_is_known_once_the_prompt_is_done():
     assert s.first_byte_at(r) is None
     env.run(until=1.0)
     assert s.first_byte_at(r) == pytest.approx(prefill_time(LLAMA3, A100, 1000))
+
+
+def test_a_request_submitted_when_another_finishes_joins_the_next_plan_not_a_second_timeline():
+    """The queue-proxy hands the engine its next request from inside `on_done`: that request waits for the
+    plan after the step, and the engine keeps exactly one timeline (two would run its steps twice as fast)."""
+    env, pod, s = make({"model": "llama-3-8b", "gpu": "A100-80GB"})
+    queue = [req(i, 1, 1) for i in range(2, 40)]  # one-token answers: each finishes in the step that prefills it
+    steps = []
+
+    def next_one(r, status, ttfb):
+        steps.append((env.now, s.steps))
+        if queue:
+            s.submit(queue.pop(0), next_one)  # closed loop: one request in flight at a time
+
+    s.submit(req(1, 1, 1), next_one)
+    while env.peek() < float("inf"):
+        env.step()
+        live = [e for _, _, _, e in env._queue if getattr(e, "fn", None) is not None]
+        assert len(live) <= 1
+    assert len(steps) == 39 and [k for _, k in steps] == list(range(1, 40))  # one step per request, in turn
+    one_step = prefill_time(LLAMA3, A100, 1)
+    assert steps[-1][0] == pytest.approx(39 * one_step, rel=1e-9)
