@@ -33,9 +33,12 @@ class Client:
         """Called with every answered attempt; returns True if a retry was scheduled (not final)."""
         spec = self.spec
         status = req.status
-        if self.tokens is not None:
+        tokens = self.tokens
+        if tokens is not None:
             if status == 200:
-                self.tokens = min(spec.budget_max_tokens, self.tokens + spec.budget_token_ratio)
+                tokens += spec.budget_token_ratio
+                cap = spec.budget_max_tokens
+                self.tokens = tokens if tokens < cap else cap   # min(cap, tokens)
             else:
                 self.tokens = max(0.0, self.tokens - 1.0)
         if status == 200 or status not in self.retry_on or req.attempt >= spec.max_retries:

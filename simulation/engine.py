@@ -83,9 +83,9 @@ class Sim:
         self.client = Client(self, sc.client)
         self.activator = Activator(self, self.cc) if self.knative else None
         self.rec = Recorder(sc.warmup_s, sc.duration_s, BATCHES)
-        self.dq_client = DeadlineQueue(env, sc.client.timeout_s, self._expire_client) if sc.client.timeout_s else None
-        self.dq_gateway = DeadlineQueue(env, sc.gateway.timeout_s, self._expire_gateway) if sc.gateway.timeout_s else None
-        self.dq_knative = DeadlineQueue(env, sc.serving.timeout_s, self._expire_knative) if self.knative else None
+        self.dq_client = self._deadlines(sc.client.timeout_s, self._expire_client)
+        self.dq_gateway = self._deadlines(sc.gateway.timeout_s, self._expire_gateway)
+        self.dq_knative = self._deadlines(sc.serving.timeout_s if self.knative else None, self._expire_knative)
         self.pods: list[Pod] = []
         self.n_live = 0                  # pods neither Terminating nor Gone
         self.endpoints: list[Pod] = []
@@ -117,6 +117,19 @@ class Sim:
         self.snap_gpu: list[tuple[float, float]] = []
         self.series: list[tuple[float, int, int, int, int]] = []
         self._arr = None
+
+    def _deadlines(self, timeout: float | None, on_expire: Callable[[Any], None]) -> DeadlineQueue | None:
+        """The deadline queue of one timeout, or None when it can never fire.
+
+        The client, gateway and revision timeouts all run from the attempt's send time, and every attempt that
+        is not answered at once enters each queue that exists: only the shortest can answer it. A longer one
+        (by more than float slack) would only schedule void timers, so it gets no queue — same results."""
+        sc = self.scenario
+        all_ = [t for t in (sc.client.timeout_s, sc.gateway.timeout_s, sc.serving.timeout_s if self.knative else None)
+                if t]
+        if not timeout or timeout > min(all_) + 1e-3:
+            return None
+        return DeadlineQueue(self.env, timeout, on_expire)
 
     def pod_rng(self, pid: int) -> random.Random:
         return random.Random(f"{self.seed}:pod:{pid}")
@@ -159,7 +172,8 @@ class Sim:
         if self.dq_gateway is not None:
             self.dq_gateway.add(req)
         if self.knative:
-            self.dq_knative.add(req)
+            if self.dq_knative is not None:
+                self.dq_knative.add(req)
             eps = self.endpoints
             if self.proxy or not eps:
                 self.activator.accept(req)

@@ -64,6 +64,7 @@ class Recorder:
         t1 = self.t1
         t_done = req.t_done
         status = req.status
+        b = -1
         if t0 <= t < t1:
             self.overlap += (t_done if t_done < t1 else t1) - t
             self.n_attempts += 1
@@ -85,9 +86,10 @@ class Recorder:
             return
         # the user request's final outcome
         self.n_final += 1
-        b = int((req.origin_t - t0) / self.blen)
-        if b >= self.nb:
-            b = self.nb - 1
+        if b < 0 or req.attempt:    # the batch of the first attempt's arrival (this one's, for a first attempt)
+            b = int((req.origin_t - t0) / self.blen)
+            if b >= self.nb:
+                b = self.nb - 1
         self.b_req[b] += 1
         lat = t_done - req.origin_t
         self.latency_all.append(lat)

@@ -31,7 +31,7 @@ FUSED = True   # False forces the general path (the fused path's equivalence tes
 
 class QueueProxy:
     __slots__ = ("sim", "pod", "server", "cc", "slots", "running", "nwait", "waiting", "dead", "env", "_done_cb",
-                 "plain")
+                 "plain", "_plain_done")
 
     def __init__(self, sim: Any, pod: Any, server: Any, cc: int, depth_factor: int) -> None:
         self.sim = sim
@@ -46,6 +46,7 @@ class QueueProxy:
         self.dead = False
         self._done_cb = self._on_done
         self.plain = FUSED and type(server) is SimpleServer and server.plain
+        self._plain_done = (self._done_plain,)
 
     def accept(self, req: Any) -> None:
         """A request arrives (from the ingress directly, or proxied by the activator)."""
@@ -62,6 +63,12 @@ class QueueProxy:
                 self.waiting.append(req)
                 self.nwait += 1
                 return
+        if self.plain:    # fused: `_start` for the plain simple server
+            req.where = self
+            req.t_start = req.t_qp
+            self.running += 1
+            self.server.start(req, self._plain_done, self._done_cb, 0.0)
+            return
         self._start(req)
 
     def _start(self, req: Any) -> None:
@@ -69,7 +76,7 @@ class QueueProxy:
         req.t_start = self.env._now
         if self.plain:    # fused: the plain simple server admits everything and starts it at once
             self.running += 1
-            self.server.start(req, self._done_plain, self._done_cb, 0.0)
+            self.server.start(req, self._plain_done, self._done_cb, 0.0)
             return
         status = self.server.check(req)
         if status is not None:
@@ -88,12 +95,14 @@ class QueueProxy:
             self._next()
         self.sim.complete(req, status, QUEUE_PROXY if status == 502 else SERVER)
 
-    def _done_plain(self, req: Any, on_done: Any, ttfb: float) -> None:
+    def _done_plain(self, req: Any) -> None:
         """Fused completion: the simple server's `_finish` and `_on_done` for a 200 in one call."""
-        del self.server.calls[req]
+        entry = self.server.calls.pop(req, None)
+        if entry is None:
+            return   # cancelled or failed: the void completion event of an answered request
         self.running -= 1
         req.where = None
-        req.t_first = req.t_start + ttfb
+        req.t_first = req.t_start + entry[1]
         if self.nwait and not self.dead:
             self._next()
         self.sim.complete(req, 200, SERVER)

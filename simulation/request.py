@@ -37,11 +37,14 @@ class Request:
     pod in Standard mode), `t_start` handed to the model server, `t_first` first byte, `t_done` answered.
     `where` is the object currently holding the request (activator, pod or None) so a timeout can pull it out.
     `data` is free for model-server plug-ins (e.g. a sequence's KV-cache state).
+    A server may schedule the request itself as its completion event on SimPy's queue (`callbacks`, `_ok`:
+    what `Environment.step` reads), saving a `Call` per request (the simple server does).
     """
 
     __slots__ = ("id", "origin", "origin_t", "attempt", "t", "input_tokens", "output_tokens",
                  "t_qp", "t_start", "t_first", "t_done", "status", "component", "where", "pod",
-                 "via_activator", "measured", "data")
+                 "via_activator", "measured", "data", "callbacks")
+    _ok = True
 
     def __init__(self, rid: int, origin: int, origin_t: float, attempt: int, t: float,
                  input_tokens: int, output_tokens: int, measured: bool) -> None:

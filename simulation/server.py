@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from validation.fields import Section
-from simulation.clock import call_later
 
 OnDone = Callable[[Any, int, "float | None"], None]
 
@@ -183,7 +182,8 @@ class SimpleServer(ModelServer):
 
     def __init__(self, env: Any, pod: Any, spec: SimpleServerSpec, rng: random.Random) -> None:
         super().__init__(env, pod, spec, rng)
-        self.calls: dict[Any, Any] = {}      # in service: request → completion Call (args: request, on_done, ttfb)
+        self.calls: dict[Any, tuple] = {}    # in service: request → (on_done, ttfb)
+        self._done = (self._finish,)
         self._queue: dict[Any, tuple] = {}    # waiting (parallelism reached): request → (on_done, submit time)
         self._random = rng.random
         self._dist = spec.distribution
@@ -208,10 +208,11 @@ class SimpleServer(ModelServer):
         if self._par is not None and len(self.calls) >= self._par:
             self._queue[request] = (on_done, self.env._now)
             return
-        self.start(request, self._finish, on_done, 0.0)
+        self.start(request, self._done, on_done, 0.0)
 
-    def start(self, request: Any, fn: Callable[..., None], on_done: OnDone, waited: float) -> None:
-        """Draw the service time; at its end call `fn(request, on_done, ttfb)` (`_finish`, or the fused path's)."""
+    def start(self, request: Any, done: tuple, on_done: OnDone, waited: float) -> None:
+        """Draw the service time and schedule the request itself as its completion event: at its end SimPy
+        calls `done` (a 1-tuple: `self._done`, or the fused path's) with the request."""
         spec = self.spec
         dist = self._dist
         if dist == "exponential":
@@ -224,42 +225,41 @@ class SimpleServer(ModelServer):
             x *= 1.0 + spec.slowdown_per_concurrent * len(self.calls)
         first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
         total = first + spec.per_output_token_s * request.output_tokens * x
-        self.calls[request] = call_later(self.env, total, fn, request, on_done, waited + first)
+        self.calls[request] = (on_done, waited + first)
+        request.callbacks = done
+        self.env.schedule(request, 1, total)   # priority NORMAL, as `call_later`
 
     def first_byte_at(self, request: Any) -> float | None:
-        call = self.calls.get(request)
-        if call is None:
+        entry = self.calls.get(request)
+        if entry is None:
             return None
-        at = request.t_start + call.args[2]
+        at = request.t_start + entry[1]
         return at if at <= self.env._now else None
 
-    def _finish(self, request: Any, on_done: OnDone, ttfb: float) -> None:
-        del self.calls[request]
+    def _finish(self, request: Any) -> None:
+        entry = self.calls.pop(request, None)
+        if entry is None:
+            return   # cancelled (timeout, disconnect) or failed (pod died): its completion event is void
         if self._queue:
             self._next()
-        on_done(request, 200, ttfb)
+        entry[0](request, 200, entry[1])
 
     def _next(self) -> None:
         while self._queue and len(self.calls) < self._par:
             request = next(iter(self._queue))
             on_done, t = self._queue.pop(request)
-            self.start(request, self._finish, on_done, self.env._now - t)
+            self.start(request, self._done, on_done, self.env._now - t)
 
     def cancel(self, request: Any) -> None:
         if self._queue.pop(request, None) is not None:
             return
-        call = self.calls.pop(request, None)
-        if call is not None:
-            call.cancel()
-            if self._queue:
-                self._next()
+        if self.calls.pop(request, None) is not None and self._queue:
+            self._next()
 
     def fail_all(self, status: int) -> None:
         calls, self.calls = self.calls, {}
         queued, self._queue = self._queue, {}
-        for request, call in list(calls.items()):
-            on_done = call.args[1]
-            call.cancel()
+        for request, (on_done, _) in list(calls.items()):
             on_done(request, status, None)
         for request, (on_done, _) in list(queued.items()):
             on_done(request, status, None)

@@ -284,7 +284,8 @@ def _trace_arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Ite
             continue
         yield t, ins[i], outs[i]
         if copies > 1:
-            extra = sorted(t + rng.random() * (nxt - t) for _ in range(copies - 1))
+            rnd = rng.random
+            extra = sorted([t + rnd() * (nxt - t) for _ in range(copies - 1)])
             for te in extra:
                 if te < until:
                     yield te, ins[i], outs[i]

@@ -13,6 +13,7 @@ import pytest
 
 import simulation.queue_proxy as queue_proxy
 from simulation import load_scenario
+from simulation.deadlines import DeadlineQueue
 from simulation.engine import Sim
 
 
@@ -68,5 +69,23 @@ def test_the_scenarios_exercise_the_fused_path_and_a_change_in_it_is_caught(scn,
     m = random_scenario(seed, scn.isvc)
     general, _ = run(m, seed, False, monkeypatch)
     done = queue_proxy.QueueProxy._done_plain
-    monkeypatch.setattr(queue_proxy.QueueProxy, "_done_plain", lambda qp, req, cb, ttfb: done(qp, req, cb, ttfb * 1.001))
+    monkeypatch.setattr(queue_proxy.QueueProxy, "_done_plain",
+                        lambda qp, req: (setattr(req, "t_start", req.t_start * 1.001), done(qp, req)))
     assert run(m, seed, True, monkeypatch)[0] != general
+
+
+@pytest.mark.parametrize("seed", range(0, 24, 2))
+def test_dropping_deadlines_that_cannot_fire_changes_nothing(scn, seed, monkeypatch):
+    """Only the shortest of the client, gateway and revision timeouts can answer an attempt (all run from its
+    send time), so the engine keeps no queue for the longer ones: the same report as keeping them all."""
+    m = random_scenario(seed, scn.isvc)
+    m["client"] = dict(m.get("client", {}), timeout_s=[1.0, 5.0, 60.0][seed % 3])
+    m["gateway"] = dict(m.get("gateway", {}), timeout_s=[0.5, 4.0, 400.0][seed % 4 % 3])
+    lean = Sim(load_scenario(m), seed)
+    assert sum(q is not None for q in (lean.dq_client, lean.dq_gateway, lean.dq_knative)) == 1
+    report = lean.run().to_json()
+
+    def every(sim, timeout, on_expire):
+        return DeadlineQueue(sim.env, timeout, on_expire) if timeout else None
+    monkeypatch.setattr(Sim, "_deadlines", every)
+    assert Sim(load_scenario(m), seed).run().to_json() == report
