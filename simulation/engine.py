@@ -80,6 +80,7 @@ class Sim:
         self.server_cls = get_server(sc.server.kind)
         self.cluster = cluster if cluster is not None else Cluster(self, sc.cluster)
         self.gateway = Gateway(env, sc.gateway)
+        self.rate_limited = sc.gateway.rate_limit_per_s is not None
         self.client = Client(self, sc.client)
         self.activator = Activator(self, self.cc) if self.knative else None
         self.rec = Recorder(sc.warmup_s, sc.duration_s, BATCHES)
@@ -165,10 +166,11 @@ class Sim:
         self.n_sys += 1
         if self.dq_client is not None:
             self.dq_client.add(req)
-        status = self.gateway.admit()
-        if status is not None:
-            self.complete(req, status, GATEWAY)
-            return
+        if self.rate_limited:
+            status = self.gateway.admit()
+            if status is not None:
+                self.complete(req, status, GATEWAY)
+                return
         if self.dq_gateway is not None:
             self.dq_gateway.add(req)
         if self.knative:

@@ -36,16 +36,19 @@ class Recorder:
         self.ttfb = Quantiles()
         self.b_req = [0] * batches
         self.b_err: dict[int, list[int]] = {}
-        self.b_att = [0] * batches
         self.b_soj = [0.0] * batches
         self.b_wait = [0.0] * batches
         self.b_wait_n = [0] * batches
         self.b_lat = [0.0] * batches
-        self.b_lat_n = [0] * batches
         self.n_final = 0
         self.n_attempts = 0
         self.incomplete = 0
         self.overlap = 0.0   # Σ over all attempts of the part of their sojourn inside the window
+
+    @property
+    def b_lat_n(self) -> list[int]:
+        """Successful user requests per batch: all of them less the failures."""
+        return [n - sum(err[b] for err in self.b_err.values()) for b, n in enumerate(self.b_req)]
 
     @property
     def final(self) -> dict[tuple[int, str], int]:
@@ -75,7 +78,6 @@ class Recorder:
             b = int((t - t0) / self.blen)
             if b >= self.nb:
                 b = self.nb - 1
-            self.b_att[b] += 1
             self.b_soj[b] += t_done - t
             if req.t_start >= 0:
                 self.b_wait[b] += req.t_start - t
@@ -101,7 +103,6 @@ class Recorder:
             self.latency.append(lat)
             self.ttfb.append(req.t_first - req.origin_t)
             self.b_lat[b] += lat
-            self.b_lat_n[b] += 1
         else:
             key = (status, req.component)
             fin = self.final_failed

@@ -40,7 +40,6 @@ class Timeline:
         self.memory: list[float | None] = []
         self.requests = [0] * n
         self.errors: dict[str, list[int]] = {}
-        self.ok_n = [0] * n
         self.ok_sum = [0.0] * n
         self.ok_max = [0.0] * n
         self.all_sum = [0.0] * n
@@ -61,7 +60,6 @@ class Timeline:
         lat = req.t_done - req.origin_t
         self.all_sum[b] += lat
         if req.status == 200:
-            self.ok_n[b] += 1
             self.ok_sum[b] += lat
             if lat > self.ok_max[b]:
                 self.ok_max[b] = lat
@@ -74,13 +72,14 @@ class Timeline:
 
     def to_dict(self) -> dict:
         n = self.bins
+        ok_n = [k - sum(row[b] for row in self.errors.values()) for b, k in enumerate(self.requests)]
         return {
             "interval_s": self.interval,
             "t": self.t, "in_system": self.in_system, "pending_pods": self.pending, "gpu_memory": self.memory,
             "bin_start_s": [i * self.interval for i in range(n)],
             "requests": self.requests,
             "errors": dict(sorted(self.errors.items())),
-            "latency_ok_mean_s": [s / k if k else None for s, k in zip(self.ok_sum, self.ok_n)],
-            "latency_ok_max_s": [m if k else None for m, k in zip(self.ok_max, self.ok_n)],
+            "latency_ok_mean_s": [s / k if k else None for s, k in zip(self.ok_sum, ok_n)],
+            "latency_ok_max_s": [m if k else None for m, k in zip(self.ok_max, ok_n)],
             "latency_all_mean_s": [s / k if k else None for s, k in zip(self.all_sum, self.requests)],
         }
