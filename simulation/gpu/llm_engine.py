@@ -23,8 +23,8 @@ from validation.fields import Section
 from simulation.clock import call_later
 from simulation.gpu.profile import Profile, parse_profile
 from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency
-from simulation.gpu.server_common import (BAD_REQUEST, EPS, OK, OOM_REASON, SERVER_ERROR, crash_pod,
-                                          efficiency, new_stats)
+from simulation.gpu.server_common import (BAD_REQUEST, EPS, OK, OOM_REASON, SERVER_ERROR, batch_log,
+                                          crash_pod, efficiency, new_stats)
 from simulation.server import ModelServer, OnDone
 
 
@@ -89,7 +89,8 @@ class LlmServer(ModelServer):
         self._crashed = False  # set by a process-killing OOM inside the current schedule: stop there
         self._fails = 0  # fail_all calls (to see whether pod.crash() reached us)
         self.stats = new_stats()
-        self.batch_sizes: list[tuple[float, int]] = []  # (time, decoding batch size) at each change
+        self.batch_sizes = batch_log()  # (time, decoding batch size) at each change, the most recent ones
+        self.max_batch = 0  # the largest decoding batch of the run
 
     # -- contract ----------------------------------------------------------------------------------------
     @property
@@ -215,6 +216,7 @@ class LlmServer(ModelServer):
         self._seg_t0 = self.env.now
         self._seg_step = step
         self.batch_sizes.append((self.env.now, len(self.running)))
+        self.max_batch = max(self.max_batch, len(self.running))
         self._call = call_later(self.env, max(0.0, steps) * step, self._end_decode)
 
     def _end_prefill(self) -> None:

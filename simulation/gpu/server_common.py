@@ -7,6 +7,7 @@ The servers: `llm_engine` (the continuous-batching timeline the LLM servers shar
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from validation.fields import Section
@@ -15,11 +16,17 @@ from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency
 OK, BAD_REQUEST, SERVER_ERROR, UNAVAILABLE = 200, 400, 500, 503
 OOM_REASON = "CUDA out of memory"
 EPS = 1e-9
+BATCH_LOG = 1024  # batch sizes a server keeps (the most recent): memory stays flat however long the run
 
 
 def new_stats() -> dict[str, int]:
     """Per-server counters (summed over pods by the report): see docs/gpu-model.md."""
     return {"rejected_400": 0, "oom_events": 0, "oom_request_failures": 0, "oom_crashes": 0, "completed": 0}
+
+
+def batch_log() -> deque:
+    """The most recent `BATCH_LOG` batch sizes a server dispatched (tests and debugging read them)."""
+    return deque(maxlen=BATCH_LOG)
 
 
 def crash_pod(server: Any, reason: str) -> None:

@@ -13,7 +13,7 @@ from simulation.gpu.memory import DEFAULT_NAIVE_OVERHEAD_GIB, naive_base_bytes, 
 from simulation.gpu.profile import Profile, parse_profile
 from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency, vision_batch_time
 from simulation.gpu.server_common import (BAD_REQUEST, EPS, OK, OOM_REASON, SERVER_ERROR, UNAVAILABLE,
-                                          crash_pod, efficiency, model_name, new_stats)
+                                          batch_log, crash_pod, efficiency, model_name, new_stats)
 from simulation.server import ModelServer, OnDone, register_server
 
 
@@ -94,7 +94,8 @@ class TritonServer(ModelServer):
         self.capacity = self.gpu.memory_bytes
         self.base = naive_base_bytes(self.model, spec.overhead_gib)
         self.stats = new_stats()
-        self.batch_sizes: list[int] = []
+        self.batch_sizes = batch_log()  # the most recent batch sizes
+        self.max_batch = 0
 
     @property
     def in_flight(self) -> int:
@@ -182,6 +183,7 @@ class TritonServer(ModelServer):
             return
         self.batch = batch
         self.batch_sizes.append(size)
+        self.max_batch = max(self.max_batch, size)
         t = vision_batch_time(self.model, self.gpu, [it.pixels for it in batch], eff=self.spec.eff)
         self._call = call_later(self.env, t, self._end_batch)
 

@@ -71,7 +71,7 @@ def test_vllm_queues_when_kv_blocks_run_out_and_never_ooms():
         s.submit(req(i, 4000, 4000), log)  # 8,000 tokens each → only floor(cap / 8000) at once
     env.run()
     assert all(v[0] == 200 for v in log.rows.values())
-    assert max(n for _, n in s.batch_sizes) == cap // 8000
+    assert max(n for _, n in s.batch_sizes) == s.max_batch == cap // 8000
     assert pod.crashes == [] and s.stats["oom_events"] == 0
 
 
@@ -209,7 +209,7 @@ def test_triton_sends_preferred_batches_at_once_and_waits_for_the_queue_delay_ot
     log = Log(env)
     s.submit(req(1, 224 * 224, 1), log)
     env.run()
-    assert s.batch_sizes == [1] and log.rows[1][1] >= 0.002
+    assert list(s.batch_sizes) == [1] and log.rows[1][1] >= 0.002
 
 
 def test_triton_caps_batch_and_pixels():
@@ -219,7 +219,7 @@ def test_triton_caps_batch_and_pixels():
     for i in range(10):
         s.submit(req(i, 224 * 224, 1), log)
     env.run()
-    assert max(s.batch_sizes) <= 4 and len(log.rows) == 10 and {v[0] for v in log.rows.values()} == {200}
+    assert max(s.batch_sizes) == s.max_batch <= 4 and len(log.rows) == 10 and {v[0] for v in log.rows.values()} == {200}
 
 
 def test_triton_oom_on_a_huge_batch():
@@ -251,3 +251,22 @@ def test_server_serves_again_after_a_crash_and_a_terminating_pod_still_loses_the
     s.submit(req(3, 8000, 10), log)
     env.run()
     assert log.rows[3][0] == 500 and s.in_flight == 0
+
+
+def test_batch_logs_stay_bounded_on_long_runs():
+    from simulation.gpu.server_common import BATCH_LOG
+
+    env, pod, s = triton(max_batch_size=4, preferred_batch_size=[1, 2, 4])
+    log = Log(env)
+    for i in range(5 * BATCH_LOG):  # batches of 4 after the first
+        s.submit(req(i, 224 * 224, 1), log)
+    env.run()
+    assert len(log.rows) == 5 * BATCH_LOG and len(s.batch_sizes) == BATCH_LOG and s.max_batch == 4
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB"})
+    log = Log(env)
+    for i in range(2 * BATCH_LOG):
+        env.run(until=0.05 * (i + 1))
+        s.submit(req(i, 50, 2 + i % 7), log)
+    env.run()
+    assert len(log.rows) == 2 * BATCH_LOG and len(s.batch_sizes) == BATCH_LOG
+    assert s.max_batch >= max(n for _, n in s.batch_sizes) >= 1
