@@ -169,11 +169,12 @@ def check_stack(cfg: StackConfig, executor: Any = None,
     return start_check(cfg, executor, on_round)()
 
 
-def start_check(cfg: StackConfig, executor: Any = None,
-                on_round: Callable[[int, int], None] | None = None) -> Callable[[], list[Verdict]]:
+def start_check(cfg: StackConfig, executor: Any = None, on_round: Callable[[int, int], None] | None = None,
+                cache: Any = None) -> Callable[[], list[Verdict]]:
     """`check_stack` started without waiting (input errors are raised here): round 1 is on the executor while
-    the caller does other work; the returned function waits for the verdicts."""
-    decision = Decision(trials(cfg), cfg.gate, executor, on_round)
+    the caller does other work; the returned function waits for the verdicts. `cache`: a
+    simulation.result_cache.ResultCache for the replications, or None."""
+    decision = Decision(trials(cfg), cfg.gate, executor, on_round, cache)
     return lambda: list(decision.result().values())
 
 

@@ -32,9 +32,10 @@ class Trial:
 
 
 def decide(trials: Sequence[Trial], gate: GateConfig, executor: Any = None,
-           on_round: Callable[[int, int], None] | None = None) -> dict[Hashable, Verdict]:
-    """Every trial's verdict; `on_round(replications, open trials)` is called before each round."""
-    return Decision(trials, gate, executor, on_round).result()
+           on_round: Callable[[int, int], None] | None = None, cache: Any = None) -> dict[Hashable, Verdict]:
+    """Every trial's verdict; `on_round(replications, open trials)` is called before each round; `cache`
+    (simulation/result_cache.py) keeps replications on disk."""
+    return Decision(trials, gate, executor, on_round, cache).result()
 
 
 class Decision:
@@ -42,8 +43,9 @@ class Decision:
     raised here); `result()` waits for it and runs any further rounds."""
 
     def __init__(self, trials: Sequence[Trial], gate: GateConfig, executor: Any = None,
-                 on_round: Callable[[int, int], None] | None = None) -> None:
+                 on_round: Callable[[int, int], None] | None = None, cache: Any = None) -> None:
         self.trials, self.gate, self.executor, self.on_round = list(trials), gate, executor, on_round
+        self.cache = cache
         self.reports: dict[Hashable, list[dict]] = {t.key: [] for t in trials}
         self._pending = self.trials
         self._target = gate.min_replications
@@ -55,7 +57,8 @@ class Decision:
         if self.on_round:
             self.on_round(self._target, len(self._pending))
         seeds = replication_seeds(self.gate.seed, self._target - have, start=have)
-        return submit_replications([t.scenario for t in self._pending], seeds, self.executor, base_dir=ROOT)
+        return submit_replications([t.scenario for t in self._pending], seeds, self.executor, base_dir=ROOT,
+                                   cache=self.cache)
 
     def result(self) -> dict[Hashable, Verdict]:
         verdicts = self._verdicts

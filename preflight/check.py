@@ -74,11 +74,12 @@ class StackCheck:
 
 
 def check(stack: str, console: Console | None = None, plot_dir: Path | None = None, executor=None,
-          timings: Timings | None = None) -> StackCheck:
+          timings: Timings | None = None, cache=None) -> StackCheck:
     """Run every stage for one stack; raises InputError for a user's mistake.
 
     The SLO gate's simulations start first and run on the executor's workers beside the other stages
-    (preflight/stages.py); `timings` collects each stage's time.
+    (preflight/stages.py); `timings` collects each stage's time; `cache` (simulation/result_cache.py) answers
+    the replications it holds.
     """
     timings = timings if timings is not None else Timings()
     with timings.stage(f"{stack}: config, node fit, admission"):
@@ -90,7 +91,7 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     if result.admission:  # the program would stop here too, before registering anything
         return result
     progress = _GateProgress(stack, console)
-    gate = in_background(lambda: start_check(cfg, executor, progress.on_round), executor, timings,
+    gate = in_background(lambda: start_check(cfg, executor, progress.on_round, cache), executor, timings,
                          f"{stack}: SLO gate simulations") if cfg.gate.enabled else None
     with timings.stage(f"{stack}: Pulumi program under mocks (imports the providers)"):
         import pulumi
@@ -233,6 +234,12 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
                      help="also write one timeline PNG per service to DIR: replicas and Pending pods, queue, errors "
                           "by status and component, GPU memory, latency (successes and all requests)")
     cmd.add_argument("--timings", action="store_true", help="also report how long each stage took")
+    cmd.add_argument("--no-cache", action="store_true",
+                     help="simulate every replication even when the on-disk cache of replication results "
+                          "(keyed by the scenario, the seed and the simulator's source) holds it")
+    cmd.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="where replication results are cached (default: $KSERVE_PREFLIGHT_CACHE_DIR or the "
+                          "user's cache directory)")
     add_executor_arguments(cmd)
     from preflight import whatif
 
@@ -258,6 +265,11 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     timings = Timings(started)
     if started is not None:
         timings.add("imports (the CLI's modules)", time.perf_counter() - started, None)
+    cache = None
+    if not args.no_cache:
+        from simulation.result_cache import ResultCache
+
+        cache = ResultCache(args.cache_dir)
     try:
         executor = make_executor(args.dask, args.ray, args.workers)
     except InputError as err:
@@ -265,13 +277,16 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     try:
         for stack in stacks:
             try:
-                results.append(check(stack, console, args.plot, executor, timings))
+                results.append(check(stack, console, args.plot, executor, timings, cache))
             except InputError as err:
                 exit_with(err)
             if not args.json:
                 print_result(results[-1], console)
     finally:
         executor.close()
+    if cache is not None:
+        timings.notes.append(f"replications from the cache: {cache.hits} of {cache.hits + cache.misses} "
+                             f"({cache.dir}; --no-cache to simulate them all)")
     if args.json:
         out = {"passed": all(r.passed for r in results), "stacks": [r.to_dict() for r in results]}
         if args.timings:

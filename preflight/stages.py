@@ -30,6 +30,7 @@ class Timings:
         self.start = time.perf_counter() if start is None else start
         self._children0 = _cpu(resource.RUSAGE_CHILDREN)
         self._lock = threading.Lock()
+        self.notes: list[str] = []
 
     def add(self, name: str, wall: float, cpu: float | None) -> None:
         with self._lock:
@@ -54,7 +55,7 @@ class Timings:
         me, workers = self.cpu()
         return {"stages": [{"stage": n, "wall_s": round(w, 4), "cpu_s": None if c is None else round(c, 4)}
                            for n, w, c in self.rows], "total_wall_s": round(self.total(), 4),
-                "cpu_s": {"this_process": round(me, 4), "workers": round(workers, 4)}}
+                "cpu_s": {"this_process": round(me, 4), "workers": round(workers, 4)}, "notes": self.notes}
 
     def table(self) -> Any:
         from rich.table import Table
@@ -69,6 +70,8 @@ class Timings:
         me, workers = self.cpu()
         t.add_row("total (since the CLI started importing)", f"{self.total():.3f}", f"{me:.3f}")
         t.add_row("CPU s of the worker processes (all stacks)", "", f"{workers:.3f}")
+        if self.notes:
+            t.caption = "; ".join(self.notes)
         return t
 
 

@@ -88,21 +88,23 @@ def clear_cache() -> None:
 
 
 def run_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], executor: Any = None,
-                     base_dir: Any = None) -> list[list[dict]]:
+                     base_dir: Any = None, cache: Any = None) -> list[list[dict]]:
     """Every scenario × every seed; `result[s][r]` is scenario s's report for seeds[r].
 
-    Jobs already in this process's cache are not sent again; the rest go to `executor` (default: this process).
-    Raises `validation.errors.InputError` for a scenario the simulation's parser rejects.
+    Jobs already in this process's cache (or in `cache`, on disk) are not sent again; the rest go to
+    `executor` (default: this process). Raises `validation.errors.InputError` for a scenario the simulation's
+    parser rejects.
     """
-    return submit_replications(scenarios, seeds, executor, base_dir).result()
+    return submit_replications(scenarios, seeds, executor, base_dir, cache).result()
 
 
 def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], executor: Any = None,
-                        base_dir: Any = None) -> Any:
+                        base_dir: Any = None, cache: Any = None) -> Any:
     """`run_replications` started without waiting: returns a handle whose `result()` is its list.
 
     Input errors are raised here, before any job starts. The jobs go out longest first (by simulated
-    duration), so the last ones to finish are short and the workers end together.
+    duration), so the last ones to finish are short and the workers end together. `cache`
+    (simulation/result_cache.py) answers the jobs it holds and stores the others' reports.
     """
     from simulation.executors import Later, SerialExecutor
 
@@ -111,6 +113,13 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
     jobs = [(text, seed, bd) for text in texts for seed in seeds]
     found = {job: _CACHE[job] for job in jobs if job in _CACHE}
     todo = list(dict.fromkeys(job for job in jobs if job not in found))
+    if cache is not None and todo:
+        for job in todo:
+            report = cache.get(job)
+            if report is not None:
+                found[job] = report
+                _remember(job, report)
+        todo = [job for job in todo if job not in found]
     pending = None
     if todo:
         length = {t: 0.0 for t, _, _ in todo}
@@ -125,9 +134,12 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
 
     def collect() -> list[list[dict]]:
         if pending is not None:
-            for job, report in zip(todo, pending.result()):
+            reports = pending.result()
+            for job, report in zip(todo, reports):
                 _remember(job, report)
                 found[job] = report
+            if cache is not None:
+                cache.put_all(zip(todo, reports))
         flat = [found[job] for job in jobs]
         return [flat[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(scenarios))]
     return Later(collect)

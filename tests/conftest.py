@@ -14,6 +14,12 @@ if str(ROOT) not in sys.path:
 SHARED_DATA = ROOT.parent / "shared" / "data" / "azure-llm-inference-2023"
 
 
+@pytest.fixture(autouse=True)
+def _own_result_cache(tmp_path, monkeypatch):
+    """`preflight check` caches replications on disk: each test gets an empty cache of its own."""
+    monkeypatch.setenv("KSERVE_PREFLIGHT_CACHE_DIR", str(tmp_path / "replication-cache"))
+
+
 @pytest.fixture
 def azure_conv_trace() -> Path:
     path = SHARED_DATA / "AzureLLMInferenceTrace_conv.csv"

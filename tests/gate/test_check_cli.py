@@ -52,7 +52,7 @@ def _failing_check() -> cli.StackCheck:
 def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
     failing = _failing_check()
     assert not failing.passed
-    monkeypatch.setattr(cli, "check", lambda stack, console, plot, executor=None, timings=None: failing)
+    monkeypatch.setattr(cli, "check", lambda stack, console, plot, executor=None, timings=None, cache=None: failing)
     assert cli.main(["check", "--stack", "prod"]) == 1
     buf = io.StringIO()
     cli.print_result(failing, Console(file=buf, width=160))
