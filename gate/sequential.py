@@ -1,8 +1,8 @@
 """Sequential replication: run each scenario until every SLO check is decided or the budget is spent.
 
 Round 1 runs `gate.replications.min` replications of every scenario; each later round doubles the count (up to
-`gate.replications.max`) for the scenarios that still have an undecided check, all of them in one batch on the
-executor. Replication i always uses seed `simulation.replicate.replication_seed(gate.seed, i)`, so the same
+`gate.replications.max`) for the scenarios that still have an undecided check; a scenario's next round is sent
+to the executor as soon as its own replications are judged. Replication i always uses seed `simulation.replicate.replication_seed(gate.seed, i)`, so the same
 config and seed give the same verdict on any machine and any executor.
 
 Looking at the interval after each round and stopping when it decides is a sequential test; with doubling there
@@ -12,11 +12,13 @@ decision small; the budget keeps the gate's time bounded.
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from gate.verdict import Verdict
-from simulation.replicate import replication_seeds, submit_replications
+from simulation.replicate import replication_seeds, scenario_duration, submit_replications
 from stackconfig.load import ROOT
 from stackconfig.schema import GateConfig
 
@@ -38,39 +40,67 @@ def decide(trials: Sequence[Trial], gate: GateConfig, executor: Any = None,
     return Decision(trials, gate, executor, on_round, cache).result()
 
 
+class _Scenario:
+    """The trials that share one scenario (a fleet run judges each service in it) and their next round."""
+
+    def __init__(self, trials: list[Trial], target: int) -> None:
+        self.trials, self.target, self.handle = trials, target, None
+
+
 class Decision:
     """`decide` in two halves: creating it sends round 1 to the executor without waiting (input errors are
-    raised here); `result()` waits for it and runs any further rounds."""
+    raised here); `result()` waits and runs any further rounds.
+
+    Each scenario moves on alone: as soon as its replications are in, its trials are judged and the undecided
+    ones' next round is sent, while other scenarios still run (no barrier between rounds). A trial sees the same
+    seeds and the same looks (min, 2·min, … max) as with rounds in lockstep, so its verdict is the same.
+    """
 
     def __init__(self, trials: Sequence[Trial], gate: GateConfig, executor: Any = None,
                  on_round: Callable[[int, int], None] | None = None, cache: Any = None) -> None:
         self.trials, self.gate, self.executor, self.on_round = list(trials), gate, executor, on_round
         self.cache = cache
         self.reports: dict[Hashable, list[dict]] = {t.key: [] for t in trials}
-        self._pending = self.trials
-        self._target = gate.min_replications
-        self._round = self._submit() if self._pending else None
         self._verdicts: dict[Hashable, Verdict] = {}
+        by_text: dict[str, list[Trial]] = {}
+        for t in self.trials:
+            by_text.setdefault(json.dumps(t.scenario, sort_keys=True), []).append(t)
+        groups = [_Scenario(ts, gate.min_replications) for ts in by_text.values()]
+        groups.sort(key=lambda g: -scenario_duration(g.trials[0].scenario))  # the pool takes the longest first
+        self._open: list[_Scenario] = []
+        for g in groups:
+            self._submit(g)
 
-    def _submit(self) -> Any:
-        have = len(self.reports[self._pending[0].key])
+    def _submit(self, g: _Scenario) -> None:
+        have = len(self.reports[g.trials[0].key])
+        self._open.append(g)
         if self.on_round:
-            self.on_round(self._target, len(self._pending))
-        seeds = replication_seeds(self.gate.seed, self._target - have, start=have)
-        return submit_replications([t.scenario for t in self._pending], seeds, self.executor, base_dir=ROOT,
-                                   cache=self.cache)
+            self.on_round(g.target, sum(len(o.trials) for o in self._open))
+        seeds = replication_seeds(self.gate.seed, g.target - have, start=have)
+        g.handle = submit_replications([g.trials[0].scenario], seeds, self.executor, base_dir=ROOT, cache=self.cache)
+
+    def _next_done(self) -> _Scenario:
+        """The first open scenario whose replications are all in (in order when the executor cannot tell)."""
+        while True:
+            for g in self._open:
+                if g.handle.done():
+                    return g
+            running = [f for g in self._open for f in g.handle.futures if not f.done()]
+            if not running:
+                return self._open[0]
+            wait(running, return_when=FIRST_COMPLETED)
 
     def result(self) -> dict[Hashable, Verdict]:
         verdicts = self._verdicts
-        while self._round is not None:
-            for trial, new in zip(self._pending, self._round.result()):
+        while self._open:
+            g = self._next_done()
+            self._open.remove(g)
+            [new] = g.handle.result()
+            for trial in g.trials:
                 self.reports[trial.key].extend(new)
                 verdicts[trial.key] = trial.judge(self.reports[trial.key])
-            self._round = None
-            if self._target >= self.gate.max_replications:
-                break
-            self._pending = [t for t in self._pending if verdicts[t.key].undecided]
-            self._target = min(self.gate.max_replications, 2 * self._target)
-            if self._pending:
-                self._round = self._submit()
+            g.trials = [t for t in g.trials if verdicts[t.key].undecided]
+            if g.trials and g.target < self.gate.max_replications:
+                g.target = min(self.gate.max_replications, 2 * g.target)
+                self._submit(g)
         return {t.key: verdicts[t.key] for t in self.trials}

@@ -41,10 +41,16 @@ class Executor(Protocol):
 
 
 class Later:
-    """Work that runs when its result is asked for (an executor that cannot run beside the caller)."""
+    """A result to ask for later: `run()` waits for `futures` (work running elsewhere), or does the work itself
+    when there are none (an executor that cannot run beside the caller)."""
 
-    def __init__(self, run: Callable[[], list]) -> None:
+    def __init__(self, run: Callable[[], list], futures: Iterable[Any] = ()) -> None:
         self._run, self._done = run, None
+        self.futures = list(futures)  # concurrent.futures.Future, for wait(FIRST_COMPLETED)
+
+    def done(self) -> bool:
+        """True when `result()` will not wait (False for work not started)."""
+        return self._done is not None or (bool(self.futures) and all(f.done() for f in self.futures))
 
     def result(self) -> list:
         if self._done is None:
@@ -106,7 +112,7 @@ class LocalExecutor:
                 self.close()
                 self.workers = 1
                 return [fn(item) for item in items]
-        return Later(gather)
+        return Later(gather, futures)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -70,7 +70,8 @@ def _load(mapping: Any, base_dir: str | None) -> Callable[[int], dict]:
     return lambda seed: run_simulation(scenario, seed=seed).to_dict()
 
 
-def _duration(mapping: Mapping) -> float:
+def scenario_duration(mapping: Mapping) -> float:
+    """Simulated seconds of a scenario or fleet mapping (1 when it does not say): what a job costs, roughly."""
     try:
         return float(mapping.get("duration_s") or 1.0)
     except (TypeError, ValueError):
@@ -126,7 +127,7 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
         for text, mapping in zip(texts, scenarios):
             if text in length and not length[text]:  # input errors here, before any process starts
                 _load(json.loads(text), bd)
-                length[text] = _duration(mapping)
+                length[text] = scenario_duration(mapping)
         todo.sort(key=lambda job: -length[job[0]])  # stable: seeds stay in order within a scenario
         executor = executor or SerialExecutor()
         submit = getattr(executor, "submit", None)
@@ -142,7 +143,7 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
                 cache.put_all(zip(todo, reports))
         flat = [found[job] for job in jobs]
         return [flat[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(scenarios))]
-    return Later(collect)
+    return Later(collect, pending.futures if pending is not None else ())
 
 
 @dataclass(frozen=True)
