@@ -234,28 +234,30 @@ class VllmV1Engine(ModelServer):
         k = self._seg_k
         self.steps += k
         self.sampled_tokens += self._seg_dec * k
-        now = self.env._now
         done = []
-        for r, c in self._seg_chunks:
-            if r.state != PREFILLING:
-                continue  # cancelled meanwhile
-            r.computed += c * k
-            self.kv_pre += c * k
-            self.prefill_tokens += c * k
-            if r.computed >= r.target:
-                del self.prefilling[r]
-                self.kv_pre -= r.computed
-                r.gen += 1  # the step that completes the prompt samples a token
-                self.sampled_tokens += 1
-                if r.ttfb is None:
-                    r.ttfb = now - r.t_submit
-                if r.gen >= r.out:
-                    del self.running[r]
-                    r.state = WAITING
-                    done.append(r)
-                else:
-                    self._start_decoding(r)
-        self._seg_chunks = []
+        chunks = self._seg_chunks
+        if chunks:
+            now = self.env._now
+            for r, c in chunks:
+                if r.state != PREFILLING:
+                    continue  # cancelled meanwhile
+                r.computed += c * k
+                self.kv_pre += c * k
+                self.prefill_tokens += c * k
+                if r.computed >= r.target:
+                    del self.prefilling[r]
+                    self.kv_pre -= r.computed
+                    r.gen += 1  # the step that completes the prompt samples a token
+                    self.sampled_tokens += 1
+                    if r.ttfb is None:
+                        r.ttfb = now - r.t_submit
+                    if r.gen >= r.out:
+                        del self.running[r]
+                        r.state = WAITING
+                        done.append(r)
+                    else:
+                        self._start_decoding(r)
+            self._seg_chunks = []
         self._plan(done)
 
     def _plan(self, done: list[_Req] | None = None) -> None:
@@ -265,19 +267,14 @@ class VllmV1Engine(ModelServer):
             if done:
                 for r in done:
                     self._finish(r)
-            heap = self._heap
-            if heap and heap[0][0] <= self.steps:
-                self._finish_decoded()
+            heap, steps = self._heap, self.steps
+            while heap and heap[0][0] <= steps:  # decodes that reached their last token
+                _, _, epoch, r = heapq.heappop(heap)
+                if epoch == r.epoch and r.state == DECODING:
+                    self._finish(r)
             self._plan_step()
         finally:
             self._planning = False
-
-    def _finish_decoded(self) -> None:
-        heap, steps = self._heap, self.steps
-        while heap and heap[0][0] <= steps:
-            _, _, epoch, r = heapq.heappop(heap)
-            if epoch == r.epoch and r.state == DECODING:
-                self._finish(r)
 
     def _plan_step(self) -> None:
         n_dec = self.n_dec
@@ -293,7 +290,10 @@ class VllmV1Engine(ModelServer):
             chunks.append((r, c))
             budget -= c
             new += c
-        used = self.kv_used()
+        used = self.dec_base + n_dec * self.steps  # kv_used(), inline (a hot path)
+        if self.window and used > n_dec * self.window:
+            used = n_dec * self.window
+        used += self.kv_pre
         running, cap, half = self.running, self.cap, self._half
         preempted = False
         while running and used + new + (len(running) - 1) * half > cap:
