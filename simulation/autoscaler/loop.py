@@ -66,12 +66,15 @@ class KpaLoop:
         self.rps = 1 if cfg.metric == "rps" else 0   # index into `Pod.kpa_stat`
         sim.set_proxy(not (self.want > 0 and self.ebc >= 0))
         sim.proxy_since = 0.0 if sim.proxy else None
+        # Scrape k runs at t = k s, whole seconds of the shared clock (Knative's scrape ticker has no phase to
+        # copy): a revision created later (a rollout) splits its pods' load at its own scrape times.
+        sim.scrape_ticks = int(math.floor(self.env.now))
         call_later(self.env, 0.0, self._start)
 
     def _start(self) -> None:
         # The loops are chains of callbacks (cheaper than SimPy processes), each scheduling its next run after
         # its body, as a process's `yield timeout` would: same-time events keep their order.
-        call_later(self.env, 1.0, self._scrape)
+        call_later(self.env, self.sim.scrape_ticks + 1.0 - self.env.now, self._scrape)
         call_later(self.env, self.cfg.tick_interval_s, self._tick)
 
     # -- metrics --------------------------------------------------------------------------------------
