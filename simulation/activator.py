@@ -50,9 +50,15 @@ class Activator:
             self.area += self.n * (now - self.last)
         self.last = now
 
-    def scrape(self, period: float) -> tuple[float, int, bool]:
-        """(avg concurrency, requests, had activity) since the last report."""
-        self._acc()
+    def scrape(self, period: float, at: float | None = None) -> tuple[float, int, bool]:
+        """(avg concurrency, requests, had activity) since the last report, up to `at` (default now; nothing has
+        changed in between: the KPA runs its due scrapes before every change)."""
+        if at is None:
+            self._acc()
+        else:
+            if self.n:
+                self.area += self.n * (at - self.last)
+            self.last = at
         a, c = self.mark
         self.mark = (self.area, self.count)
         return (self.area - a) / period, self.count - c, (self.area > a or self.count > c or self.n > 0)
@@ -61,6 +67,9 @@ class Activator:
     def accept(self, req: Any) -> None:
         req.via_activator = True
         now = self.env._now
+        sim = self.sim
+        if sim.scrape_due < now:
+            sim.autoscaler.catch_scrapes(now)
         n = self.n
         if n:
             self.area += n * (now - self.last)
@@ -81,6 +90,9 @@ class Activator:
     def leave(self, req: Any) -> None:
         """Called when a request that came through the activator is answered."""
         now = self.env._now
+        sim = self.sim
+        if sim.scrape_due < now:
+            sim.autoscaler.catch_scrapes(now)
         n = self.n
         self.area += n * (now - self.last)
         self.last = now

@@ -1,9 +1,16 @@
 """Cheap one-shot callbacks on a SimPy environment: `call_later(env, delay, fn, *args) -> Call`.
 
-The request path is driven by callbacks, not by one SimPy process per request: a `Call` is pushed on
-SimPy's own event queue through the public `Environment.schedule`, so it interleaves exactly with
-ordinary SimPy events and processes (the autoscaler loops are SimPy processes). A `Call` costs one heap
-push and one pop; `cancel()` makes it a no-op (SimPy events cannot be removed from the heap).
+The request path and the control loops are driven by callbacks, not by one SimPy process per request: a `Call` is
+pushed on SimPy's own event queue through the public `Environment.schedule`, so it interleaves exactly with
+ordinary SimPy events and processes. A `Call` costs one heap push and one pop; `cancel()` makes it a no-op
+(SimPy events cannot be removed from the heap).
+
+The KPA's 1 s scrapes have no events (`KpaLoop.catch_scrapes` runs them when something they read changes). Where
+a scrape event at t = k (scheduled when scrape k − 1 ran) would have come between two events at exactly t = k,
+order decides what it reads, so a Call landing on a whole second is sorted here: one scheduled after scrape
+k − 1 ran (less than 1 s ahead, or exactly 1 s ahead once scrape k − 1 is done) would have run after scrape k,
+so it runs the due scrapes first (`scrapes_first`; other events scheduled directly use it too). Calls off the
+whole seconds (all of them, with continuous distributions) pay one float test.
 """
 
 from __future__ import annotations
@@ -44,8 +51,48 @@ class Call:
         return self.fn is not None
 
 
+def grid_loops(env: Any) -> list:
+    """The KPA loops on this environment whose scrapes run on whole seconds without events."""
+    loops = env.__dict__.get("_grid_loops")
+    if loops is None:
+        loops = env._grid_loops = []
+    return loops
+
+
+def _late_loops(env: Any, at: float) -> list:
+    """The loops whose scrape at t = `at` (a whole second) an event scheduled now would have followed."""
+    now = env._now
+    out = []
+    for loop in env.__dict__.get("_grid_loops", ()):
+        ticks = loop.sim.scrape_ticks
+        if at <= ticks:
+            continue                                  # done already, or before the loop's first scrape
+        if now > at - 1.0 or (now == at - 1.0 and loop.started and ticks >= now):
+            out.append(loop)
+    return out
+
+
+def scrapes_first(env: Any, at: float) -> Callable[[Any], None] | None:
+    """For an event at `at`: None, or a callback to put before its own that runs the KPA scrapes it follows."""
+    if at % 1.0:
+        return None
+    late = _late_loops(env, at)
+    if not late:
+        return None
+
+    def hook(_event: Any) -> None:
+        for loop in late:
+            loop.catch_scrapes(at, inclusive=True)
+    return hook
+
+
 def call_later(env: Any, delay: float, fn: Callable[..., Any], *args: Any) -> Call:
     """Run `fn(*args)` at `env.now + delay` (delay >= 0); returns a cancellable handle."""
-    call = Call(fn, args, env._now + delay)
+    at = env._now + delay
+    call = Call(fn, args, at)
+    if not at % 1.0:
+        hook = scrapes_first(env, at)
+        if hook is not None:
+            call.callbacks = (hook, _fire)
     env.schedule(call, NORMAL, delay)
     return call

@@ -25,7 +25,7 @@ import simpy
 from simulation.activator import Activator
 from simulation.autoscaler.loop import HpaLoop, KpaLoop
 from simulation.client import Client
-from simulation.clock import call_later
+from simulation.clock import call_later, scrapes_first
 from simulation.cluster import Cluster
 from simulation.deadlines import DeadlineQueue
 from simulation.gateway import Gateway
@@ -59,6 +59,10 @@ class _NextArrival:
         self.nin = nin
         self.nout = nout
         self.callbacks = self.fn
+        if not (env._now + delay) % 1.0:   # on a whole second: maybe after a KPA scrape (clock.scrapes_first)
+            hook = scrapes_first(env, env._now + delay)
+            if hook is not None:
+                self.callbacks = (hook,) + self.fn
         env.schedule(self, 1, delay)   # priority NORMAL, as a Call
 
 
@@ -91,7 +95,8 @@ class Sim:
         self.n_live = 0                  # pods neither Terminating nor Gone
         self.endpoints: list[Pod] = []
         self.kpa_ready: list[Pod] = []   # Kubernetes-Ready pods in creation order (what the KPA scrapes)
-        self.scrape_ticks = 0            # KPA scrapes so far (tick j at t = j s); pods catch up lazily
+        self.scrape_ticks = 0            # KPA scrapes so far (scrape j at t = j s); pods catch up lazily
+        self.scrape_due = math.inf       # the next KPA scrape not yet run (KpaLoop.catch_scrapes)
         self.replicas = 0
         self.proxy = True
         self.proxy_since: float | None = 0.0

@@ -91,7 +91,7 @@ class Pod:
             self.last = now
 
     def catch_up(self, k: int) -> None:
-        """Apply KPA scrape ticks up to number k (tick j fires at t = j s) as if each had read this pod.
+        """Apply KPA scrape ticks up to number k (scrape j at t = j s) as if each had read this pod.
 
         Knative's scraper reads only a sample of the pods (`pkg/autoscaler/metrics/stats_scraper.go`), so the
         KPA loop reads the sampled pods and every other pod applies the ticks it missed lazily, at its next
@@ -118,6 +118,13 @@ class Pod:
             self.last = last
         self.mark = (self.area_n, self.area_busy, self.area_direct, self.count_direct)
 
+    def _scrapes_due(self) -> None:
+        """The KPA's scrapes due before now run before this pod's Ready state changes (`KpaLoop.catch_scrapes`)."""
+        sim = self.sim
+        now = self.env._now
+        if sim.scrape_due < now:
+            sim.autoscaler.catch_scrapes(now)
+
     def kpa_stat(self, k: int) -> tuple[float, int]:
         """(avg non-proxied concurrency, non-proxied requests) over scrape tick k (the second before t = k)."""
         if self.ticked < k - 1 and not self.n:   # idle since before tick k − 1: nothing moved, the stat is 0
@@ -131,9 +138,12 @@ class Pod:
         return b_d - a_d, d_d - c_d
 
     def enter(self, req: Any) -> None:
-        if self.ticked != self.sim.scrape_ticks:
-            self.catch_up(self.sim.scrape_ticks)
         now = self.env._now
+        sim = self.sim
+        if sim.scrape_due < now:
+            sim.autoscaler.catch_scrapes(now)
+        if self.ticked != sim.scrape_ticks:
+            self.catch_up(sim.scrape_ticks)
         n = self.n
         if n:
             dt = now - self.last
@@ -147,9 +157,12 @@ class Pod:
             self.count_direct += 1
 
     def leave(self, req: Any) -> None:
-        if self.ticked != self.sim.scrape_ticks:
-            self.catch_up(self.sim.scrape_ticks)
         now = self.env._now
+        sim = self.sim
+        if sim.scrape_due < now:
+            sim.autoscaler.catch_scrapes(now)
+        if self.ticked != sim.scrape_ticks:
+            self.catch_up(sim.scrape_ticks)
         n = self.n
         dt = now - self.last
         self.area_n += n * dt
@@ -274,6 +287,7 @@ class Pod:
     def _set_k8s_ready(self) -> None:
         if self.state in (TERMINATING, GONE):
             return
+        self._scrapes_due()
         self.catch_up(self.sim.scrape_ticks)
         self.state = READY
         if not self.k8s_ready:
@@ -300,6 +314,7 @@ class Pod:
 
     def _unready(self) -> None:
         was_act, was_k8s = self.act_ready, self.k8s_ready
+        self._scrapes_due()
         self.catch_up(self.sim.scrape_ticks)
         self.act_ready = False
         self.k8s_ready = False

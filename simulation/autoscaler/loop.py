@@ -29,7 +29,7 @@ from typing import Any
 from simulation.autoscaler.aggregation import WindowBuckets
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
-from simulation.clock import call_later
+from simulation.clock import call_later, grid_loops
 from simulation.pod import PENDING, STARTING
 
 ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
@@ -43,6 +43,8 @@ def sample_size(n: int) -> int:
 
 
 class KpaLoop:
+    EAGER = False   # True: a SimPy event per scrape (the reference the lazy scrapes are tested against)
+
     def __init__(self, sim: Any, cfg: Any, initial: int) -> None:
         self.sim = sim
         self.env = sim.env
@@ -68,25 +70,53 @@ class KpaLoop:
         sim.proxy_since = 0.0 if sim.proxy else None
         # Scrape k runs at t = k s, whole seconds of the shared clock (Knative's scrape ticker has no phase to
         # copy): a revision created later (a rollout) splits its pods' load at its own scrape times.
-        sim.scrape_ticks = int(math.floor(self.env.now))
+        t0 = self.env.now
+        sim.scrape_ticks = int(math.floor(t0))
+        self.started = False
+        if not self.EAGER:
+            sim.scrape_due = sim.scrape_ticks + 1.0
+            grid_loops(self.env).append(self)
         call_later(self.env, 0.0, self._start)
 
     def _start(self) -> None:
-        # The loops are chains of callbacks (cheaper than SimPy processes), each scheduling its next run after
-        # its body, as a process's `yield timeout` would: same-time events keep their order.
-        call_later(self.env, self.sim.scrape_ticks + 1.0 - self.env.now, self._scrape)
+        # The tick is a chain of callbacks (cheaper than a SimPy process), each scheduling its next run after its
+        # body, as a process's `yield timeout` would: same-time events keep their order. The 1 s scrapes have
+        # no events of their own (`catch_scrapes`).
+        self.started = True
+        if self.EAGER:
+            call_later(self.env, self.sim.scrape_ticks + 1.0 - self.env.now, self._scrape_event)
         call_later(self.env, self.cfg.tick_interval_s, self._tick)
 
-    # -- metrics --------------------------------------------------------------------------------------
-    def _record(self, value: float) -> None:
-        now = self.env.now
-        self.stable.record(now, value)
-        self.panic.record(now, value)
+    def _scrape_event(self) -> None:
+        self._scrape(self.sim.scrape_ticks + 1)
+        call_later(self.env, 1.0, self._scrape_event)
 
-    def _scrape(self) -> None:
-        """Every 1 s: a sample of the Ready pods (the rest catch up lazily, `Pod.catch_up`) + the activator."""
+    # -- metrics --------------------------------------------------------------------------------------
+    def catch_scrapes(self, now: float, inclusive: bool = False) -> None:
+        """Perform the scrapes due before `now` (at `now` too when `inclusive`), in order, as if each had run at its
+        own second: scrape k reads the pods' and the activator's stats over (k − 1, k], split there lazily.
+
+        Called before anything a scrape reads changes (a request entering or leaving a pod or the activator, the
+        Ready set, a tick), so each reads what it would have read at its second. At exactly t = k, a scrape
+        event would have run after the events scheduled before scrape k − 1 ran (`clock.call_later` marks the
+        later ones, which run this first with `inclusive`); the earlier ones see scrape k not yet done.
+        """
         sim = self.sim
-        k = sim.scrape_ticks = sim.scrape_ticks + 1
+        k = sim.scrape_ticks + 1
+        while k < now or (inclusive and k == now):
+            self._scrape(k)
+            k += 1
+        sim.scrape_due = float(k)
+
+    def _record(self, t: float, value: float) -> None:
+        self.stable.record(t, value)
+        self.panic.record(t, value)
+
+    def _scrape(self, k: int) -> None:
+        """Scrape k (at t = k): a sample of the Ready pods (the rest catch up lazily, `Pod.catch_up`) + the
+        activator."""
+        sim = self.sim
+        sim.scrape_ticks = k
         pods = sim.kpa_ready
         n_all = len(pods)
         if n_all:
@@ -94,19 +124,21 @@ class KpaLoop:
             n = sample_size(n_all)
             idx = range(n_all) if n >= n_all else sorted(self.rng.sample(range(n_all), n))
             total = sum(pods[i].kpa_stat(k)[rps] for i in idx)
-            self._record(total / n * n_all)
-        a_conc, a_count, active = sim.activator.scrape(1.0)
+            self._record(k, total / n * n_all)
+        a_conc, a_count, active = sim.activator.scrape(1.0, k)
         if active:
-            self._record(float(a_count) if self.rps else a_conc)
-        call_later(self.env, 1.0, self._scrape)
+            self._record(k, float(a_count) if self.rps else a_conc)
 
     def poke(self) -> None:
         """The activator's first request: an immediate {conc 1, count 1} stat; tick now if last want was 0."""
         if self.want == 0:
-            self._record(1.0)
+            now = self.env.now
+            self.catch_scrapes(now)
+            self._record(now, 1.0)
             self.tick()
 
     def _tick(self) -> None:
+        self.catch_scrapes(self.env.now)
         self.tick()
         call_later(self.env, self.cfg.tick_interval_s, self._tick)
 

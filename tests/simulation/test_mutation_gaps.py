@@ -90,7 +90,8 @@ class _Pod:
 
 def _activator(cc: int, pods: int) -> tuple[Activator, list[_Pod]]:
     env = simpy.Environment()
-    sim = SimpleNamespace(env=env, rng_lb=__import__("random").Random(1), autoscaler=SimpleNamespace(poke=lambda: None))
+    sim = SimpleNamespace(env=env, rng_lb=__import__("random").Random(1), autoscaler=SimpleNamespace(poke=lambda: None),
+                          scrape_due=float("inf"))
     act = Activator(sim, cc)
     ps = [_Pod(i) for i in range(pods)]
     for p in ps:
