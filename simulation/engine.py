@@ -97,6 +97,8 @@ class Sim:
         self.kpa_ready: list[Pod] = []   # Kubernetes-Ready pods in creation order (what the KPA scrapes)
         self.scrape_ticks = 0            # KPA scrapes so far (scrape j at t = j s); pods catch up lazily
         self.scrape_due = math.inf       # the next KPA scrape not yet run (KpaLoop.catch_scrapes)
+        self.n_direct = 0                # requests in pods not proxied by the activator, and when that last
+        self.direct_t = -math.inf        # changed (the KPA skips reading pods when it is 0 all second)
         self.replicas = 0
         self.proxy = True
         self.proxy_since: float | None = 0.0

@@ -96,7 +96,10 @@ class Pod:
         Knative's scraper reads only a sample of the pods (`pkg/autoscaler/metrics/stats_scraper.go`), so the
         KPA loop reads the sampled pods and every other pod applies the ticks it missed lazily, at its next
         change: at each tick while Ready its areas are split at t = j and the scrape mark set — the same float
-        operations as reading it every second, so results are unchanged, at no cost for an idle pod.
+        operations as reading it every second, so results are unchanged, at no cost for an idle pod. The KPA
+        reads only the non-proxied load (`area_direct`, `count_direct`): while none is in the pod nothing needs
+        splitting, and `enter`/`leave` of a proxied request skip this (area_n and area_busy, the HPA's, are
+        split only on the way; an HPA pod is never ticked).
         """
         j = self.ticked
         if j >= k:
@@ -105,9 +108,9 @@ class Pod:
         if not self.k8s_ready:
             return
         n = self.n
-        if n:
+        nd = self.n_direct
+        if nd:
             last = self.last
-            nd = self.n_direct
             for t in range(j + 1, k + 1):
                 dt = t - last
                 if dt:
@@ -142,7 +145,7 @@ class Pod:
         sim = self.sim
         if sim.scrape_due < now:
             sim.autoscaler.catch_scrapes(now)
-        if self.ticked != sim.scrape_ticks:
+        if self.ticked != sim.scrape_ticks and (self.n_direct or not req.via_activator):
             self.catch_up(sim.scrape_ticks)
         n = self.n
         if n:
@@ -155,13 +158,15 @@ class Pod:
         if not req.via_activator:
             self.n_direct += 1
             self.count_direct += 1
+            sim.n_direct += 1
+            sim.direct_t = now
 
     def leave(self, req: Any) -> None:
         now = self.env._now
         sim = self.sim
         if sim.scrape_due < now:
             sim.autoscaler.catch_scrapes(now)
-        if self.ticked != sim.scrape_ticks:
+        if self.ticked != sim.scrape_ticks and (self.n_direct or not req.via_activator):
             self.catch_up(sim.scrape_ticks)
         n = self.n
         dt = now - self.last
@@ -172,6 +177,8 @@ class Pod:
         self.n = n - 1
         if not req.via_activator:
             self.n_direct -= 1
+            sim.n_direct -= 1
+            sim.direct_t = now
         if self.state == TERMINATING and self.n == 0:
             self._maybe_release()
 

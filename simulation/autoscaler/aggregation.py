@@ -17,6 +17,7 @@ import math
 from collections import deque
 
 PRECISION = 6   # bucketing.go: precision
+_floor = math.floor
 
 
 class WindowBuckets:
@@ -37,39 +38,55 @@ class WindowBuckets:
         return int(math.floor(t / self.granularity + 1e-9))
 
     def record(self, t: float, value: float) -> None:
-        idx = self._index(t)
-        if self.last is None or idx - self.last >= self.n:
-            self.buckets = [0.0] * self.n
+        self.add(self._index(t), value)
+
+    def add(self, idx: int, value: float) -> None:
+        """`record` into bucket `idx` (a 1 s scrape at t = idx adds to bucket idx)."""
+        last = self.last
+        n = self.n
+        buckets = self.buckets
+        if last is not None and idx == last + 1 and n > 1:   # the next second: the common case
+            j = idx % n
+            total = self.total - buckets[j]
+            buckets[j] = 0.0 + value
+            self.total = total + value
+            self.last = idx
+            return
+        if last is None or idx - last >= n:
+            buckets = self.buckets = [0.0] * n
             self.total = 0.0
             self.first = idx
-        elif idx != self.last:
-            for i in range(self.last + 1, idx + 1):
-                j = i % self.n
-                self.total -= self.buckets[j]
-                self.buckets[j] = 0.0
-        if self.last is None or idx > self.last:
+        elif idx != last:
+            for i in range(last + 1, idx + 1):
+                j = i % n
+                self.total -= buckets[j]
+                buckets[j] = 0.0
+        if last is None or idx > last:
             self.last = idx
-        self.buckets[idx % self.n] += value
+        buckets[idx % n] += value
         self.total += value
 
     def is_empty(self) -> bool:
         return self.last is None
 
     def window_average(self, now: float) -> float:
-        if self.last is None:
+        last = self.last
+        if last is None:
             return 0.0
-        now_idx = self._index(now)
-        d = now_idx - self.last
+        n = self.n
+        now_idx = int(_floor(now / self.granularity + 1e-9))
+        d = now_idx - last
         if d <= 0:
-            nb = min(self.last - self.first + 1, self.n)
+            nb = min(last - self.first + 1, n)
             return round(self.total / nb, PRECISION)
-        if d < self.n:
+        if d < n:
             # Stale seconds after the last write are left out, not counted as 0: Knative divides by
             # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first 50 s").
             ret = self.total
-            for i in range(self.last + 1, now_idx + 1):
-                ret -= self.buckets[i % self.n]
-            nb = min(self.last - self.first + 1, self.n - d)
+            buckets = self.buckets
+            for i in range(last + 1, now_idx + 1):
+                ret -= buckets[i % n]
+            nb = min(last - self.first + 1, n - d)
             return round(ret / nb, PRECISION)
         return 0.0
 

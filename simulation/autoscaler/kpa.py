@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from simulation.autoscaler.aggregation import MaxWindow
 
@@ -41,8 +42,7 @@ class DeciderSpec:
     reachable: bool = True
 
 
-@dataclass(frozen=True)
-class ScaleResult:
+class ScaleResult(NamedTuple):
     desired: int
     excess_burst_capacity: int
     valid: bool = True

@@ -42,6 +42,9 @@ def sample_size(n: int) -> int:
     return int(math.ceil(n * SAMPLE_X / (n + SAMPLE_X - 1.0)))
 
 
+_SAMPLE = [sample_size(n) for n in range(1024)]
+
+
 class KpaLoop:
     EAGER = False   # True: a SimPy event per scrape (the reference the lazy scrapes are tested against)
 
@@ -114,20 +117,28 @@ class KpaLoop:
 
     def _scrape(self, k: int) -> None:
         """Scrape k (at t = k): a sample of the Ready pods (the rest catch up lazily, `Pod.catch_up`) + the
-        activator."""
+        activator. When no request reached a pod but through the activator during the second, every pod's stat
+        (non-proxied load, `collection.record`) is 0 and the pods are not read; the sample is still drawn."""
         sim = self.sim
         sim.scrape_ticks = k
         pods = sim.kpa_ready
         n_all = len(pods)
+        value = 0.0
         if n_all:
-            rps = self.rps
-            n = sample_size(n_all)
+            n = _SAMPLE[n_all] if n_all < len(_SAMPLE) else sample_size(n_all)
             idx = range(n_all) if n >= n_all else sorted(self.rng.sample(range(n_all), n))
-            total = sum(pods[i].kpa_stat(k)[rps] for i in idx)
-            self._record(k, total / n * n_all)
+            if sim.n_direct or sim.direct_t >= k - 1:
+                rps = self.rps
+                value = sum(pods[i].kpa_stat(k)[rps] for i in idx) / n * n_all
         a_conc, a_count, active = sim.activator.scrape(1.0, k)
+        # A 0 from the pods before the activator's value in the same bucket changes nothing: one add.
+        if n_all and (value or not active):
+            self.stable.add(k, value)
+            self.panic.add(k, value)
         if active:
-            self._record(k, float(a_count) if self.rps else a_conc)
+            value = float(a_count) if self.rps else a_conc
+            self.stable.add(k, value)
+            self.panic.add(k, value)
 
     def poke(self) -> None:
         """The activator's first request: an immediate {conc 1, count 1} stat; tick now if last want was 0."""

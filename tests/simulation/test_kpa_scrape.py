@@ -50,16 +50,21 @@ def _trace(path, seed: int, n: int = 400) -> str:
     return str(path)
 
 
-def _whole_second_scenario(scn, trace: str, serve: bool, seed: int) -> dict:
+def _whole_second_scenario(scn, trace: str, mode: str, seed: int) -> dict:
+    """proxy: the activator always in the path (CC 1, TBC 211); serve: never (TBC 0, rps metric); mixed: it
+    enters and leaves as the excess burst capacity crosses 0 (TBC 1–3, CC 2), so pods see direct and proxied load."""
     import random
 
     rng = random.Random(seed)
     ann = {"autoscaling.knative.dev/window": f"{rng.choice((6, 10, 20))}s",
            "autoscaling.knative.dev/scale-down-delay": rng.choice(("0s", "4s"))}
-    if serve:
+    if mode == "serve":
         ann.update({"autoscaling.knative.dev/target-burst-capacity": "0", "autoscaling.knative.dev/metric": "rps",
                     "autoscaling.knative.dev/target": "1"})
-    return {"inferenceService": scn.isvc(cc=2 if serve else 1, min_replicas=0, max_replicas=8, annotations=ann),
+    elif mode == "mixed":
+        ann.update({"autoscaling.knative.dev/target-burst-capacity": str(rng.choice((1, 2, 3)))})
+    return {"inferenceService": scn.isvc(cc=1 if mode == "proxy" else 2, min_replicas=0, max_replicas=8,
+                                         annotations=ann),
             "workload": {"kind": "trace", "path": trace},
             "server": {"kind": "simple", "base_s": rng.choice((0.5, 1.0, 2.0)), "distribution": "deterministic"},
             "cluster": {"gpus_per_node": 8, "max_nodes": 2, "warm_nodes": 1, "image_gib": 0,
@@ -67,41 +72,60 @@ def _whole_second_scenario(scn, trace: str, serve: bool, seed: int) -> dict:
             "duration_s": 300}
 
 
-def _logged_run(mapping: dict, eager: bool, monkeypatch) -> tuple[list, list, str]:
+def _reference_scrape(self, k: int) -> None:
+    """Scrape k read the straightforward way: every sampled pod, then the activator, each recorded."""
+    from simulation.autoscaler.loop import sample_size
+
+    sim = self.sim
+    sim.scrape_ticks = k
+    pods = sim.kpa_ready
+    n_all = len(pods)
+    if n_all:
+        n = sample_size(n_all)
+        idx = range(n_all) if n >= n_all else sorted(self.rng.sample(range(n_all), n))
+        self._record(k, sum(pods[i].kpa_stat(k)[self.rps] for i in idx) / n * n_all)
+    a_conc, a_count, active = sim.activator.scrape(1.0, k)
+    if active:
+        self._record(k, float(a_count) if self.rps else a_conc)
+
+
+def _logged_run(mapping: dict, reference: bool, monkeypatch) -> tuple[list, str]:
+    """Every tick's decision and window state, and the report; `reference`: a scrape event per second that
+    reads every sampled pod."""
     from simulation import load_scenario, run_simulation
     from simulation.autoscaler.loop import KpaLoop
 
-    records, ticks = [], []
-    record, tick = KpaLoop._record, KpaLoop.tick
-
-    def log_record(self, t, value):
-        records.append((self.env.now if eager else None, t, value))
-        record(self, t, value)
+    ticks = []
+    tick = KpaLoop.tick
 
     def log_tick(self):
         tick(self)
-        sim = self.sim
+        sim, st, pa = self.sim, self.stable, self.panic
         ticks.append((self.env.now, self.want, self.ebc, self.state, sim.replicas, len(sim.endpoints), sim.proxy,
-                      round(self.stable.window_average(self.env.now), 9), self.decider.panic_time))
+                      self.decider.panic_time, st.total, st.first, st.last, tuple(st.buckets), pa.total, pa.first,
+                      pa.last, tuple(pa.buckets)))
 
-    monkeypatch.setattr(KpaLoop, "EAGER", eager)
-    monkeypatch.setattr(KpaLoop, "_record", log_record)
+    monkeypatch.setattr(KpaLoop, "EAGER", reference)
+    if reference:
+        monkeypatch.setattr(KpaLoop, "_scrape", _reference_scrape)
     monkeypatch.setattr(KpaLoop, "tick", log_tick)
     out = run_simulation(load_scenario(mapping), seed=3).to_json()
     monkeypatch.undo()
-    return [r[1:] for r in records], ticks, out
+    return ticks, out
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", (0, 1, 2, 3, 4, 5, 6, 7, 9, 17, 20, 26))   # mixed: 2, 5, 17, 20, 26 switch
 def test_lazy_scrapes_read_and_decide_exactly_what_a_scrape_event_per_second_would(scn, tmp_path, monkeypatch, seed):
     """Requests arriving, finishing and pods turning Ready exactly on whole seconds (a trace on whole and half
-    seconds, deterministic service and start-up) in proxy and Serve mode: every recorded stat (second, value),
-    every tick's decision and window average, and the whole report equal the eager reference's."""
-    mapping = _whole_second_scenario(scn, _trace(tmp_path / "t.csv", seed), serve=seed % 2 == 1, seed=seed)
-    eager = _logged_run(mapping, True, monkeypatch)
+    seconds, deterministic service and start-up), with the activator in the path, out of it, and switching: every
+    tick's decision and window state (bucket by bucket, bit for bit) and the whole report equal those of a
+    scrape event per second reading every sampled pod."""
+    mode = ("proxy", "serve", "mixed")[seed % 3]
+    mapping = _whole_second_scenario(scn, _trace(tmp_path / "t.csv", seed), mode, seed)
+    ref = _logged_run(mapping, True, monkeypatch)
     lazy = _logged_run(mapping, False, monkeypatch)
-    assert len(eager[1]) > 100 and len({t[1] for t in eager[1]}) > 2     # it scaled, more than once
-    assert lazy[1] == eager[1]
-    last_tick = eager[1][-1][0]        # later scrapes run lazily only if something reads them (nothing does)
-    assert [r for r in lazy[0] if r[0] < last_tick] == [r for r in eager[0] if r[0] < last_tick]
-    assert lazy[2] == eager[2]
+    assert len(ref[0]) > 100 and len({t[1] for t in ref[0]}) > 2       # it scaled, more than once
+    if mode == "mixed":
+        assert len({t[6] for t in ref[0]}) == 2                         # in and out of proxy mode
+    assert lazy[0] == ref[0]
+    assert lazy[1] == ref[1]
