@@ -47,6 +47,7 @@ from math import exp as _exp, log as _log
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from simulation.clock import scrapes_first
 from validation.fields import Section
 
 OnDone = Callable[[Any, int, "float | None"], None]
@@ -227,6 +228,10 @@ class SimpleServer(ModelServer):
         total = first + spec.per_output_token_s * request.output_tokens * x
         self.calls[request] = (on_done, waited + first)
         request.callbacks = done
+        if not (self.env._now + total) % 1.0:   # on a whole second: maybe after a KPA scrape (clock.scrapes_first)
+            hook = scrapes_first(self.env, self.env._now + total)
+            if hook is not None:
+                request.callbacks = (hook,) + done
         self.env.schedule(request, 1, total)   # priority NORMAL, as `call_later`
 
     def first_byte_at(self, request: Any) -> float | None:
