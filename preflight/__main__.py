@@ -1,5 +1,7 @@
 """`python -m preflight check --stack dev`: the offline preflight of a stack (preflight/check.py)."""
 
+import atexit
+import os
 import sys
 import time
 
@@ -13,9 +15,20 @@ def run() -> None:
     """The `kserve-preflight` console command (and `python -m preflight`)."""
     try:
         status = main(started=STARTED)
-    finally:
+    except BaseException:
         _close_event_loop()
-    sys.exit(status)
+        raise
+    exit_now(status)
+
+
+def exit_now(status: int) -> None:
+    """Exit once the report is out, without the interpreter's teardown: freeing the Pulumi SDK and providers'
+    modules object by object takes ~0.3 s that nobody needs. Output is flushed and the atexit handlers run
+    (the worker pool is already shut down); only the deallocation is skipped."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(status)
 
 
 if __name__ == "__main__":
