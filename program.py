@@ -3,6 +3,9 @@
 `__main__.py` only calls `main()`; tests call it under `pulumi.runtime` mocks. A config mistake, or a service
 that the simulation predicts will miss its SLO (the gate, `gate/__init__.py`), raises `pulumi.RunError` (one
 `error:` line, no traceback) before any resource is registered.
+
+The providers (pulumi-aws, pulumi-kubernetes: ~0.4 s to import) and the components are imported only by the
+code that registers resources, and while the gate's simulations run on worker processes.
 """
 
 from __future__ import annotations
@@ -10,20 +13,16 @@ from __future__ import annotations
 import json
 import os
 
-import pulumi
-import pulumi_aws as aws
-import pulumi_kubernetes as k8s
+from typing import Any
 
-from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheArgs, NvidiaDevicePlugin,
-                        NvidiaDevicePluginArgs, TunedInferenceService, TunedInferenceServiceArgs)
-from components.knative_features import KnativeFeatures
-from components.kubernetes_object import kubernetes_object
+import pulumi
+
 from manifests import knative_features
 from manifests.admission import admission_failure, check_nodes_fit
 from manifests.common import namespace
 from validation.cli import unexpected_error_line
 from validation.errors import InputError
-from gate import check_stack, gate_failure, gate_warnings
+from gate import gate_failure, gate_warnings, start_check
 from gate.outputs import predictions
 from gate.rollout_capacity import rollout_failure
 from gate.verdict import format_estimate
@@ -43,8 +42,17 @@ def kubeconfig(cluster: str, endpoint: str, ca_data: str, region: str | None) ->
     })
 
 
-def kubernetes_provider(cfg: StackConfig) -> k8s.Provider:
-    """A provider for the existing EKS cluster named in the config."""
+def import_components() -> None:
+    """The providers and the components (what `deploy` uses): imported while the gate simulates."""
+    import components  # noqa: F401  (pulumi-aws, pulumi-kubernetes)
+    import components.knative_features  # noqa: F401
+
+
+def kubernetes_provider(cfg: StackConfig) -> Any:
+    """A provider (`pulumi_kubernetes.Provider`) for the existing EKS cluster named in the config."""
+    import pulumi_aws as aws
+    import pulumi_kubernetes as k8s
+
     cluster = aws.eks.get_cluster_output(name=cfg.cluster.name)
     region = pulumi.Config("aws").get("region")
     ca_data = cluster.certificate_authorities.apply(lambda cas: cas[0].data)
@@ -73,6 +81,7 @@ def check_rollouts(cfg: StackConfig, verdicts: list) -> None:
 def run_gate(cfg: StackConfig) -> list:
     """Simulate every service as configured; fail before any resource is registered if one misses its SLO.
 
+    The providers are imported here while the worker processes simulate (forked first, from this quiet thread).
     Returns the verdicts (empty when the gate is off), for the `predictions` stack output.
     """
     if not cfg.gate.enabled:
@@ -81,7 +90,9 @@ def run_gate(cfg: StackConfig) -> list:
 
     executor = LocalExecutor()
     try:
-        verdicts = check_stack(cfg, executor=executor)
+        wait = start_check(cfg, executor=executor)
+        import_components()
+        verdicts = wait()
     except InputError as err:
         raise pulumi.RunError(f"invalid stack config: {err}") from None
     finally:
@@ -129,6 +140,11 @@ def main() -> None:
 
 def deploy(cfg: StackConfig, verdicts: list) -> None:
     """Register every resource of a checked config (after the gate)."""
+    from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheArgs, NvidiaDevicePlugin,
+                            NvidiaDevicePluginArgs, TunedInferenceService, TunedInferenceServiceArgs)
+    from components.knative_features import KnativeFeatures
+    from components.kubernetes_object import kubernetes_object
+
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
     provider = kubernetes_provider(cfg)
     on_cluster = pulumi.ResourceOptions(provider=provider)

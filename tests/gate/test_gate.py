@@ -95,10 +95,10 @@ def test_gate_enforce_false_warns_and_deploys():
 
 
 def test_gate_disabled_simulates_nothing(monkeypatch):
-    import program  # patch the name program.py calls: it imported check_stack from gate
+    import program  # patch the name program.py calls: it imported start_check from gate
 
     calls = []
-    monkeypatch.setattr(program, "check_stack", lambda cfg, **kw: calls.append(cfg.stack) or [])
+    monkeypatch.setattr(program, "start_check", lambda cfg, **kw: calls.append(cfg.stack) or (lambda: []))
     run_program("dev", edit=lambda c: c.__setitem__(f"{P}:gate", {"enabled": False}))
     assert calls == []
     run_program("dev")  # the control: the same patch sees an enabled gate
@@ -167,3 +167,15 @@ def test_user_catalog_entries_reach_the_simulation():
     assert parsed.server.spec.profile.model.kv_bytes_per_token == 2 * 28 * 8 * 128 * 2
     verdict = gate.check_service(cfg, cfg.services[0])
     assert verdict.report["status_counts"].get("200", 0) > 0
+
+
+def test_the_program_imports_the_providers_only_to_register_resources():
+    """`pulumi up` forks the gate's workers, then imports pulumi-aws/-kubernetes while they simulate."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, program; print(sorted(m for m in ('pulumi_aws', 'pulumi_kubernetes', 'components') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
