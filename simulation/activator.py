@@ -32,6 +32,7 @@ class Activator:
         self.sim = sim
         self.env = sim.env
         self.cc = cc
+        self.first_available = 0 < cc <= 3   # the lb policy for 1 ≤ CC ≤ 3 (the `_free` heap)
         self.pods: list = []          # pods whose queue-proxy probe passed, in address (id) order
         self.waiting: deque = deque()
         self.nwait = 0
@@ -100,7 +101,7 @@ class Activator:
         pod = req.pod
         if pod is not None:
             pod.act_n -= 1
-            if pod.act_n == self.cc - 1 and 0 < self.cc <= 3 and pod.act_ready:
+            if self.first_available and pod.act_n == self.cc - 1 and pod.act_ready:
                 heapq.heappush(self._free, (pod.id, pod))
             if self.nwait:
                 self._drain()
@@ -152,7 +153,7 @@ class Activator:
 
     def add_pod(self, pod: Any) -> None:
         insort(self.pods, pod, key=_pod_id)
-        if 0 < self.cc <= 3:
+        if self.first_available:
             heapq.heappush(self._free, (pod.id, pod))
         if self.nwait:
             self._drain()

@@ -319,7 +319,7 @@ class Sim:
         now = self.env._now
         oid = self._origin
         self._origin = oid + 1
-        self.send(oid, now, 0, ev.nin, ev.nout, now >= self.scenario.warmup_s)
+        self.send(oid, now, 0, ev.nin, ev.nout, now >= self.rec.t0)
         nxt = next(self._arr, None)
         if nxt is not None:
             ev.schedule(self.env, nxt[0] - now, nxt[1], nxt[2])

@@ -190,6 +190,7 @@ class SimpleServer(ModelServer):
         self._dist = spec.distribution
         self._mu = -spec.sigma * spec.sigma / 2.0  # lognormal with mean 1
         self._par = spec.parallelism
+        self._per_token = spec.per_input_token_s or spec.per_output_token_s
         # No admission limit and no parallelism cap: `check` always passes and every request starts at once.
         self.plain = spec.max_input_tokens is None and spec.max_concurrent is None and spec.parallelism is None
 
@@ -224,8 +225,11 @@ class SimpleServer(ModelServer):
             x = _exp(self.rng.gauss(self._mu, spec.sigma))
         if spec.slowdown_per_concurrent:
             x *= 1.0 + spec.slowdown_per_concurrent * len(self.calls)
-        first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
-        total = first + spec.per_output_token_s * request.output_tokens * x
+        if self._per_token:
+            first = (spec.base_s + spec.per_input_token_s * request.input_tokens) * x
+            total = first + spec.per_output_token_s * request.output_tokens * x
+        else:   # the same floats: adding 0.0 changes nothing
+            first = total = spec.base_s * x
         self.calls[request] = (on_done, waited + first)
         request.callbacks = done
         if not (self.env._now + total) % 1.0:   # on a whole second: maybe after a KPA scrape (clock.scrapes_first)
