@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+from math import log as _log
 import random
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,9 +36,14 @@ class SizeSpec:
     sigma: float = 0.0         # lognormal sigma / uniform high
     max: int | None = None
 
+    @property
+    def fixed(self) -> int | None:
+        """The token count when it is fixed, else None."""
+        return max(1, int(round(self.value))) if self.dist == "fixed" else None
+
     def sampler(self, rng: random.Random):
         if self.dist == "fixed":
-            v = max(1, int(round(self.value)))
+            v = self.fixed
             return lambda: v
         if self.dist == "uniform":
             lo, hi = int(self.value), int(self.sigma)
@@ -238,6 +244,14 @@ def arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[t
     t = 0.0
     if spec.kind == "poisson":
         rate = spec.rate
+        n_i, n_o = spec.input_tokens.fixed, spec.output_tokens.fixed
+        if n_i is not None and n_o is not None:   # the common case without a call per draw
+            rnd = rng.random
+            while True:
+                t += -_log(1.0 - rnd()) / rate    # rng.expovariate(rate), the same draw
+                if t >= until:
+                    return
+                yield t, n_i, n_o
         while True:
             t += expo(rate)
             if t >= until:

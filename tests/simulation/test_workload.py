@@ -91,3 +91,13 @@ def test_trace_replay_and_scaling(scn):
 def test_bad_workloads_name_the_key(mapping, path, tmp_path):
     _, problems = spec(mapping, base_dir=str(tmp_path))
     assert problems and problems[0].path == path
+
+
+def test_poisson_with_fixed_sizes_is_the_same_stream_as_expovariate():
+    # the fixed-size branch draws inline: it must give exactly rng.expovariate's times (golden outputs rely on it)
+    from simulation.workload import WorkloadSpec
+    got = list(arrivals(WorkloadSpec(kind="poisson", rate=3.0), random.Random(5), 200.0))
+    rng, t, want = random.Random(5), 0.0, []
+    while (t := t + rng.expovariate(3.0)) < 200.0:
+        want.append((t, 512, 128))
+    assert got == want and len(want) > 500
