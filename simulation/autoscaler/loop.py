@@ -29,19 +29,11 @@ from typing import Any
 from simulation.autoscaler.aggregation import WindowBuckets
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
+from simulation.autoscaler.sampling import sample_size, sorted_sample
 from simulation.clock import call_later, grid_loops
 from simulation.pod import PENDING, STARTING
 
 ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
-SAMPLE_X = 1.96 * 1.96 * 100.0 / (5.0 * 5.0)   # 15.3664, metrics/sample_size.go
-
-
-def sample_size(n: int) -> int:
-    if n <= 3:
-        return n
-    return int(math.ceil(n * SAMPLE_X / (n + SAMPLE_X - 1.0)))
-
-
 _SAMPLE = [sample_size(n) for n in range(1024)]
 
 
@@ -126,10 +118,16 @@ class KpaLoop:
         value = 0.0
         if n_all:
             n = _SAMPLE[n_all] if n_all < len(_SAMPLE) else sample_size(n_all)
-            idx = range(n_all) if n >= n_all else sorted(self.rng.sample(range(n_all), n))
+            idx = range(n_all) if n >= n_all else sorted_sample(self.rng, n_all, n)
             if sim.n_direct or sim.direct_t >= k - 1:
                 rps = self.rps
-                value = sum(pods[i].kpa_stat(k)[rps] for i in idx) / n * n_all
+                total = 0   # as sum(): a pod idle since before scrape k − 1 adds 0 (`Pod.kpa_stat`), left out
+                km1 = k - 1
+                for i in idx:
+                    pod = pods[i]
+                    if pod.n or pod.ticked >= km1:
+                        total += pod.kpa_stat(k)[rps]
+                value = total / n * n_all
         a_conc, a_count, active = sim.activator.scrape(1.0, k)
         # A 0 from the pods before the activator's value in the same bucket changes nothing: one add.
         if n_all and (value or not active):

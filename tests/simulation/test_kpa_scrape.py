@@ -74,7 +74,7 @@ def _whole_second_scenario(scn, trace: str, mode: str, seed: int) -> dict:
 
 def _reference_scrape(self, k: int) -> None:
     """Scrape k read the straightforward way: every sampled pod, then the activator, each recorded."""
-    from simulation.autoscaler.loop import sample_size
+    from simulation.autoscaler.sampling import sample_size
 
     sim = self.sim
     sim.scrape_ticks = k
@@ -129,3 +129,20 @@ def test_lazy_scrapes_read_and_decide_exactly_what_a_scrape_event_per_second_wou
         assert len({t[6] for t in ref[0]}) == 2                         # in and out of proxy mode
     assert lazy[0] == ref[0]
     assert lazy[1] == ref[1]
+
+
+def test_the_inlined_sample_draws_exactly_what_random_sample_draws():
+    """`sorted_sample` = sorted(rng.sample(range(N), n)) with the generator left in the same state, across the pool
+    and the set algorithm and bit-length edges (so seeded results do not move)."""
+    import random
+
+    from simulation.autoscaler.sampling import sample_size, sorted_sample
+
+    for n_all in [*range(4, 130), 255, 256, 257, 1000, 1023, 1024, 1025, 4096]:
+        n = sample_size(n_all)
+        if n >= n_all:
+            continue
+        ours, ref = random.Random(n_all), random.Random(n_all)
+        for _ in range(20):
+            assert sorted_sample(ours, n_all, n) == sorted(ref.sample(range(n_all), n))
+        assert ours.getstate() == ref.getstate()
