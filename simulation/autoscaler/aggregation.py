@@ -74,7 +74,7 @@ class WindowBuckets:
         if last is None:
             return 0.0
         n = self.n
-        now_idx = int(_floor(now / self.granularity + 1e-9))
+        now_idx = _floor(now / self.granularity + 1e-9)
         d = now_idx - last
         if d <= 0:
             nb = min(last - self.first + 1, n)

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 from simulation.autoscaler.aggregation import MaxWindow
 
+_ceil, _floor = math.ceil, math.floor   # both return int
+
 
 @dataclass(frozen=True)
 class DeciderSpec:
@@ -75,36 +77,45 @@ class KpaDecider:
 
     def scale(self, now: float, ready_pods: int, stable: float, panic: float) -> ScaleResult:
         s = self.spec
-        rp = max(1, ready_pods)
-        max_up = int(math.ceil(s.max_scale_up_rate * rp))
-        max_down = int(math.floor(rp / s.max_scale_down_rate)) if s.reachable else 0
-        dspc = int(math.ceil(stable / s.target_value))
-        dppc = int(math.ceil(panic / s.target_value))
-        ds = min(max(dspc, max_down), max_up)
-        dp = min(max(dppc, max_down), max_up)
-        if s.activation_scale > 1:
-            if dspc > 0:
-                ds = max(ds, s.activation_scale)
-            if dppc > 0:
-                dp = max(dp, s.activation_scale)
-        over = dppc / rp >= s.panic_threshold
-        if over:
-            self.panic_time = now
-        elif self.panic_time is not None and self.panic_time + s.stable_window_s < now:
-            self.panic_time = None
+        rp = ready_pods if ready_pods > 1 else 1
+        max_up = _ceil(s.max_scale_up_rate * rp)
+        max_down = _floor(rp / s.max_scale_down_rate) if s.reachable else 0
+        target = s.target_value
+        dspc = _ceil(stable / target)
+        dppc = _ceil(panic / target)
+        ds = dspc if dspc > max_down else max_down      # min(max(dspc, maxDown), maxUp)
+        if ds > max_up:
+            ds = max_up
+        dp = dppc if dppc > max_down else max_down
+        if dp > max_up:
+            dp = max_up
+        act = s.activation_scale
+        if act > 1:
+            if dspc > 0 and ds < act:
+                ds = act
+            if dppc > 0 and dp < act:
+                dp = act
+        panic_time = self.panic_time
+        if dppc / rp >= s.panic_threshold:
+            panic_time = self.panic_time = now
+        elif panic_time is not None and panic_time + s.stable_window_s < now:
+            panic_time = self.panic_time = None
             self.max_panic_pods = 0
         desired = ds
-        if self.panic_time is not None:
-            desired = max(ds, dp)
-            self.max_panic_pods = max(self.max_panic_pods, desired)
+        if panic_time is not None:
+            if dp > desired:
+                desired = dp
+            if desired > self.max_panic_pods:
+                self.max_panic_pods = desired
             desired = self.max_panic_pods
-        if s.reachable and self.delay_window is not None:
+        if self.delay_window is not None and s.reachable:
             self.delay_window.record(now, desired)
             desired = self.delay_window.current()
-        if s.target_burst_capacity == 0:
+        tbc = s.target_burst_capacity
+        if tbc == 0:
             ebc = 0
-        elif s.target_burst_capacity < 0:
+        elif tbc < 0:
             ebc = -1
         else:
-            ebc = int(math.floor(ready_pods * s.total_value - s.target_burst_capacity - panic))
+            ebc = _floor(ready_pods * s.total_value - tbc - panic)
         return ScaleResult(desired, ebc, True)

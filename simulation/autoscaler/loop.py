@@ -35,6 +35,7 @@ from simulation.pod import PENDING, STARTING
 
 ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
 _SAMPLE = [sample_size(n) for n in range(1024)]
+_floor = math.floor
 
 
 class KpaLoop:
@@ -147,25 +148,25 @@ class KpaLoop:
             self.tick()
 
     def _tick(self) -> None:
-        self.catch_scrapes(self.env.now)
+        if self.sim.scrape_due < self.env._now:
+            self.catch_scrapes(self.env._now)
         self.tick()
         call_later(self.env, self.cfg.tick_interval_s, self._tick)
 
     # -- decide + reconcile -------------------------------------------------------------------------
     def tick(self) -> None:
-        now = self.env.now
+        now = self.env._now
         sim = self.sim
         cfg = self.cfg
         ready = len(sim.endpoints)
         self.ticks += 1
-        last = self.stable.last
-        no_data = last is None or (int(math.floor(now + 1e-9)) - last) > self.stable.n
-        if no_data:
-            want = -1
+        stable = self.stable
+        last = stable.last
+        if last is None or _floor(now + 1e-9) - last > stable.n:
+            want = -1                                  # no data: the decider's result is invalid
         else:
-            sr = self.decider.scale(now, ready, self.stable.window_average(now), self.panic.window_average(now))
-            want = sr.desired
-            self.ebc = sr.excess_burst_capacity
+            want, self.ebc, _ = self.decider.scale(now, ready, stable.window_average(now),
+                                                   self.panic.window_average(now))
         cur = sim.replicas
         if want >= 0:
             # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero.
