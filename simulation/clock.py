@@ -51,6 +51,25 @@ class Call:
         return self.fn is not None
 
 
+class Recurring:
+    """One event object rescheduled by its own callback (a loop's next run), instead of a new `Call` each time.
+
+    No `scrapes_first` check: only for loops whose period is at least 2 s, scheduled earlier than any scrape
+    of the second they land on (scrape k is scheduled at k − 1)."""
+
+    __slots__ = ("callbacks", "_ok", "_value", "_run")
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self._ok = True
+        self._value = None
+        self._run = (fn,)
+        self.callbacks = None
+
+    def schedule(self, env: Any, delay: float) -> None:
+        self.callbacks = self._run
+        env.schedule(self, NORMAL, delay)
+
+
 def grid_loops(env: Any) -> list:
     """The KPA loops on this environment whose scrapes run on whole seconds without events."""
     loops = env.__dict__.get("_grid_loops")

@@ -30,7 +30,7 @@ from simulation.autoscaler.aggregation import WindowBuckets
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
 from simulation.autoscaler.sampling import sample_size, sorted_sample
-from simulation.clock import call_later, grid_loops
+from simulation.clock import Recurring, call_later, grid_loops
 from simulation.pod import PENDING, STARTING
 
 ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
@@ -81,7 +81,12 @@ class KpaLoop:
         self.started = True
         if self.EAGER:
             call_later(self.env, self.sim.scrape_ticks + 1.0 - self.env.now, self._scrape_event)
-        call_later(self.env, self.cfg.tick_interval_s, self._tick)
+        if self.cfg.tick_interval_s >= 2.0:
+            self._next_tick = Recurring(self._tick)
+            self._next_tick.schedule(self.env, self.cfg.tick_interval_s)
+        else:
+            self._next_tick = None
+            call_later(self.env, self.cfg.tick_interval_s, self._tick)
 
     def _scrape_event(self) -> None:
         self._scrape(self.sim.scrape_ticks + 1)
@@ -147,11 +152,14 @@ class KpaLoop:
             self._record(now, 1.0)
             self.tick()
 
-    def _tick(self) -> None:
+    def _tick(self, _event: Any = None) -> None:
         if self.sim.scrape_due < self.env._now:
             self.catch_scrapes(self.env._now)
         self.tick()
-        call_later(self.env, self.cfg.tick_interval_s, self._tick)
+        if self._next_tick is not None:
+            self._next_tick.schedule(self.env, self.cfg.tick_interval_s)
+        else:
+            call_later(self.env, self.cfg.tick_interval_s, self._tick)
 
     # -- decide + reconcile -------------------------------------------------------------------------
     def tick(self) -> None:
