@@ -40,7 +40,8 @@ class Pod:
     __slots__ = ("sim", "env", "id", "name", "slots", "gpus", "node", "state", "created", "container_start",
                  "ready_t", "act_ready", "k8s_ready", "server", "qp", "restarts", "warm", "act_n",
                  "n", "n_direct", "area_n", "area_busy", "area_direct", "count_direct", "last", "mark",
-                 "_calls", "backoff", "startup_phases", "rng", "term_t", "ticked")
+                 "_calls", "backoff", "startup_phases", "rng", "term_t", "ticked",
+                 "hpa")
 
     def __init__(self, sim: Any, pid: int, warm: bool = False) -> None:
         self.sim = sim
@@ -60,6 +61,7 @@ class Pod:
         cfg = sim.scenario.server
         self.server = sim.server_cls(self.env, self, cfg.spec, self.rng)
         knative = sim.knative
+        self.hpa = not knative    # area_n / area_busy are read only by the HPA (Standard mode), the KPA reads area_direct
         self.qp = QueueProxy(sim, self, self.server, sim.cc if knative else 0, sim.scenario.queue_depth_factor)
         self.restarts = 0
         self.warm = warm
@@ -150,9 +152,11 @@ class Pod:
         n = self.n
         if n:
             dt = now - self.last
-            self.area_n += n * dt
-            self.area_busy += dt
-            self.area_direct += self.n_direct * dt
+            if self.hpa:
+                self.area_n += n * dt
+                self.area_busy += dt
+            if self.n_direct:   # else it would add 0.0
+                self.area_direct += self.n_direct * dt
         self.last = now
         self.n = n + 1
         if not req.via_activator:
@@ -170,9 +174,11 @@ class Pod:
             self.catch_up(sim.scrape_ticks)
         n = self.n
         dt = now - self.last
-        self.area_n += n * dt
-        self.area_busy += dt
-        self.area_direct += self.n_direct * dt
+        if self.hpa:
+            self.area_n += n * dt
+            self.area_busy += dt
+        if self.n_direct:   # else it would add 0.0
+            self.area_direct += self.n_direct * dt
         self.last = now
         self.n = n - 1
         if not req.via_activator:
