@@ -14,6 +14,9 @@ KPA (knative/serving, reference knative-kserve.md §1–§3):
   has been in path ≥ grace. SKS mode Serve iff want > 0 and EBC ≥ 0 (`kpa.go: ReconcileKind`).
 Activation that does not produce a Ready pod within 630 s (progress deadline + 30 s) while the decider wants 0
 scales back to 0.
+Cost: the tick is one reused event; the scrapes have none (`catch_scrapes`, run before anything they read
+changes) and skip the pods in a second when no request reached one except through the activator. Simplified:
+scrapes land on whole seconds of the clock (Knative's ticker has an arbitrary phase).
 
 HPA (kubernetes, `horizontal.go`): every 15 s, per-pod metric over the last sync period (cpu = the cores a GPU
 server uses, ~1 busy, 0.1 idle, over its CPU request — `HpaSpec.cpu_percent`, so a 4-core request peaks near
