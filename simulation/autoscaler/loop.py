@@ -63,6 +63,7 @@ class KpaLoop:
         self.since = 0.0
         self.reached_initial = initial >= cfg.initial_scale
         self.rng = sim.rng_scrape
+        self.owed: list[list[int]] = []   # [pods, sample size, times]: samples drawn later (`_owe`)
         self.ticks = 0
         self.rps = 1 if cfg.metric == "rps" else 0   # index into `Pod.kpa_stat`
         sim.set_proxy(not (self.want > 0 and self.ebc >= 0))
@@ -119,7 +120,7 @@ class KpaLoop:
     def _scrape(self, k: int) -> None:
         """Scrape k (at t = k): a sample of the Ready pods (the rest catch up lazily, `Pod.catch_up`) + the
         activator. When no request reached a pod but through the activator during the second, every pod's stat
-        (non-proxied load, `collection.record`) is 0 and the pods are not read; the sample is still drawn."""
+        (non-proxied load, `collection.record`) is 0 and the pods are not read (the sample is owed, `_owe`)."""
         sim = self.sim
         sim.scrape_ticks = k
         pods = sim.kpa_ready
@@ -127,8 +128,13 @@ class KpaLoop:
         value = 0.0
         if n_all:
             n = _SAMPLE[n_all] if n_all < len(_SAMPLE) else sample_size(n_all)
-            idx = range(n_all) if n >= n_all else sorted_sample(self.rng, n_all, n)
-            if sim.n_direct or sim.direct_t >= k - 1:
+            if not (sim.n_direct or sim.direct_t >= k - 1):
+                if n < n_all:
+                    self._owe(n_all, n)
+            else:
+                if self.owed:
+                    self._pay()
+                idx = range(n_all) if n >= n_all else sorted_sample(self.rng, n_all, n)
                 rps = self.rps
                 total = 0   # as sum(): a pod idle since before scrape k − 1 adds 0 (`Pod.kpa_stat`), left out
                 km1 = k - 1
@@ -146,6 +152,24 @@ class KpaLoop:
             value = float(a_count) if self.rps else a_conc
             self.stable.add(k, value)
             self.panic.add(k, value)
+
+    def _owe(self, n_all: int, n: int) -> None:
+        """A sample nobody reads (every stat 0): drawn later, in order, only before one that is read — the
+        scrape generator serves nothing else, so every draw that matters is the same."""
+        owed = self.owed
+        if owed and owed[-1][0] == n_all:
+            owed[-1][2] += 1
+        else:
+            if len(owed) >= 256:                      # bounded: pay the older ones now
+                self._pay()
+            owed.append([n_all, n, 1])
+
+    def _pay(self) -> None:
+        rng = self.rng
+        for n_all, n, times in self.owed:
+            for _ in range(times):
+                sorted_sample(rng, n_all, n)
+        self.owed.clear()
 
     def poke(self) -> None:
         """The activator's first request: an immediate {conc 1, count 1} stat; tick now if last want was 0."""

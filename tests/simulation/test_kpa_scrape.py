@@ -146,3 +146,40 @@ def test_the_inlined_sample_draws_exactly_what_random_sample_draws():
         for _ in range(20):
             assert sorted_sample(ours, n_all, n) == sorted(ref.sample(range(n_all), n))
         assert ours.getstate() == ref.getstate()
+
+
+def test_samples_nobody_reads_are_drawn_later_in_order(scn, tmp_path, monkeypatch):
+    """Six to twelve pods, the activator entering the path in bursts (TBC 10) and quiet spells: the samples of
+    seconds without direct load are owed and drawn before the next one read; every tick's windows and the report
+    equal those of drawing every second."""
+    import random
+
+    from simulation.autoscaler.loop import KpaLoop
+
+    rng = random.Random(7)
+    t, rows = 0.0, ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    for _ in range(900):
+        t += rng.choice((0.0, 0.0, 0.5, 0.5, 1.0, 1.0, 2.0, 6.0, 15.0))
+        rows.append(f"{t},10,10")
+    (tmp_path / "b.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    mapping = {"inferenceService": scn.isvc(cc=2, min_replicas=6, max_replicas=12, annotations={
+        "autoscaling.knative.dev/window": "10s", "autoscaling.knative.dev/target-burst-capacity": "10"}),
+        "workload": {"kind": "trace", "path": str(tmp_path / "b.csv")},
+        "server": {"kind": "simple", "base_s": 2.0, "distribution": "deterministic"},
+        "cluster": {"gpus_per_node": 8, "max_nodes": 2, "warm_nodes": 1, "image_gib": 0, "warmup_s": 2,
+                    "activator_probe_s": 0},
+        "duration_s": 300}
+    calls = {"owe": 0, "pay": 0}
+    owe, pay = KpaLoop._owe, KpaLoop._pay
+
+    def count(name, fn):
+        def wrapped(self, *a):
+            calls[name] += 1
+            return fn(self, *a)
+        return wrapped
+
+    monkeypatch.setattr(KpaLoop, "_owe", count("owe", owe))
+    monkeypatch.setattr(KpaLoop, "_pay", count("pay", pay))
+    lazy = _logged_run(mapping, False, monkeypatch)
+    assert calls["owe"] > 50 and calls["pay"] > 5
+    assert lazy == _logged_run(mapping, True, monkeypatch)
