@@ -14,6 +14,17 @@ from typing import Any, Callable
 from simulation.clock import call_later
 
 
+def deadline_queue(env: Any, timeout: float | None, on_expire: Callable[[Any], None],
+                   timeouts: tuple) -> "DeadlineQueue | None":
+    """The deadline queue of `timeout` (one of `timeouts`: client, gateway, revision), or None when it can never
+    fire. All three run from the attempt's send time, and every attempt not answered at once enters each queue
+    that exists: only the shortest can answer it. A longer one (by more than float slack) would only schedule
+    void timers, so it gets no queue — same results."""
+    if not timeout or timeout > min(t for t in timeouts if t) + 1e-3:
+        return None
+    return DeadlineQueue(env, timeout, on_expire)
+
+
 class DeadlineQueue:
     __slots__ = ("env", "timeout", "on_expire", "q", "call")
 

@@ -25,9 +25,9 @@ import simpy
 from simulation.activator import Activator
 from simulation.autoscaler.loop import HpaLoop, KpaLoop
 from simulation.client import Client
-from simulation.clock import call_later, scrapes_first
+from simulation.clock import call_later
 from simulation.cluster import Cluster
-from simulation.deadlines import DeadlineQueue
+from simulation.deadlines import deadline_queue
 from simulation.gateway import Gateway
 from simulation.metrics import Recorder
 from simulation.timeline import Timeline
@@ -35,35 +35,10 @@ from simulation.pod import GONE, PENDING, READY, STARTING, TERMINATING, Pod
 from simulation.request import (ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, TRUNCATED, UNAVAILABLE,
                                 Request)
 from simulation.server import get_server
-from simulation.workload import arrivals
+from simulation.workload import NextArrival, arrivals
 
 BATCHES = 20
 _pod_id = attrgetter("id")
-
-
-class _NextArrival:
-    """The next arrival as one SimPy event object, rescheduled after each firing (no Call per arrival).
-
-    SimPy's `Environment.step` pops it, clears `callbacks` and calls each with the event; `_ok` marks it
-    successful. Scheduled through the public `Environment.schedule`, so it orders exactly as a `Call` would.
-    """
-
-    __slots__ = ("callbacks", "fn", "nin", "nout")
-    _ok = True
-
-    def __init__(self, fn: Callable[["_NextArrival"], None]) -> None:
-        self.fn = (fn,)
-        self.callbacks = None
-
-    def schedule(self, env: Any, delay: float, nin: int, nout: int) -> None:
-        self.nin = nin
-        self.nout = nout
-        self.callbacks = self.fn
-        if not (env._now + delay) % 1.0:   # on a whole second: maybe after a KPA scrape (clock.scrapes_first)
-            hook = scrapes_first(env, env._now + delay)
-            if hook is not None:
-                self.callbacks = (hook,) + self.fn
-        env.schedule(self, 1, delay)   # priority NORMAL, as a Call
 
 
 class Sim:
@@ -88,9 +63,10 @@ class Sim:
         self.client = Client(self, sc.client)
         self.activator = Activator(self, self.cc) if self.knative else None
         self.rec = Recorder(sc.warmup_s, sc.duration_s, BATCHES)
-        self.dq_client = self._deadlines(sc.client.timeout_s, self._expire_client)
-        self.dq_gateway = self._deadlines(sc.gateway.timeout_s, self._expire_gateway)
-        self.dq_knative = self._deadlines(sc.serving.timeout_s if self.knative else None, self._expire_knative)
+        timeouts = (sc.client.timeout_s, sc.gateway.timeout_s, sc.serving.timeout_s if self.knative else None)
+        self.dq_client = deadline_queue(env, timeouts[0], self._expire_client, timeouts)
+        self.dq_gateway = deadline_queue(env, timeouts[1], self._expire_gateway, timeouts)
+        self.dq_knative = deadline_queue(env, timeouts[2], self._expire_knative, timeouts)
         self.pods: list[Pod] = []
         self.n_live = 0                  # pods neither Terminating nor Gone
         self.endpoints: list[Pod] = []
@@ -125,19 +101,6 @@ class Sim:
         self.snap_gpu: list[tuple[float, float]] = []
         self.series: list[tuple[float, int, int, int, int]] = []
         self._arr = None
-
-    def _deadlines(self, timeout: float | None, on_expire: Callable[[Any], None]) -> DeadlineQueue | None:
-        """The deadline queue of one timeout, or None when it can never fire.
-
-        The client, gateway and revision timeouts all run from the attempt's send time, and every attempt that
-        is not answered at once enters each queue that exists: only the shortest can answer it. A longer one
-        (by more than float slack) would only schedule void timers, so it gets no queue — same results."""
-        sc = self.scenario
-        all_ = [t for t in (sc.client.timeout_s, sc.gateway.timeout_s, sc.serving.timeout_s if self.knative else None)
-                if t]
-        if not timeout or timeout > min(all_) + 1e-3:
-            return None
-        return DeadlineQueue(self.env, timeout, on_expire)
 
     def pod_rng(self, pid: int) -> random.Random:
         return random.Random(f"{self.seed}:pod:{pid}")
@@ -315,7 +278,7 @@ class Sim:
             self.pods.remove(pod)
 
     # -- arrivals -------------------------------------------------------------------------------------
-    def _arrive(self, ev: "_NextArrival") -> None:
+    def _arrive(self, ev: NextArrival) -> None:
         now = self.env._now
         oid = self._origin
         self._origin = oid + 1
@@ -393,7 +356,7 @@ class Sim:
         self._arr = self.arrival_stream()
         first = next(self._arr, None)
         if first is not None:
-            _NextArrival(self._arrive).schedule(env, first[0], first[1], first[2])
+            NextArrival(self._arrive).schedule(env, first[0], first[1], first[2])
 
     @property
     def busy(self) -> bool:

@@ -9,6 +9,7 @@ Trace options: `time_scale` stretches time (2 → half the rate, twice as long);
 arrival rate over the same span: each row is replayed ⌊r⌋ or ⌈r⌉ times (mean r), extra copies placed uniformly
 in the gap to the next row, so the trace's rate profile is kept at its own resolution (a simplification: copies
 are independent draws of time, not new users). `start_s` skips the first seconds, `limit` caps the rows.
+`NextArrival` is the pending arrival as one reusable SimPy event (the engine reschedules it after each).
 Token sizes for synthetic kinds: `input_tokens` / `output_tokens` = a number, or
 {dist: fixed, value} | {dist: lognormal, median, sigma[, max]} | {dist: uniform, low, high}.
 """
@@ -22,9 +23,10 @@ from math import log as _log
 import random
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from validation.fields import Section
+from simulation.clock import scrapes_first
 
 KINDS = ("poisson", "gamma", "step", "spike", "diurnal", "trace")
 
@@ -277,6 +279,31 @@ def arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[t
             return
         if rnd() * lam_max <= rate_at(spec, t):
             yield t, n_in(), n_out()
+
+
+class NextArrival:
+    """The next arrival as one SimPy event object, rescheduled after each firing (no Call per arrival).
+
+    SimPy's `Environment.step` pops it, clears `callbacks` and calls each with the event; `_ok` marks it
+    successful. Scheduled through the public `Environment.schedule`, so it orders exactly as a `Call` would.
+    """
+
+    __slots__ = ("callbacks", "fn", "nin", "nout")
+    _ok = True
+
+    def __init__(self, fn: Callable[["NextArrival"], None]) -> None:
+        self.fn = (fn,)
+        self.callbacks = None
+
+    def schedule(self, env: Any, delay: float, nin: int, nout: int) -> None:
+        self.nin = nin
+        self.nout = nout
+        self.callbacks = self.fn
+        if not (env._now + delay) % 1.0:   # on a whole second: maybe after a KPA scrape (clock.scrapes_first)
+            hook = scrapes_first(env, env._now + delay)
+            if hook is not None:
+                self.callbacks = (hook,) + self.fn
+        env.schedule(self, 1, delay)   # priority NORMAL, as a Call
 
 
 def _trace_arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[tuple[float, int, int]]:

@@ -14,6 +14,7 @@ import pytest
 import simulation.queue_proxy as queue_proxy
 from simulation import load_scenario
 from simulation.deadlines import DeadlineQueue
+from simulation import engine
 from simulation.engine import Sim
 
 
@@ -85,7 +86,7 @@ def test_dropping_deadlines_that_cannot_fire_changes_nothing(scn, seed, monkeypa
     assert sum(q is not None for q in (lean.dq_client, lean.dq_gateway, lean.dq_knative)) == 1
     report = lean.run().to_json()
 
-    def every(sim, timeout, on_expire):
-        return DeadlineQueue(sim.env, timeout, on_expire) if timeout else None
-    monkeypatch.setattr(Sim, "_deadlines", every)
+    def every(env, timeout, on_expire, timeouts):
+        return DeadlineQueue(env, timeout, on_expire) if timeout else None
+    monkeypatch.setattr(engine, "deadline_queue", every)
     assert Sim(load_scenario(m), seed).run().to_json() == report
