@@ -17,7 +17,7 @@ is the same).
 
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 from bisect import insort
 from collections import deque
 from operator import attrgetter
@@ -86,6 +86,8 @@ class Activator:
             self.nwait += 1
             return
         pod.act_n += 1
+        if pod.act_n == self.cc and self.first_available:
+            heappop(self._free)   # full now: its entry, the heap's top (`_pick`), is no candidate
         pod.qp.accept(req)
 
     def leave(self, req: Any) -> None:
@@ -102,7 +104,7 @@ class Activator:
         if pod is not None:
             pod.act_n -= 1
             if self.first_available and pod.act_n == self.cc - 1 and pod.act_ready:
-                heapq.heappush(self._free, (pod.id, pod))
+                heappush(self._free, (pod.id, pod))
             if self.nwait:
                 self._drain()
 
@@ -127,7 +129,7 @@ class Activator:
                 p = free[0][1]
                 if p.act_ready and p.act_n < cc:
                     return p
-                heapq.heappop(free)
+                heappop(free)
             return None
         n = len(pods)
         for i in range(n):
@@ -149,12 +151,14 @@ class Activator:
             self.nwait -= 1
             req.where = None
             pod.act_n += 1
+            if pod.act_n == self.cc and self.first_available:
+                heappop(self._free)
             pod.qp.accept(req)
 
     def add_pod(self, pod: Any) -> None:
         insort(self.pods, pod, key=_pod_id)
         if self.first_available:
-            heapq.heappush(self._free, (pod.id, pod))
+            heappush(self._free, (pod.id, pod))
         if self.nwait:
             self._drain()
 
