@@ -130,7 +130,11 @@ class KpaLoop:
             n = _SAMPLE[n_all] if n_all < len(_SAMPLE) else sample_size(n_all)
             if not (sim.n_direct or sim.direct_t >= k - 1):
                 if n < n_all:
-                    self._owe(n_all, n)
+                    owed = self.owed
+                    if owed and owed[-1][0] == n_all:
+                        owed[-1][2] += 1
+                    else:
+                        self._owe(n_all, n)
             else:
                 if self.owed:
                     self._pay()
@@ -202,7 +206,6 @@ class KpaLoop:
         else:
             want, self.ebc, _ = self.decider.scale(now, ready, stable.window_average(now),
                                                    self.panic.window_average(now))
-        cur = sim.replicas
         if want >= 0:
             # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero.
             lo = cfg.min_scale
@@ -215,14 +218,16 @@ class KpaLoop:
             apply = True
             if want == 0:
                 want, apply = self._scale_to_zero(now)
-            if apply and want >= 0:
+            if apply and want >= 0 and not (want == sim.replicas == sim.n_live):
                 sim.set_replicas(want)
         if ready >= cfg.initial_scale:
             self.reached_initial = True
         self._active_condition(now, want, ready)
         self.want = want if want >= 0 else self.want
         # kpa.go ReconcileKind: activator in path iff want == 0, EBC < 0, or unknown while inactive.
-        sim.set_proxy(want == 0 or self.ebc < 0 or (want < 0 and self.state == "inactive"))
+        proxy = want == 0 or self.ebc < 0 or (want < 0 and self.state == "inactive")
+        if proxy != sim.proxy:
+            sim.set_proxy(proxy)
 
     def _active_condition(self, now: float, want: int, ready: int) -> None:
         """kpa.go: computeActiveCondition."""
