@@ -180,3 +180,35 @@ def test_samples_nobody_reads_are_drawn_later_in_order(scn, tmp_path, monkeypatc
     lazy = _logged_run(mapping, False, monkeypatch)
     assert len(paid) > 5 and sum(paid) > 50
     assert lazy == _logged_run(mapping, True, monkeypatch)
+
+
+def test_lazy_scrapes_on_a_shared_clock_match_events_per_scrape(scn, tmp_path, monkeypatch):
+    """Two services on one clock and node group (each KPA orders its own scrapes against events on whole
+    seconds), one rolled out at t = 60 (a loop starting mid-run), a node lost at t = 100: the fleet's result is
+    the same as with a scrape event per second reading every sampled pod."""
+    from simulation.autoscaler.loop import KpaLoop
+
+    def member(name: str, seed: int, mode: str, **extra) -> dict:
+        sc = _whole_second_scenario(scn, _trace(tmp_path / f"{name}.csv", seed), mode, seed)
+        sc["inferenceService"]["metadata"]["name"] = name
+        return {"scenario": {"name": name, **{k: v for k, v in sc.items() if k not in ("cluster", "duration_s")}},
+                **extra}
+
+    fleet = {"name": "t", "duration_s": 240, "node_loss": {"at_s": 100, "detect_s": 20},
+             "cluster": {"gpus_per_node": 4, "max_nodes": 4, "warm_nodes": 2, "image_gib": 0, "warmup_s": 2,
+                         "activator_probe_s": 0, "node_provision_s": 30},
+             "services": [member("a", 1, "serve", rollout={"at_s": 60}), member("b", 2, "mixed")]}
+
+    def run(reference: bool) -> str:
+        import json
+
+        monkeypatch.setattr(KpaLoop, "EAGER", reference)
+        if reference:
+            monkeypatch.setattr(KpaLoop, "_scrape", _reference_scrape)
+        out = json.dumps(run_fleet(load_fleet(fleet), 5), sort_keys=True)
+        monkeypatch.undo()
+        return out
+
+    lazy = run(False)
+    assert '"ready_s": null' not in lazy                # the rollout completed
+    assert lazy == run(True)
