@@ -25,8 +25,11 @@ def exit_now(status: int) -> None:
     """Exit once the report is out, without the interpreter's teardown: freeing the Pulumi SDK and providers'
     modules object by object takes ~0.3 s that nobody needs. Output is flushed and the atexit handlers run
     (the worker pool is already shut down); only the deallocation is skipped."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError):  # e.g. `| head` closed the pipe: nothing left to say
+            pass
     atexit._run_exitfuncs()
     os._exit(status)
 
