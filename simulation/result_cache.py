@@ -5,8 +5,8 @@ its report is stored under the SHA-256 of: the scenario as sorted JSON, the seed
 relative paths resolve against, and a fingerprint of the simulator — the bytes of every source and data file
 under `simulation/`, `catalog/` and `validation/`, and the Python, SimPy and NumPy versions. Any edit to the
 simulator or to the stack's InferenceService, workload, cluster or gate settings gives new keys; an old entry
-is never reused for new code. Scenarios that replay a trace file are not cached (the file's contents are not
-part of the key).
+is never reused for new code. Scenarios that read a file (a replayed trace, an `inferenceServiceFile`) are not
+cached: the file's contents are not part of the key.
 
 Where: `$KSERVE_PREFLIGHT_CACHE_DIR`, else the user's cache directory (`platformdirs.user_cache_dir`, e.g.
 ~/.cache/kserve-preflight) under `replications/`. One JSON file per replication (~40 KB); past `MAX_ENTRIES`
@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("simulation", "catalog", "validation")
 MAX_ENTRIES = 5000
 ENV = "KSERVE_PREFLIGHT_CACHE_DIR"
+FILE_KEYS = ('"trace"', '"inferenceServiceFile"')  # scenarios that read a file are not cached
 
 
 @lru_cache(maxsize=1)
@@ -63,7 +64,7 @@ class ResultCache:
 
     def key(self, job: tuple[str, int, str | None]) -> str | None:
         text, seed, base_dir = job
-        if '"trace"' in text:  # a replayed file: its contents are not in the key
+        if any(k in text for k in FILE_KEYS):  # a file the scenario reads: its contents are not in the key
             return None
         return hashlib.sha256(f"{simulator_fingerprint()}\0{seed}\0{base_dir}\0{text}".encode()).hexdigest()
 

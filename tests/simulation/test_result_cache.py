@@ -50,6 +50,8 @@ def test_the_seed_the_scenario_and_the_simulator_source_are_in_the_key(tmp_path,
     assert key != cache.key(job)
     trace = {**SCENARIO, "workload": {"kind": "trace", "path": "x.csv"}}
     assert cache.key((json.dumps(trace, sort_keys=True), 1, None)) is None   # the file is not in the key
+    from_file = {**SCENARIO, "inferenceServiceFile": "isvc.yaml"}
+    assert cache.key((json.dumps(from_file, sort_keys=True), 1, None)) is None
 
 
 def test_the_fingerprint_covers_every_simulator_source_file():
