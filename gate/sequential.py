@@ -35,8 +35,9 @@ class Trial:
 
 def decide(trials: Sequence[Trial], gate: GateConfig, executor: Any = None,
            on_round: Callable[[int, int], None] | None = None, cache: Any = None) -> dict[Hashable, Verdict]:
-    """Every trial's verdict; `on_round(replications, open trials)` is called before each round; `cache`
-    (simulation/result_cache.py) keeps replications on disk."""
+    """Every trial's verdict; `on_round(replications, open trials)` is called as each scenario's round is sent
+    (its replication total; scenarios move on alone); `cache` (simulation/result_cache.py) keeps replications on
+    disk."""
     return Decision(trials, gate, executor, on_round, cache).result()
 
 
@@ -80,7 +81,8 @@ class Decision:
         g.handle = submit_replications([g.trials[0].scenario], seeds, self.executor, base_dir=ROOT, cache=self.cache)
 
     def _next_done(self) -> _Scenario:
-        """The first open scenario whose replications are all in (in order when the executor cannot tell)."""
+        """The first open scenario whose replications are all in (one answered from a cache is in at
+        once), else the first in order when nothing runs elsewhere (serial work starts only when asked for)."""
         while True:
             for g in self._open:
                 if g.handle.done():

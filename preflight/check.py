@@ -133,14 +133,16 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
 
 
 class _GateProgress:
-    """A transient progress line while `check` waits for the gate: its latest round's scenarios × replications."""
+    """A transient progress line while `check` waits for the gate: the (service, scenario) trials still open and
+    the replication count of the latest round sent (each scenario moves on alone, gate/sequential.py)."""
 
     def __init__(self, stack: str, console: Console | None) -> None:
         self.console, self.text = console, f"simulating {stack}"
         self.stack, self._bar, self._task = stack, None, None
 
-    def on_round(self, replications: int, scenarios: int) -> None:  # may run in the gate's waiting thread
-        self.text = f"simulating {self.stack}: {scenarios} scenario(s) × {replications} replications"
+    def on_round(self, replications: int, trials: int) -> None:  # may run in the gate's waiting thread
+        self.text = (f"simulating {self.stack}: {trials} service scenario(s) open, "
+                     f"latest round to {replications} replications")
         if self._bar is not None:
             self._bar.update(self._task, description=self.text)
 

@@ -143,7 +143,11 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
                 cache.put_all(zip(todo, reports))
         flat = [found[job] for job in jobs]
         return [flat[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(scenarios))]
-    return Later(collect, pending.futures if pending is not None else ())
+    if pending is None:  # every job answered from a cache: done now, so a waiting gate takes it first
+        done = Later(collect)
+        done.result()
+        return done
+    return Later(collect, pending.futures)
 
 
 @dataclass(frozen=True)

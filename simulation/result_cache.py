@@ -3,15 +3,20 @@
 A replication is a pure function of (scenario, seed) and of the simulator itself (simulation/replicate.py), so
 its report is stored under the SHA-256 of: the scenario as sorted JSON, the seed, the base directory its
 relative paths resolve against, and a fingerprint of the simulator — the bytes of every source and data file
-under `simulation/`, `catalog/` and `validation/`, and the Python, SimPy and NumPy versions. Any edit to the
-simulator or to the stack's InferenceService, workload, cluster or gate settings gives new keys; an old entry
-is never reused for new code. Scenarios that read a file (a replayed trace, an `inferenceServiceFile`) are not
-cached: the file's contents are not part of the key.
+under `simulation/`, `catalog/` and `validation/` (a replication imports nothing else from the project; a test
+checks this), and the Python, SimPy and NumPy versions. Any edit to the simulator or to the stack's
+InferenceService, workload, cluster or gate settings gives new keys; an old entry is never reused for new code.
+Scenarios that read a file (a replayed trace, an `inferenceServiceFile`) are not cached: the file's contents are
+not part of the key.
 
 Where: `$KSERVE_PREFLIGHT_CACHE_DIR`, else the user's cache directory (`platformdirs.user_cache_dir`, e.g.
-~/.cache/kserve-preflight) under `replications/`. One JSON file per replication (~40 KB); past `MAX_ENTRIES`
-the oldest are removed. The cache is best effort: an unreadable or unwritable directory only means simulating.
-`preflight check --no-cache` (or `--cache-dir`) decides per run; library calls use no cache unless given one.
+~/.cache/kserve-preflight) under `replications/`, in one folder per simulator fingerprint: `<fp[:16]>/<key>.json`,
+each `{"key", "fingerprint", "report"}` (~30 KB). A read accepts only an entry of that shape naming its own key
+and fingerprint; anything else (truncated, edited, foreign) is a miss and is overwritten. A write removes other
+fingerprints' folders (left by older code), stale temporary files and, past `MAX_ENTRIES`, the oldest entries.
+The cache is best effort: an unreadable or unwritable directory, or a report that cannot be stored, only means
+simulating. `preflight check --no-cache` (or `--cache-dir`) decides per run; library calls use no cache unless
+given one.
 """
 
 from __future__ import annotations
@@ -19,30 +24,38 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("simulation", "catalog", "validation")
-MAX_ENTRIES = 5000
+MAX_ENTRIES = 2000  # ~60 MB
+STALE_TMP_S = 600   # a temporary file this old is a crashed writer's, not one being written
 ENV = "KSERVE_PREFLIGHT_CACHE_DIR"
 FILE_KEYS = ('"trace"', '"inferenceServiceFile"')  # scenarios that read a file are not cached
+_OURS_DIR = re.compile(r"[0-9a-f]{16}|[0-9a-f]{2}")  # a fingerprint's folder (or the old layout's key[:2])
+_OURS_FILE = re.compile(r"[0-9a-f]{64}\.json|tmp\w+\.tmp")
+
+Job = tuple[str, int, str | None]
 
 
-@lru_cache(maxsize=1)
-def simulator_fingerprint() -> str:
-    """SHA-256 over the simulator's files (paths and bytes) and the versions of what it runs on."""
+@lru_cache(maxsize=4)
+def simulator_fingerprint(root: Path = ROOT) -> str:
+    """SHA-256 over the simulator's files under `root` (relative paths and bytes) and the versions of what it
+    runs on."""
     import numpy
     import simpy
 
     h = hashlib.sha256(f"{sys.version_info[:3]} simpy {simpy.__version__} numpy {numpy.__version__}".encode())
     for top in SOURCES:
-        for path in sorted((ROOT / top).rglob("*")):
+        for path in sorted((root / top).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".yaml"):
-                h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -55,61 +68,96 @@ def default_dir() -> Path:
     return Path(user_cache_dir("kserve-preflight")) / "replications"
 
 
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 class ResultCache:
-    """Replication reports by job key (see the module docstring)."""
+    """Replication reports by job key (see the module docstring); `hits` counts the entries used, `misses` the
+    jobs asked for that had none usable."""
 
     def __init__(self, directory: Path | str | None = None) -> None:
         self.dir = Path(directory) if directory is not None else default_dir()
         self.hits = self.misses = 0
 
-    def key(self, job: tuple[str, int, str | None]) -> str | None:
+    def key(self, job: Job) -> str | None:
         text, seed, base_dir = job
         if any(k in text for k in FILE_KEYS):  # a file the scenario reads: its contents are not in the key
             return None
         return hashlib.sha256(f"{simulator_fingerprint()}\0{seed}\0{base_dir}\0{text}".encode()).hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.dir / key[:2] / f"{key}.json"
+    def _folder(self) -> Path:
+        return self.dir / simulator_fingerprint()[:16]
 
-    def get(self, job: tuple[str, int, str | None]) -> dict | None:
+    def get(self, job: Job) -> dict | None:
         key = self.key(job)
-        if key is not None:
-            try:
-                report = json.loads(self._path(key).read_text(encoding="utf-8"))
-                self.hits += 1
-                return report
-            except (OSError, ValueError):
-                pass
-        self.misses += 1
+        report = None if key is None else self._read(key)
+        if report is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return report
+
+    def _read(self, key: str) -> dict | None:
+        try:
+            entry = json.loads((self._folder() / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None
+        if (isinstance(entry, dict) and entry.get("key") == key
+                and entry.get("fingerprint") == simulator_fingerprint() and isinstance(entry.get("report"), dict)):
+            return entry["report"]
         return None
 
-    def put_all(self, items: Iterable[tuple[tuple[str, int, str | None], dict]]) -> None:
-        """Store reports (atomically: a reader never sees half a file), then keep the cache bounded."""
-        wrote = False
+    def put_all(self, items: Iterable[tuple[Job, dict]]) -> None:
+        """Store reports (atomically: a reader never sees half a file), skipping any that cannot be written,
+        then tidy the directory."""
+        tried = False
         for job, report in items:
             key = self.key(job)
             if key is None:
                 continue
-            path = self._path(key)
+            tried, tmp = True, None
+            folder = self._folder()
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(report, f, separators=(",", ":"))
-                os.replace(tmp, path)
-                wrote = True
-            except OSError:
-                return
-        if wrote:
+                    json.dump({"key": key, "fingerprint": simulator_fingerprint(), "report": report}, f,
+                              separators=(",", ":"))
+                os.replace(tmp, folder / f"{key}.json")
+                tmp = None
+            except (OSError, TypeError, ValueError):
+                continue
+            finally:
+                if tmp is not None:
+                    _unlink(Path(tmp))
+        if tried:
             self._prune()
 
     def _prune(self) -> None:
+        """Other fingerprints' folders and stale temporary files go; past MAX_ENTRIES, the oldest entries."""
+        here = self._folder()
         try:
-            files = list(self.dir.glob("*/*.json"))
-            if len(files) <= MAX_ENTRIES:
-                return
-            files.sort(key=lambda p: p.stat().st_mtime)
-            for path in files[:len(files) - MAX_ENTRIES]:
-                path.unlink(missing_ok=True)
+            folders = [d for d in self.dir.iterdir() if d != here and d.is_dir() and _OURS_DIR.fullmatch(d.name)]
+            for folder in folders:
+                for path in folder.iterdir():
+                    if _OURS_FILE.fullmatch(path.name):
+                        _unlink(path)
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
+            now = time.time()
+            for path in here.glob("tmp*.tmp"):
+                if now - path.stat().st_mtime > STALE_TMP_S:
+                    _unlink(path)
+            files = list(here.glob("*.json"))
+            if len(files) > MAX_ENTRIES:
+                files.sort(key=lambda p: p.stat().st_mtime)
+                for path in files[:len(files) - MAX_ENTRIES]:
+                    _unlink(path)
         except OSError:
             pass

@@ -4,6 +4,7 @@ change to the scenario, the seed or the simulator's source misses."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -54,12 +55,70 @@ def test_the_seed_the_scenario_and_the_simulator_source_are_in_the_key(tmp_path,
     assert cache.key((json.dumps(from_file, sort_keys=True), 1, None)) is None
 
 
-def test_the_fingerprint_covers_every_simulator_source_file():
-    before = result_cache.simulator_fingerprint()
-    assert len(before) == 64 and before == result_cache.simulator_fingerprint()
-    files = {p.relative_to(result_cache.ROOT).as_posix() for top in result_cache.SOURCES
-             for p in (result_cache.ROOT / top).rglob("*.py")}
-    assert {"simulation/gpu/vllm_v1.py", "simulation/engine.py", "catalog/__init__.py"} <= files
+def _copy_sources(root):
+    import shutil
+
+    for top in result_cache.SOURCES:
+        shutil.copytree(result_cache.ROOT / top, root / top, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.mark.parametrize("edit", ["simulation/engine.py", "simulation/gpu/vllm_v1.py", "catalog/__init__.py",
+                                  "validation/errors.py", "new file", "renamed"])
+def test_any_edit_to_the_simulators_files_changes_the_fingerprint(tmp_path, edit):
+    fingerprint = result_cache.simulator_fingerprint
+    root = _copy_sources(tmp_path / "copy")
+    same = fingerprint(root)
+    assert len(same) == 64 and same == fingerprint(result_cache.ROOT)   # paths relative, bytes the same
+    if edit == "new file":
+        (root / "simulation" / "gpu" / "extra.py").write_text("")
+    elif edit == "renamed":
+        (root / "simulation" / "engine.py").rename(root / "simulation" / "engine2.py")
+    else:
+        data = bytearray((root / edit).read_bytes())
+        data[len(data) // 2] ^= 1                                     # one bit of one byte
+        (root / edit).write_bytes(bytes(data))
+    fingerprint.cache_clear()
+    assert fingerprint(root) != same
+    (root / "simulation" / "__pycache__").mkdir(exist_ok=True)        # compiled files are not sources
+    (root / "simulation" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert fingerprint(result_cache.ROOT) == same == fingerprint(_copy_sources(tmp_path / "again"))
+
+
+def test_a_replication_imports_nothing_from_the_project_outside_the_fingerprinted_folders():
+    """The key holds the simulator's files only: a replication that loaded stackconfig/ or manifests/ would be
+    answered from the cache after an edit there. Each kind of job (a single scenario, and the gate's fleets:
+    steady and every stress scenario of the prod stack) runs in a fresh interpreter, which lists what it
+    loaded."""
+    import subprocess
+    import sys
+
+    import gate
+    from stackconfig.load import load_stack
+
+    fleets = {json.dumps(t.scenario, sort_keys=True) for t in gate.trials(load_stack("prod"))}
+    assert len(fleets) >= 4
+    jobs = [[json.dumps(SCENARIO, sort_keys=True), 1, None]] + [[text, 1, str(result_cache.ROOT)]
+                                                               for text in sorted(fleets)]
+    script = (
+        "import json, sys\n"
+        "from simulation.replicate import simulate_job\n"
+        "for job in json.load(sys.stdin):\n"
+        "    simulate_job(tuple(job))\n"
+        "print(json.dumps(sorted(getattr(m, '__file__', None) or '' for m in list(sys.modules.values()))))\n")
+    out = subprocess.run([sys.executable, "-c", script], input=json.dumps(jobs), capture_output=True, text=True,
+                         cwd=result_cache.ROOT, timeout=300, check=True).stdout
+    root = result_cache.ROOT.resolve()
+    loaded = [p.relative_to(root).as_posix() for f in json.loads(out) if f
+              for p in [Path(f).resolve()] if p.is_relative_to(root)]
+    assert {"simulation/engine.py", "simulation/fleet.py", "validation/errors.py"} <= set(loaded)
+    outside = [f for f in loaded if f.split("/")[0] not in result_cache.SOURCES]
+    assert not outside, f"a replication loads {outside}: add their folders to result_cache.SOURCES"
+
+
+def _entry(cache, seed=1, scenario=SCENARIO):
+    key = cache.key((json.dumps(scenario, sort_keys=True), seed, None))
+    return cache.dir / result_cache.simulator_fingerprint()[:16] / f"{key}.json"
 
 
 def test_an_unusable_directory_only_means_simulating(tmp_path):
@@ -67,12 +126,85 @@ def test_an_unusable_directory_only_means_simulating(tmp_path):
     blocked.write_text("not a directory")
     cache = ResultCache(blocked / "cache")
     assert _run(cache, seeds=(1,)) == _run(None, seeds=(1,))
-    assert cache.hits == 0
-    corrupt = ResultCache(tmp_path)
-    key = corrupt.key((json.dumps(SCENARIO, sort_keys=True), 1, None))
-    (tmp_path / key[:2]).mkdir(exist_ok=True)
-    (tmp_path / key[:2] / f"{key}.json").write_text("{half a file")
-    assert _run(corrupt, seeds=(1,)) == _run(None, seeds=(1,)) and corrupt.hits == 0
+    assert (cache.hits, cache.misses) == (0, 1)
+
+
+def _other_entry(path):
+    entry = json.loads(path.read_text())
+    return json.dumps({**entry, "key": "0" * 64})
+
+
+@pytest.mark.parametrize("content", [
+    "{}", "null", "[]", "[1, 2]", '"report"', "{half a file", "", "\xff\xfe", "[" * 100_000,
+    '{"key": "KEY", "fingerprint": "FP"}', '{"key": "KEY", "fingerprint": "FP", "report": null}',
+    '{"key": "KEY", "fingerprint": "elsewhere", "report": {}}', "other entry"])
+def test_an_entry_that_is_not_this_jobs_report_is_a_miss_and_is_rewritten(tmp_path, content):
+    cold_cache = ResultCache(tmp_path)
+    cold = _run(cold_cache)
+    path = _entry(cold_cache)
+    good = path.read_text()
+    key = path.stem
+    if content == "other entry":  # a well-formed entry of another job, at this job's path
+        content = _other_entry(path)
+    if isinstance(content, bytes):   # not UTF-8
+        path.write_bytes(content)
+    else:
+        path.write_text(content.replace("KEY", key).replace("FP", result_cache.simulator_fingerprint()))
+    warm_cache = ResultCache(tmp_path)
+    warm = _run(warm_cache)
+    assert (warm_cache.hits, warm_cache.misses) == (2, 1)
+    assert json.dumps(warm, sort_keys=True) == json.dumps(cold, sort_keys=True)
+    assert path.read_text() == good  # simulated again and stored over the bad entry
+    assert not list(tmp_path.glob("*/*.tmp"))
+
+
+def test_a_report_that_cannot_be_stored_is_skipped_and_the_others_are_kept(tmp_path):
+    import numpy as np
+
+    cache = ResultCache(tmp_path)
+    jobs = [(json.dumps(SCENARIO, sort_keys=True), seed, None) for seed in (1, 2, 3)]
+    cache.put_all([(jobs[0], {"count": np.int64(3)}), (jobs[1], {"x": float("nan"), "big": 10 ** 5000}),
+                   (jobs[2], {"ok": 1})])   # numpy ints are not JSON; a 5000-digit int is a ValueError
+    assert cache.get(jobs[2]) == {"ok": 1} and cache.get(jobs[0]) is None
+    assert [p.name for p in tmp_path.glob("*/*")] == [f"{cache.key(jobs[2])}.json"]  # no temporary file left
+
+
+def test_a_cache_that_fails_never_breaks_the_gate(tmp_path, monkeypatch):
+    import numpy as np
+
+    import gate
+    from simulation import replicate
+    from stackconfig.load import load_stack
+
+    def verdicts(cache):
+        clear_cache()
+        return [v.to_dict() for v in gate.start_check(cfg, None, None, cache)()]
+
+    cfg = load_stack("dev")
+    plain = verdicts(None)
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert verdicts(ResultCache(blocked / "cache")) == plain
+    load = replicate._load
+
+    def numpy_in_report(mapping, base_dir):  # a report JSON cannot hold, as a future metric might give
+        run = load(mapping, base_dir)
+        return lambda seed: {**run(seed), "extra": np.int64(1)}
+
+    monkeypatch.setattr(replicate, "_load", numpy_in_report)
+    cache = ResultCache(tmp_path / "cache")
+    assert verdicts(cache) == plain
+    assert cache.hits == 0 and cache.misses and not list((tmp_path / "cache").glob("*/*"))
+
+
+def test_jobs_all_answered_from_a_cache_are_done_at_once_so_the_gate_takes_them_first(tmp_path):
+    from simulation.replicate import submit_replications
+
+    _run(ResultCache(tmp_path))
+    clear_cache()
+    assert submit_replications([SCENARIO], [1, 2, 3], cache=ResultCache(tmp_path)).done()  # from disk
+    assert submit_replications([SCENARIO], [1, 2, 3]).done()                            # from this process
+    assert not submit_replications([SCENARIO], [1, 2, 4]).done()  # serial work starts only when asked for
 
 
 def test_the_cache_stays_bounded(tmp_path, monkeypatch):
@@ -80,6 +212,34 @@ def test_the_cache_stays_bounded(tmp_path, monkeypatch):
     cache = ResultCache(tmp_path)
     _run(cache, seeds=range(1, 7))
     assert len(list(tmp_path.glob("*/*.json"))) == 4
+
+
+def test_a_write_keeps_only_this_simulators_folder_and_leaves_other_files_alone(tmp_path):
+    import os
+    import time
+
+    old = tmp_path / ("ab" * 8)           # an older simulator's folder
+    old.mkdir()
+    (old / f"{'c' * 64}.json").write_text("{}")
+    (old / "tmpx1.tmp").write_text("")
+    legacy = tmp_path / "cd"              # the first layout: <key[:2]>/<key>.json
+    legacy.mkdir()
+    (legacy / f"{'cd' * 32}.json").write_text("{}")
+    mine = tmp_path / "mine"              # not the cache's: kept
+    mine.mkdir()
+    (mine / f"{'e' * 64}.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("kept")
+    here = tmp_path / result_cache.simulator_fingerprint()[:16]
+    here.mkdir()
+    stale, fresh = here / "tmpstale.tmp", here / "tmpfresh.tmp"
+    stale.write_text("")
+    fresh.write_text("")
+    hour_ago = time.time() - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    _run(ResultCache(tmp_path), seeds=(1,))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([here.name, "mine", "notes.txt"])
+    assert (mine / f"{'e' * 64}.json").exists() and fresh.exists() and not stale.exists()
+    assert len(list(here.glob("*.json"))) == 1
 
 
 def test_preflight_check_uses_the_cache_unless_told_not_to(tmp_path, capsys):
@@ -99,6 +259,14 @@ def test_preflight_check_uses_the_cache_unless_told_not_to(tmp_path, capsys):
     assert cli.main(args + ["--no-cache"]) == 0
     fresh = json.loads(capsys.readouterr().out)
     assert fresh["stacks"] == cold["stacks"] and not fresh["timings"]["notes"]
+    entries = list(tmp_path.glob("*/*.json"))
+    for path in entries:  # every entry overwritten by valid JSON that is not an entry: all misses, same result
+        path.write_text("{}")
+    clear_cache()
+    assert cli.main(args) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["stacks"] == cold["stacks"]
+    assert [n for n in again["timings"]["notes"] if n.startswith(f"replications from the cache: 0 of {len(entries)} ")]
 
 
 @pytest.fixture(autouse=True)
