@@ -8,27 +8,44 @@ from simulation.fleet import load_fleet, run_fleet
 from tests.simulation.test_fleet import CLUSTER, _svc
 
 
-def test_a_revision_started_late_scrapes_its_pods_on_the_clock_it_runs_on(monkeypatch):
-    """A rollout's new revision (created at t = 61.5) splits its pods' load at its own scrape times: no
-    per-second stat is negative and no pod is busy longer than it has lived (scrape k used to split at t = k
-    counted from the revision's start, behind the pod's last change: negative seconds, then a jump)."""
+@pytest.mark.parametrize("eager", [False, True])
+def test_a_revision_started_late_scrapes_its_pods_on_the_clock_it_runs_on(monkeypatch, eager):
+    """A rollout's new revision (created at t = 60 or 61.5) scrapes on whole seconds of the shared clock: its
+    first scrape is the first whole second after its creation, scrape k runs at t = k (with an event per scrape)
+    or later but never before (lazily), every per-second stat is non-negative and no pod is busy longer than it
+    has lived (scrape k used to run at t0 + k and split at t = k counted from 0: negative seconds, then a jump)."""
+    from simulation.autoscaler.loop import KpaLoop
     from simulation.pod import Pod
 
-    stats, pods = [], set()
-    orig = Pod.kpa_stat
+    monkeypatch.setattr(KpaLoop, "EAGER", eager)
+    stats, pods, scrapes = [], set(), []
+    orig_stat, orig_scrape = Pod.kpa_stat, KpaLoop._scrape
 
-    def spy(self, k):
-        out = orig(self, k)
+    def spy_stat(self, k):
+        out = orig_stat(self, k)
         stats.append(out[0])
         pods.add(self)
         return out
 
-    monkeypatch.setattr(Pod, "kpa_stat", spy)
+    def spy_scrape(self, k):
+        if self.sim.silent:
+            scrapes.append((k, self.env.now))
+        return orig_scrape(self, k)
+
+    monkeypatch.setattr(Pod, "kpa_stat", spy_stat)
+    monkeypatch.setattr(KpaLoop, "_scrape", spy_scrape)
     for at in (60, 61.5):
+        stats.clear(), pods.clear(), scrapes.clear()
         fleet = {"name": "t", "duration_s": 500, "cluster": {**CLUSTER, "warm_nodes": 2},
                  "services": [{"scenario": _svc("a", 1.0, min_r=1, max_r=2), "rollout": {"at_s": at}}]}
         out = run_fleet(load_fleet(fleet), 1)["services"]["a"]
         assert out["rollout"]["ready_s"] is not None
+        ks = [k for k, _ in scrapes]
+        assert ks == list(range(int(at) + 1, int(at) + 1 + len(ks))) and len(ks) > 100
+        if eager:
+            assert all(now == k for k, now in scrapes)
+        else:
+            assert all(now >= k for k, now in scrapes)
         new = [p for p in pods if p.sim.silent]
         assert new and stats and min(stats) >= 0.0
         for pod in pods:
