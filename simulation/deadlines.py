@@ -17,9 +17,15 @@ from simulation.clock import call_later
 def deadline_queue(env: Any, timeout: float | None, on_expire: Callable[[Any], None],
                    timeouts: tuple) -> "DeadlineQueue | None":
     """The deadline queue of `timeout` (one of `timeouts`: client, gateway, revision), or None when it can never
-    fire. All three run from the attempt's send time, and every attempt not answered at once enters each queue
-    that exists: only the shortest can answer it. A longer one (by more than float slack) would only schedule
-    void timers, so it gets no queue — same results."""
+    fire. Every attempt not answered at once enters each queue that exists, and all three timers run from the
+    attempt's send time `req.t`: only the shortest can answer it. A longer one (by more than float slack) would
+    only schedule void timers, so it gets no queue — same results.
+
+    Assumption: no hop latency is modelled, so the gateway and the revision (activator / queue-proxy) see the
+    attempt at the instant the client sends it (`Sim.send` adds it to every queue at `req.t`). A hop delay would
+    start the later timers after `req.t`, a longer timeout could then fire first, and this pruning would be
+    wrong. tests/simulation/test_fused_path.py (`test_every_deadline_timer_starts_at_the_send_time`) fails if
+    any queue is ever entered at another time."""
     if not timeout or timeout > min(t for t in timeouts if t) + 1e-3:
         return None
     return DeadlineQueue(env, timeout, on_expire)

@@ -134,6 +134,8 @@ class Sim:
         self.area_sys += self.n_sys * (now - self._last)
         self._last = now
         self.n_sys += 1
+        # Client, gateway and revision timers all start now, at req.t (no hop latency is modelled):
+        # `deadlines.deadline_queue` keeps a queue for the shortest timeout only, which relies on this.
         if self.dq_client is not None:
             self.dq_client.add(req)
         if self.rate_limited:

@@ -90,3 +90,28 @@ def test_dropping_deadlines_that_cannot_fire_changes_nothing(scn, seed, monkeypa
         return DeadlineQueue(env, timeout, on_expire) if timeout else None
     monkeypatch.setattr(engine, "deadline_queue", every)
     assert Sim(load_scenario(m), seed).run().to_json() == report
+
+
+def test_every_deadline_timer_starts_at_the_send_time(scn, monkeypatch):
+    """`deadlines.deadline_queue` keeps a queue for the shortest timeout only because the client, gateway and
+    revision timers all start at the attempt's send time `req.t` (no hop latency is modelled). With every queue
+    kept, each is entered only at `req.t`, on scenarios where all three see attempts (with the activator, retries
+    and a rate-limited gateway): this fails if a hop delay ever starts a timer later."""
+    entered: dict = {}
+    add = DeadlineQueue.add
+
+    def checked(q, req):
+        entered.setdefault(q.on_expire.__name__, []).append(q.env.now - req.t)
+        add(q, req)
+
+    def every(env, timeout, on_expire, timeouts):
+        return DeadlineQueue(env, timeout, on_expire) if timeout else None
+    monkeypatch.setattr(engine, "deadline_queue", every)
+    monkeypatch.setattr(DeadlineQueue, "add", checked)
+    for seed in range(0, 24, 3):
+        m = random_scenario(seed, scn.isvc)
+        m["client"] = dict(m.get("client", {}), timeout_s=5.0, max_retries=2)
+        m["gateway"] = dict(m.get("gateway", {}), timeout_s=4.0)
+        Sim(load_scenario(m), seed).run()
+    assert set(entered) == {"_expire_client", "_expire_gateway", "_expire_knative"}
+    assert all(len(lags) > 100 and not any(lags) for lags in entered.values())
