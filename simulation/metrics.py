@@ -57,7 +57,8 @@ class Recorder:
 
     @property
     def attempts(self) -> dict[tuple[int, str], int]:
-        """(status, component) → attempts sent in the window (a 200 is always the model server's)."""
+        """(status, component) → attempts sent in the window (a 200 is always the model server's: only failures are
+        counted, `test_attempt_counts_derived_at_report_time_equal_counting_each_attempt` checks it)."""
         return _with_ok(self.attempts_failed, self.n_attempts, (200, SERVER))
 
     def record(self, req: Any, final: bool) -> None:

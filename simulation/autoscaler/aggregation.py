@@ -41,7 +41,8 @@ class WindowBuckets:
         self.add(self._index(t), value)
 
     def add(self, idx: int, value: float) -> None:
-        """`record` into bucket `idx` (a 1 s scrape at t = idx adds to bucket idx)."""
+        """`record` into bucket `idx` (a 1 s scrape at t = idx adds to bucket idx: the KPA loop passes the scrape's
+        second, so its buckets must be 1 s — `AutoscalerConfig` rejects any other `bucket_s`)."""
         last = self.last
         n = self.n
         buckets = self.buckets

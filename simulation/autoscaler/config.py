@@ -46,7 +46,14 @@ class AutoscalerConfig:
     activation_scale: int = 1
     enable_scale_to_zero: bool = True
     tick_interval_s: float = 2.0                # multiscaler.go tickInterval
-    bucket_s: float = 1.0
+    bucket_s: float = 1.0                       # fixed: not a Knative setting (no annotation sets it)
+
+    def __post_init__(self) -> None:
+        # The KPA loop adds scrape k (at t = k s) to bucket k (`WindowBuckets.add`) and its lazy scrapes run on
+        # whole seconds (`KpaLoop.catch_scrapes`): both hold only for 1 s buckets, Knative's granularity.
+        if self.bucket_s != 1.0:
+            raise ValueError(f"AutoscalerConfig.bucket_s = {self.bucket_s!r}: only 1.0 s buckets are supported "
+                             "(the KPA loop's scrapes index buckets by whole second)")
 
     # -- derived (resources/target.go, kpa/resources/metric.go) ---------------------------------------
     @property

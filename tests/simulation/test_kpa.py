@@ -138,6 +138,21 @@ def test_config_defaults_are_knatives():
     assert cc1.target_value == pytest.approx(0.7)
 
 
+def test_kpa_buckets_are_whole_seconds_and_no_user_setting_changes_that():
+    """The KPA loop adds scrape k to bucket k (whole seconds): a config with other buckets is refused where it is
+    built, and no annotation reaches `bucket_s` (an unknown one is a Problem naming it, not a traceback)."""
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="bucket_s"):
+        AutoscalerConfig(bucket_s=2.0)
+    with pytest.raises(ValueError, match="bucket_s"):
+        replace(AutoscalerConfig(), bucket_s=0.5)
+    problems: list = []
+    c = from_annotations({"autoscaling.knative.dev/bucket": "2s", "autoscaling.knative.dev/window": "10s"}, 1,
+                         problems)
+    assert c.bucket_s == 1.0 and len(problems) == 1 and "bucket" in problems[0].path
+
+
 @pytest.mark.parametrize("ann,field,value", [
     ({"autoscaling.knative.dev/window": "2m"}, "stable_window_s", 120.0),
     ({"autoscaling.knative.dev/target-burst-capacity": "0"}, "target_burst_capacity", 0.0),

@@ -127,3 +127,33 @@ def test_standard_mode_has_no_queue_proxy(scn):
     m["inferenceService"] = scn.isvc(cc=1, min_replicas=1, max_replicas=1, mode="RawDeployment")
     d = scn.run(m)
     assert d["mode"] == "Standard" and "503" not in d["status_counts"]
+
+
+def test_attempt_counts_derived_at_report_time_equal_counting_each_attempt(scn, monkeypatch):
+    """`Recorder.attempts` counts only failures and derives the 200s as (200, server): every successful attempt
+    must be the model server's. Each windowed attempt counted by (status, component) as it is recorded equals the
+    derived counts, on randomized request paths (every answering component) and the GPU example scenario."""
+    from collections import Counter
+    from pathlib import Path
+
+    from simulation.metrics import Recorder
+    from tests.simulation.test_fused_path import random_scenario
+
+    seen: Counter = Counter()
+    record = Recorder.record
+
+    def counted(rec, req, final):
+        if rec.t0 <= req.t < rec.t1:
+            seen[req.status, req.component] += 1
+        record(rec, req, final)
+
+    monkeypatch.setattr(Recorder, "record", counted)
+    example = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "llm-knative-cc1.yaml"
+    statuses: set = set()
+    for seed, mapping in [(s, random_scenario(s, scn.isvc)) for s in range(24)] + [(0, str(example))]:
+        seen.clear()
+        sim = Sim(load_scenario(mapping), seed)
+        sim.run()
+        assert sim.rec.attempts == {k: v for k, v in seen.items() if v}
+        statuses |= set(seen)
+    assert {s for s, _ in statuses} >= {200, 429, 503, 504}   # the scenarios reach every kind of answer
