@@ -7,6 +7,10 @@ else ceil(N·X/(N+X−1)), X = 15.3664). Knative shuffles the pod list and scrap
 `sorted_sample(rng, N, n)` = `sorted(rng.sample(range(N), n))` with the very same draws from `rng` (CPython's
 `Random.sample` algorithm: a pool for small populations, rejection from a set for large ones, each index from
 `_randbelow`, i.e. `getrandbits(bit_length)` until below the bound) — inlined because the KPA draws it every second.
+Attribution: the algorithm is that of CPython's `random.Random.sample` (Lib/random.py, Python Software Foundation,
+PSF License Version 2), re-expressed here; the same algorithm is needed because the draws must be byte-identical to
+the reference path's `rng.sample` (the seeded results and golden outputs depend on every draw from the scrape
+generator), which a different sampling algorithm would not give.
 """
 
 from __future__ import annotations
