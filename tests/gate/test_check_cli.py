@@ -89,6 +89,9 @@ def test_an_admission_refusal_fails_the_check_before_the_program_runs(monkeypatc
 
 
 def test_timings_name_every_stage_and_the_gate_overlaps_the_program_without_changing_results(capsys):
+    from simulation import replicate
+
+    replicate.clear_cache()   # replications another test ran in this process would not reach the workers
     assert cli.main(["check", "--json", "--timings", "--workers", "2"]) == 0
     parallel = json.loads(capsys.readouterr().out)
     stages = [s["stage"] for s in parallel["timings"]["stages"]]
@@ -98,7 +101,10 @@ def test_timings_name_every_stage_and_the_gate_overlaps_the_program_without_chan
     assert any("jobs sent to the workers" in s for s in stages)              # before the program stage
     assert stages.index(next(s for s in stages if "jobs sent" in s)) < stages.index(
         next(s for s in stages if "Pulumi program" in s))
-    assert parallel["timings"]["cpu_s"]["workers"] >= 0   # the workers' CPU (0 when this process had them cached)
+    assert parallel["timings"]["cpu_s"]["workers"] > 0     # the simulations ran in the worker processes
+    assert cli.main(["check", "--json", "--timings", "--workers", "2"]) == 0
+    cached = json.loads(capsys.readouterr().out)            # every replication answered from the cache
+    assert cached["timings"]["cpu_s"]["workers"] == 0 and cached["stacks"] == parallel["stacks"]
     assert cli.main(["check", "--json", "--workers", "1"]) == 0
     serial = json.loads(capsys.readouterr().out)
     assert "timings" not in serial and serial["stacks"] == parallel["stacks"]
