@@ -75,6 +75,11 @@ def test_the_scenarios_exercise_the_fused_path_and_a_change_in_it_is_caught(scn,
     assert run(m, seed, True, monkeypatch)[0] != general
 
 
+def every_queue(env, timeout, on_expire, timeouts):
+    """`engine.deadline_queue` without the pruning: a queue for every timeout that is set."""
+    return DeadlineQueue(env, timeout, on_expire) if timeout else None
+
+
 @pytest.mark.parametrize("seed", range(0, 24, 2))
 def test_dropping_deadlines_that_cannot_fire_changes_nothing(scn, seed, monkeypatch):
     """Only the shortest of the client, gateway and revision timeouts can answer an attempt (all run from its
@@ -86,9 +91,7 @@ def test_dropping_deadlines_that_cannot_fire_changes_nothing(scn, seed, monkeypa
     assert sum(q is not None for q in (lean.dq_client, lean.dq_gateway, lean.dq_knative)) == 1
     report = lean.run().to_json()
 
-    def every(env, timeout, on_expire, timeouts):
-        return DeadlineQueue(env, timeout, on_expire) if timeout else None
-    monkeypatch.setattr(engine, "deadline_queue", every)
+    monkeypatch.setattr(engine, "deadline_queue", every_queue)
     assert Sim(load_scenario(m), seed).run().to_json() == report
 
 
@@ -104,9 +107,7 @@ def test_every_deadline_timer_starts_at_the_send_time(scn, monkeypatch):
         entered.setdefault(q.on_expire.__name__, []).append(q.env.now - req.t)
         add(q, req)
 
-    def every(env, timeout, on_expire, timeouts):
-        return DeadlineQueue(env, timeout, on_expire) if timeout else None
-    monkeypatch.setattr(engine, "deadline_queue", every)
+    monkeypatch.setattr(engine, "deadline_queue", every_queue)
     monkeypatch.setattr(DeadlineQueue, "add", checked)
     for seed in range(0, 24, 3):
         m = random_scenario(seed, scn.isvc)
