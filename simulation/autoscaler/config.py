@@ -84,9 +84,11 @@ class AutoscalerConfig:
 
 
 def _num(v: Any) -> float | None:
+    if isinstance(v, bool):  # YAML `true` is no annotation value (Kubernetes annotations are strings)
+        return None
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int too big for a float
         return None
     return f if math.isfinite(f) else None
 
@@ -124,12 +126,14 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
             return None
         return v
 
-    def duration(key: str, lo: float, hi: float) -> float | None:
+    def duration(key: str, lo: float, hi: float, whole: bool = False) -> float | None:
         if key not in ann:
             return None
         v = parse_duration(ann[key]) if isinstance(ann[key], str) else _num(ann[key])
-        if v is None or v < lo or v > hi:
-            bad(key, f"expected a duration like '60s' between {lo:g}s and {hi:g}s")
+        if v is None or v < lo or v > hi or (whole and not float(v).is_integer()):
+            # annotation_validation.go: window and scale-down-delay "with at most second precision"
+            bad(key, f"expected a duration like '60s' between {lo:g}s and {hi:g}s"
+                + (" in whole seconds" if whole else ""))
             return None
         return v
 
@@ -172,7 +176,7 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
         v = None
     if v is not None:
         upd["target_burst_capacity"] = v
-    v = duration("window", 6.0, 3600.0)
+    v = duration("window", 6.0, 3600.0, whole=True)
     if v is not None:
         upd["stable_window_s"] = v
     v = number("panic-window-percentage", lo=1, hi=100)
@@ -187,7 +191,7 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     v = number("max-scale-down-rate", lo=1.0000001)
     if v is not None:
         upd["max_scale_down_rate"] = v
-    v = duration("scale-down-delay", 0.0, 3600.0)
+    v = duration("scale-down-delay", 0.0, 3600.0, whole=True)
     if v is not None:
         upd["scale_down_delay_s"] = v
     v = duration("scale-to-zero-pod-retention-period", 0.0, 3600.0)

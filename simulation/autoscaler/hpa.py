@@ -35,6 +35,7 @@ class Rules:
     select: str = "Max"   # Max | Min | Disabled
 
 
+INT32_MAX = 2**31 - 1   # `value` is an int32 in autoscaling/v2
 DEFAULT_UP = Rules(0.0, (Policy("Pods", 4, 15.0), Policy("Percent", 100, 15.0)), "Max")
 DEFAULT_DOWN = Rules(300.0, (Policy("Percent", 100, 15.0),), "Max")
 
@@ -146,7 +147,8 @@ def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Pro
         problems.append(Problem(path, data, "expected a mapping (HPAScalingRules)"))
         return default
     window = data.get("stabilizationWindowSeconds", default.window_s)
-    if not isinstance(window, (int, float)) or isinstance(window, bool) or not 0 <= window <= 3600:
+    if not isinstance(window, (int, float)) or isinstance(window, bool) or not 0 <= window <= 3600 or \
+            not float(window).is_integer():  # an int32 in autoscaling/v2
         problems.append(Problem(f"{path}.stabilizationWindowSeconds", window, "expected seconds between 0 and 3600"))
         window = default.window_s
     select = data.get("selectPolicy", default.select)
@@ -160,6 +162,8 @@ def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Pro
         if not isinstance(raw, list):
             problems.append(Problem(f"{path}.policies", raw, "expected a list of {type, value, periodSeconds}"))
             raw = []
+        elif not raw:  # validation.go validateScalingRules; with no policy the HPA would never scale this way
+            problems.append(Problem(f"{path}.policies", raw, "expected at least one {type, value, periodSeconds}"))
         out = []
         for i, p in enumerate(raw):
             pp = f"{path}.policies[{i}]"
@@ -167,10 +171,12 @@ def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Pro
                 problems.append(Problem(pp, p, "expected {type: Pods|Percent, value: int > 0, periodSeconds: 1..1800}"))
                 continue
             v, per = p.get("value"), p.get("periodSeconds")
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0 or not float(v).is_integer():
-                problems.append(Problem(f"{pp}.value", v, "expected an integer > 0"))
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= INT32_MAX or \
+                    not float(v).is_integer():
+                problems.append(Problem(f"{pp}.value", v, f"expected an integer > 0 (at most {INT32_MAX})"))
                 continue
-            if not isinstance(per, (int, float)) or isinstance(per, bool) or not 0 < per <= 1800:
+            if not isinstance(per, (int, float)) or isinstance(per, bool) or not 0 < per <= 1800 or \
+                    not float(per).is_integer():
                 problems.append(Problem(f"{pp}.periodSeconds", per, "expected seconds between 1 and 1800"))
                 continue
             out.append(Policy(p["type"], int(v), float(per)))

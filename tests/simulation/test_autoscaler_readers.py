@@ -1,0 +1,402 @@
+"""Direct, table-driven tests of the two autoscaling input readers, so mutation testing maps them to the code.
+
+`from_annotations` reads Knative's `autoscaling.knative.dev/*` annotations: ranges from knative/serving
+`pkg/apis/autoscaling/annotation_validation.go` (reference knative-kserve.md §3). `rules_from_manifest` reads an
+autoscaling/v2 `HPAScalingRules`: ranges from kubernetes `pkg/apis/autoscaling/validation/validation.go`
+(`MaxStabilizationWindowSeconds` 3600, `MaxPeriodSeconds` 1800, `value` > 0, at least one policy). Each table row
+is an accepted edge or the first rejected value past it; each rejection must name the exact key and the range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from simulation.autoscaler.config import HPA_CLASS, KPA_CLASS, AutoscalerConfig, from_annotations
+from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, Policy, Rules, rules_from_manifest
+
+P = "autoscaling.knative.dev/"
+PATH = "svc.annotations"
+DEFAULTS = AutoscalerConfig()
+
+
+def read(ann, cc=0, **kw):
+    problems: list = []
+    return from_annotations(ann, cc, problems, PATH, **kw), problems
+
+
+def changed(c: AutoscalerConfig, base: AutoscalerConfig = DEFAULTS) -> dict:
+    return {f.name: getattr(c, f.name) for f in fields(c) if getattr(c, f.name) != getattr(base, f.name)}
+
+
+# -- Knative annotations: accepted edges -------------------------------------------------------------------------
+# (annotation, value, {attribute: value}) — exactly these attributes change, nothing else.
+ACCEPTED = [
+    ("target", "0.01", {"target": 0.01}),
+    ("target", "250", {"target": 250.0}),
+    ("target", 7, {"target": 7.0}),                                     # numbers are accepted too
+    ("target-utilization-percentage", "1", {"target_utilization": 0.01}),
+    ("target-utilization-percentage", "100", {"target_utilization": 1.0}),
+    ("target-utilization-percentage", "85.5", {"target_utilization": 0.855}),
+    ("target-burst-capacity", "-1", {"target_burst_capacity": -1.0}),   # unlimited
+    ("target-burst-capacity", "0", {"target_burst_capacity": 0.0}),
+    ("target-burst-capacity", "0.5", {"target_burst_capacity": 0.5}),
+    ("window", "6s", {"stable_window_s": 6.0}),
+    ("window", "1h", {"stable_window_s": 3600.0}),
+    ("window", "3600s", {"stable_window_s": 3600.0}),
+    ("window", "6m", {"stable_window_s": 360.0}),
+    ("window", "1m30s", {"stable_window_s": 90.0}),
+    ("window", 90, {"stable_window_s": 90.0}),
+    ("panic-window-percentage", "1", {"panic_window_percentage": 1.0}),
+    ("panic-window-percentage", "100", {"panic_window_percentage": 100.0}),
+    ("panic-threshold-percentage", "110", {"panic_threshold_percentage": 110.0}),
+    ("panic-threshold-percentage", "1000", {"panic_threshold_percentage": 1000.0}),
+    ("max-scale-up-rate", "1.5", {"max_scale_up_rate": 1.5}),
+    ("max-scale-down-rate", "1.5", {"max_scale_down_rate": 1.5}),
+    ("scale-down-delay", "0", {}),
+    ("scale-down-delay", "0s", {}),
+    ("scale-down-delay", "1s", {"scale_down_delay_s": 1.0}),
+    ("scale-down-delay", "1h", {"scale_down_delay_s": 3600.0}),
+    ("scale-down-delay", "15m", {"scale_down_delay_s": 900.0}),
+    ("scale-to-zero-pod-retention-period", "0s", {}),
+    ("scale-to-zero-pod-retention-period", "1m5s", {"scale_to_zero_pod_retention_s": 65.0}),
+    ("scale-to-zero-pod-retention-period", "3600s", {"scale_to_zero_pod_retention_s": 3600.0}),
+    ("min-scale", "0", {}),
+    ("min-scale", "3", {"min_scale": 3}),
+    ("max-scale", "0", {}),                                             # 0 = unlimited
+    ("max-scale", "12", {"max_scale": 12}),
+    ("initial-scale", "0", {"initial_scale": 0, "allow_zero_initial_scale": True}),
+    ("initial-scale", "1", {}),
+    ("initial-scale", "5", {"initial_scale": 5}),
+    ("activation-scale", "1", {}),
+    ("activation-scale", "3", {"activation_scale": 3}),
+    ("class", HPA_CLASS, {"autoscaler_class": HPA_CLASS}),
+    ("class", KPA_CLASS, {}),
+    ("metric", "rps", {"metric": "rps"}),
+    ("metric", "cpu", {"metric": "cpu"}),
+    ("metric", "memory", {"metric": "memory"}),
+    ("metric", "concurrency", {}),
+    ("metric-aggregation-algorithm", "linear", {}),
+    ("metric-aggregation-algorithm", "weighted-exponential", {}),
+]
+
+
+@pytest.mark.parametrize("key,value,expected", ACCEPTED, ids=[f"{k}={v!r}" for k, v, _ in ACCEPTED])
+def test_annotation_accepted_edge_sets_exactly_its_attribute(key, value, expected):
+    c, problems = read({P + key: value})
+    assert problems == []
+    assert changed(c) == expected
+    assert all(type(getattr(c, k)) is type(v) for k, v in expected.items())  # ints stay ints
+
+
+# -- Knative annotations: first rejected value past each edge, and wrong types ----------------------------------
+BETWEEN_1_100 = "expected a number between 1 and 100 (as a string)"
+WINDOW = "expected a duration like '60s' between 6s and 3600s in whole seconds"
+DELAY = "expected a duration like '60s' between 0s and 3600s in whole seconds"
+RETENTION = "expected a duration like '60s' between 0s and 3600s"
+INT_GE0 = "expected an integer >= 0 (as a string)"
+REJECTED = [
+    ("target", "0.0099", "expected a number >= 0.01 (as a string)"),
+    ("target", "0", "expected a number >= 0.01 (as a string)"),
+    ("target", "lots", "expected a number >= 0.01 (as a string)"),
+    ("target-utilization-percentage", "0.99", BETWEEN_1_100),
+    ("target-utilization-percentage", "100.01", BETWEEN_1_100),
+    ("target-burst-capacity", "-0.5", "expected a number >= 0, or -1 for unlimited (as a string)"),
+    ("target-burst-capacity", "-0.0001", "expected a number >= 0, or -1 for unlimited (as a string)"),
+    ("target-burst-capacity", "-1.01", "expected a number >= -1 (as a string)"),
+    ("window", "5s", WINDOW),
+    ("window", "5999ms", WINDOW),
+    ("window", "3601s", WINDOW),
+    ("window", "1h0m1s", WINDOW),
+    ("window", "60", WINDOW),                                           # a Go duration needs a unit
+    ("window", "sixty", WINDOW),
+    ("panic-window-percentage", "0.99", BETWEEN_1_100),
+    ("panic-window-percentage", "100.5", BETWEEN_1_100),
+    ("panic-threshold-percentage", "109.9", "expected a number between 110 and 1000 (as a string)"),
+    ("panic-threshold-percentage", "1000.1", "expected a number between 110 and 1000 (as a string)"),
+    ("max-scale-up-rate", "1", "expected a number >= 1.0000001 (as a string)"),     # config.go: must be > 1
+    ("max-scale-down-rate", "1", "expected a number >= 1.0000001 (as a string)"),
+    ("scale-down-delay", "-1s", DELAY),
+    ("scale-down-delay", "3601s", DELAY),
+    ("scale-down-delay", "1h1s", DELAY),
+    ("scale-to-zero-pod-retention-period", "-1s", RETENTION),
+    ("scale-to-zero-pod-retention-period", "61m", RETENTION),
+    ("min-scale", "-1", INT_GE0),
+    ("min-scale", "1.5", INT_GE0),
+    ("max-scale", "-1", INT_GE0),
+    ("max-scale", "2.5", INT_GE0),
+    ("initial-scale", "-1", INT_GE0),
+    ("initial-scale", "0.5", INT_GE0),
+    ("activation-scale", "0", "expected an integer >= 1 (as a string)"),
+    ("activation-scale", "1.5", "expected an integer >= 1 (as a string)"),
+    ("class", "kpa", f"expected {KPA_CLASS!r} or {HPA_CLASS!r}"),
+    ("metric", "latency", "expected one of 'concurrency', 'rps', 'cpu', 'memory'"),
+    ("metric-aggregation-algorithm", "ewma", "expected 'linear' or 'weighted-exponential'"),
+]
+# Wrong types for every numeric and duration annotation: Kubernetes annotation values are strings.
+NUMERIC = {"target": "expected a number >= 0.01 (as a string)", "target-utilization-percentage": BETWEEN_1_100,
+           "target-burst-capacity": "expected a number >= -1 (as a string)", "window": WINDOW,
+           "panic-window-percentage": BETWEEN_1_100,
+           "panic-threshold-percentage": "expected a number between 110 and 1000 (as a string)",
+           "scale-down-delay": DELAY, "scale-to-zero-pod-retention-period": RETENTION, "min-scale": INT_GE0,
+           "max-scale": INT_GE0, "initial-scale": INT_GE0, "activation-scale": "expected an integer >= 1 (as a string)"}
+TYPES = [(k, bad, msg) for k, msg in NUMERIC.items() for bad in (None, True, False, [1], "nan", "inf", "", 10**400)]
+
+
+@pytest.mark.parametrize("key,value,message", REJECTED + TYPES,
+                         ids=[f"{k}={v!r:.30}" for k, v, _ in REJECTED + TYPES])
+def test_annotation_rejected_names_key_value_and_range(key, value, message):
+    c, problems = read({P + key: value})
+    assert [(p.path, p.value, p.allowed) for p in problems] == [(f"{PATH}[{P}{key}]", value, message)]
+    assert changed(c) == {}, "a rejected value leaves the default"
+
+
+@pytest.mark.parametrize("key,value", [("window", "6500ms"), ("window", "60.5s"), ("scale-down-delay", "1500ms")])
+def test_window_and_scale_down_delay_need_whole_seconds(key, value):
+    """annotation_validation.go validateWindow / validateScaleDownDelay: "must be specified with at most second
+    precision" (scale-to-zero-pod-retention-period has no such rule)."""
+    c, problems = read({P + key: value})
+    assert [p.path for p in problems] == [f"{PATH}[{P}{key}]"] and "whole seconds" in problems[0].allowed
+    assert changed(c) == {}
+    c, problems = read({P + "scale-to-zero-pod-retention-period": "1500ms"})
+    assert problems == [] and c.scale_to_zero_pod_retention_s == 1.5
+
+
+def test_every_annotation_at_once_lands_in_its_own_attribute():
+    """Distinct values for every annotation: a swapped or dropped assignment shows as a wrong attribute."""
+    ann = {"class": HPA_CLASS, "metric": "rps", "target": "11", "target-utilization-percentage": "12",
+           "target-burst-capacity": "13", "window": "14s", "panic-window-percentage": "15",
+           "panic-threshold-percentage": "116", "max-scale-up-rate": "17", "max-scale-down-rate": "18",
+           "scale-down-delay": "19s", "scale-to-zero-pod-retention-period": "20s", "min-scale": "21",
+           "max-scale": "22", "initial-scale": "23", "activation-scale": "24",
+           "metric-aggregation-algorithm": "linear"}
+    c, problems = read({P + k: v for k, v in ann.items()}, cc=9)
+    assert problems == []
+    assert changed(c) == {
+        "autoscaler_class": HPA_CLASS, "metric": "rps", "container_concurrency": 9, "target": 11.0,
+        "target_utilization": 0.12, "target_burst_capacity": 13.0, "stable_window_s": 14.0,
+        "panic_window_percentage": 15.0, "panic_threshold_percentage": 116.0, "max_scale_up_rate": 17.0,
+        "max_scale_down_rate": 18.0, "scale_down_delay_s": 19.0, "scale_to_zero_pod_retention_s": 20.0,
+        "min_scale": 21, "max_scale": 22, "initial_scale": 23, "activation_scale": 24}
+
+
+def test_no_annotations_gives_knatives_defaults():
+    """config.go defaultConfig (knative-kserve.md §3), with the revision's container concurrency."""
+    for ann in ({}, None, {"serving.knative.dev/progress-deadline": "10m", 3: "x", "other/window": "1s"}):
+        c, problems = read(ann, cc=4)
+        assert problems == [] and c == AutoscalerConfig(container_concurrency=4)
+    d = DEFAULTS
+    assert (d.autoscaler_class, d.metric, d.target, d.target_utilization, d.target_burst_capacity) == \
+        (KPA_CLASS, "concurrency", None, 0.70, 211.0)
+    assert (d.stable_window_s, d.panic_window_percentage, d.panic_threshold_percentage) == (60.0, 10.0, 200.0)
+    assert (d.max_scale_up_rate, d.max_scale_down_rate, d.scale_down_delay_s) == (1000.0, 2.0, 0.0)
+    assert (d.scale_to_zero_pod_retention_s, d.initial_scale, d.allow_zero_initial_scale) == (0.0, 1, False)
+    assert (d.min_scale, d.max_scale, d.activation_scale, d.container_concurrency) == (0, 0, 1, 0)
+
+
+LEGACY = [("minScale", "min_scale", 2), ("maxScale", "max_scale", 7), ("initialScale", "initial_scale", 3),
+          ("targetBurstCapacity", "target_burst_capacity", 50.0),
+          ("panicWindowPercentage", "panic_window_percentage", 20.0),
+          ("panicThresholdPercentage", "panic_threshold_percentage", 300.0),
+          ("targetUtilizationPercentage", "target_utilization", 0.5)]
+
+
+@pytest.mark.parametrize("key,attribute,value", LEGACY, ids=[k for k, _, _ in LEGACY])
+def test_legacy_camelcase_keys(key, attribute, value):
+    raw = {"target_utilization": "50"}.get(attribute, str(value))
+    c, problems = read({P + key: raw})
+    assert problems == [] and changed(c) == {attribute: value}
+
+
+def test_legacy_key_error_names_the_kebab_annotation():
+    c, problems = read({P + "minScale": "-2"})
+    assert [(p.path, p.value) for p in problems] == [(f"{PATH}[{P}min-scale]", "-2")]
+
+
+def test_unknown_annotation_named_with_a_suggestion():
+    _, problems = read({P + "windw": "60s"})
+    assert [(p.path, p.value, p.allowed) for p in problems] == [
+        (f"{PATH}[{P}windw]", "60s", f"unknown autoscaling annotation; did you mean {P}window?")]
+    _, problems = read({P + "zzzzzz": "1"})
+    assert [(p.path, p.allowed) for p in problems] == [(f"{PATH}[{P}zzzzzz]", "unknown autoscaling annotation")]
+
+
+def test_keywords_are_the_fallback_and_annotations_win():
+    """KServe's translated fields (minReplicas, maxReplicas, scaleTarget, scaleMetric, class) come in as keywords."""
+    kw = dict(min_scale=2, max_scale=9, target=5.0, metric="rps", autoscaler_class=HPA_CLASS)
+    c, problems = read({}, **kw)
+    assert problems == [] and changed(c) == {"min_scale": 2, "max_scale": 9, "target": 5.0, "metric": "rps",
+                                             "autoscaler_class": HPA_CLASS}
+    ann = {P + "min-scale": "3", P + "max-scale": "8", P + "target": "6", P + "metric": "concurrency",
+           P + "class": KPA_CLASS}
+    c, problems = read(ann, **kw)
+    assert problems == [] and changed(c) == {"min_scale": 3, "max_scale": 8, "target": 6.0}
+    # A bad annotation is reported and the keyword (or the default) applies; a bad keyword is not the user's.
+    c, problems = read({P + "target": "0"}, target=4.0)
+    assert len(problems) == 1 and c.target == 4.0
+    c, problems = read({}, metric="latency", autoscaler_class="custom")
+    assert problems == [] and changed(c) == {}
+
+
+@pytest.mark.parametrize("ann,kw,problem", [
+    ({"min-scale": "3", "max-scale": "2"}, {}, 3),
+    ({"min-scale": "3"}, {"max_scale": 2}, 3),
+    ({"max-scale": "1"}, {"min_scale": 2}, 2),
+    ({"min-scale": "3", "max-scale": "3"}, {}, None),
+    ({"min-scale": "3", "max-scale": "0"}, {}, None),                 # 0 = unlimited
+    ({"min-scale": "3"}, {}, None),
+], ids=["min>max", "min>max-kw", "kw-min>max", "min=max", "max-unlimited", "no-max"])
+def test_min_scale_must_not_exceed_max_scale(ann, kw, problem):
+    """annotation_validation.go validateMinMaxScale: max-scale != 0 and max < min is an error."""
+    c, problems = read({P + k: v for k, v in ann.items()}, **kw)
+    if problem is None:
+        assert problems == []
+        return
+    assert [(p.path, p.value) for p in problems] == [(f"{PATH}[{P}min-scale]", problem)]
+    assert problems[0].allowed == f"min-scale must not exceed max-scale ({c.max_scale})"
+    problems = []
+    from_annotations({P + k: v for k, v in ann.items()}, 0, problems, PATH, check_bounds=False, **kw)
+    assert problems == []
+
+
+# -- HPA behavior (HPAScalingRules) ------------------------------------------------------------------------------
+HP = "svc.behavior.scaleDown"
+
+
+def rules(data, default=DEFAULT_DOWN):
+    problems: list = []
+    return rules_from_manifest(data, default, HP, problems), problems
+
+
+def test_hpa_rules_absent_or_empty_are_the_kubernetes_defaults():
+    """apis/autoscaling/v2/defaults.go: up 0 s, Pods 4 + Percent 100 per 15 s, Max; down 300 s, Percent 100/15 s."""
+    assert DEFAULT_UP == Rules(0.0, (Policy("Pods", 4, 15.0), Policy("Percent", 100, 15.0)), "Max")
+    assert DEFAULT_DOWN == Rules(300.0, (Policy("Percent", 100, 15.0),), "Max")
+    for default in (DEFAULT_UP, DEFAULT_DOWN):
+        assert rules(None, default) == (default, [])
+        assert rules({}, default) == (default, [])
+    r, problems = rules({"selectPolicy": "Min"}, DEFAULT_UP)
+    assert problems == [] and r == Rules(0.0, DEFAULT_UP.policies, "Min")
+
+
+@pytest.mark.parametrize("data", [[], "Max", 5, True], ids=repr)
+def test_hpa_rules_not_a_mapping(data):
+    r, problems = rules(data)
+    assert r == DEFAULT_DOWN
+    assert [(p.path, p.value, p.allowed) for p in problems] == [(HP, data, "expected a mapping (HPAScalingRules)")]
+
+
+@pytest.mark.parametrize("window", [0, 1, 3599, 3600, 60.0])
+def test_stabilization_window_accepted(window):
+    r, problems = rules({"stabilizationWindowSeconds": window})
+    assert problems == [] and r == Rules(float(window), DEFAULT_DOWN.policies, "Max")
+    assert type(r.window_s) is float
+
+
+WINDOW_RANGE = "expected seconds between 0 and 3600"
+
+
+@pytest.mark.parametrize("window", [-1, 3601, 3600.5, -0.001, "60", "60s", True, False, [60], float("nan"),
+                                    float("inf"), 10**400], ids=lambda w: repr(w)[:20])
+def test_stabilization_window_rejected(window):
+    """validation.go: 0 <= stabilizationWindowSeconds <= MaxStabilizationWindowSeconds (3600); an int32."""
+    r, problems = rules({"stabilizationWindowSeconds": window, "selectPolicy": "Min"})
+    assert [(p.path, p.allowed) for p in problems] == [(f"{HP}.stabilizationWindowSeconds", WINDOW_RANGE)]
+    assert problems[0].value is window
+    assert r == Rules(300.0, DEFAULT_DOWN.policies, "Min"), "the default window, the other fields still read"
+
+
+def test_stabilization_window_fractional_inside_range_is_not_an_int32():
+    """`stabilizationWindowSeconds` is an int32 in autoscaling/v2: 1.5 cannot reach the API server."""
+    _, problems = rules({"stabilizationWindowSeconds": 1.5})
+    assert [p.path for p in problems] == [f"{HP}.stabilizationWindowSeconds"]
+
+
+@pytest.mark.parametrize("select", ["Max", "Min", "Disabled"])
+def test_select_policy_accepted(select):
+    r, problems = rules({"selectPolicy": select, "stabilizationWindowSeconds": 7})
+    assert problems == [] and r == Rules(7.0, DEFAULT_DOWN.policies, select)
+
+
+@pytest.mark.parametrize("select", ["max", "", "Maximum", 1, True, ["Max"]], ids=repr)
+def test_select_policy_rejected(select):
+    r, problems = rules({"selectPolicy": select, "stabilizationWindowSeconds": 7}, DEFAULT_UP)
+    assert [(p.path, p.value, p.allowed) for p in problems] == [
+        (f"{HP}.selectPolicy", select, "expected 'Max', 'Min' or 'Disabled'")]
+    assert r == Rules(7.0, DEFAULT_UP.policies, "Max")
+
+
+def test_policies_flow_into_type_value_and_period_in_order():
+    data = {"policies": [{"type": "Percent", "value": 7, "periodSeconds": 60},
+                         {"type": "Pods", "value": 2.0, "periodSeconds": 1},
+                         {"type": "Pods", "value": 1, "periodSeconds": 1800},
+                         {"type": "Percent", "value": 2**31 - 1, "periodSeconds": 15}],
+            "stabilizationWindowSeconds": 30, "selectPolicy": "Min"}
+    r, problems = rules(data)
+    assert problems == []
+    assert r == Rules(30.0, (Policy("Percent", 7, 60.0), Policy("Pods", 2, 1.0), Policy("Pods", 1, 1800.0),
+                             Policy("Percent", 2**31 - 1, 15.0)), "Min")
+    assert type(r.policies[1].value) is int and type(r.policies[0].period_s) is float
+
+
+VALUE = "expected an integer > 0 (at most 2147483647)"
+SHAPE = "expected {type: Pods|Percent, value: int > 0, periodSeconds: 1..1800}"
+GOOD = {"type": "Pods", "value": 3, "periodSeconds": 30}
+
+
+BAD_POLICIES = [
+    ({"type": "pods", "value": 1, "periodSeconds": 15}, "", SHAPE),
+    ({"value": 1, "periodSeconds": 15}, "", SHAPE),
+    ("Pods", "", SHAPE),
+    (None, "", SHAPE),
+    ({**GOOD, "value": 0}, ".value", VALUE),
+    ({**GOOD, "value": -1}, ".value", VALUE),
+    ({**GOOD, "value": 1.5}, ".value", VALUE),
+    ({**GOOD, "value": "4"}, ".value", VALUE),
+    ({**GOOD, "value": True}, ".value", VALUE),
+    ({**GOOD, "value": None}, ".value", VALUE),
+    ({**GOOD, "value": float("nan")}, ".value", VALUE),
+    ({**GOOD, "value": 2**31}, ".value", VALUE),
+    ({**GOOD, "value": 10**400}, ".value", VALUE),
+    ({**GOOD, "periodSeconds": 10**400}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({"type": "Pods", "periodSeconds": 15}, ".value", VALUE),
+    ({**GOOD, "periodSeconds": 0}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": 1801}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": 0.5}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": 1800.5}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": 15.5}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": -15}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": "15s"}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": True}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({**GOOD, "periodSeconds": None}, ".periodSeconds", "expected seconds between 1 and 1800"),
+    ({"type": "Percent", "value": 10}, ".periodSeconds", "expected seconds between 1 and 1800"),
+]
+
+
+@pytest.mark.parametrize("policy,field,message", BAD_POLICIES,
+                         ids=[f"{f[1:] or 'shape'}:{(p.get(f[1:], 'absent') if f else p)!r:.30}"
+                              for p, f, _ in BAD_POLICIES])
+def test_policy_rejected_names_the_field(policy, field, message):
+    """validation.go validateScalingPolicy: type Pods|Percent, value > 0, 0 < periodSeconds <= 1800 (int32s).
+    The bad policy is dropped and reported at its index; the good ones around it are kept."""
+    r, problems = rules({"policies": [GOOD, policy, {**GOOD, "value": 4}]})
+    bad = policy.get(field[1:]) if field else policy
+    assert [(p.path, p.value, p.allowed) for p in problems] == [(f"{HP}.policies[1]{field}", bad, message)]
+    assert r.policies == (Policy("Pods", 3, 30.0), Policy("Pods", 4, 30.0))
+
+
+@pytest.mark.parametrize("raw", [{"type": "Pods"}, "Pods", 4], ids=repr)
+def test_policies_not_a_list(raw):
+    r, problems = rules({"policies": raw})
+    assert [(p.path, p.value, p.allowed) for p in problems] == [
+        (f"{HP}.policies", raw, "expected a list of {type, value, periodSeconds}")]
+    assert r.policies == ()
+
+
+def test_policies_empty_list_is_refused():
+    """validation.go validateScalingRules: "must specify at least one Policy" (an empty list is not defaulted:
+    the API server refuses it; with no policy the simulated HPA would never scale in that direction)."""
+    r, problems = rules({"policies": []})
+    assert [(p.path, p.value) for p in problems] == [(f"{HP}.policies", [])]
+    assert "at least one" in problems[0].allowed
