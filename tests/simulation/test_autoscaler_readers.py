@@ -209,6 +209,12 @@ def test_legacy_camelcase_keys(key, attribute, value):
     assert problems == [] and changed(c) == {attribute: value}
 
 
+def test_default_path_is_the_manifests_annotations():
+    problems: list = []
+    from_annotations({P + "window": "1s"}, 0, problems)
+    assert [p.path for p in problems] == [f"metadata.annotations[{P}window]"]
+
+
 def test_legacy_key_error_names_the_kebab_annotation():
     c, problems = read({P + "minScale": "-2"})
     assert [(p.path, p.value) for p in problems] == [(f"{PATH}[{P}min-scale]", "-2")]
@@ -398,5 +404,6 @@ def test_policies_empty_list_is_refused():
     """validation.go validateScalingRules: "must specify at least one Policy" (an empty list is not defaulted:
     the API server refuses it; with no policy the simulated HPA would never scale in that direction)."""
     r, problems = rules({"policies": []})
-    assert [(p.path, p.value) for p in problems] == [(f"{HP}.policies", [])]
-    assert "at least one" in problems[0].allowed
+    assert [(p.path, p.value, p.allowed) for p in problems] == [
+        (f"{HP}.policies", [], "expected at least one {type, value, periodSeconds}")]
+    assert r.policies == ()
