@@ -8,6 +8,7 @@ annotation names and ranges follow `pkg/apis/autoscaling/register.go`; the targe
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -83,8 +84,15 @@ class AutoscalerConfig:
         return self.panic_threshold_percentage / 100.0
 
 
-def _num(v: Any) -> float | None:
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _num(v: Any, integer: bool = False) -> float | None:
+    """An annotation value as Knative parses it: `strconv.ParseInt(v, 10, 32)` for integers (so "2.0", "1e1"
+    and " 3" are refused), `strconv.ParseFloat` for numbers (no spaces or underscores); None when refused."""
     if isinstance(v, bool):  # YAML `true` is no annotation value (Kubernetes annotations are strings)
+        return None
+    if isinstance(v, str) and (not _GO_INT.fullmatch(v) if integer else (v != v.strip() or "_" in v)):
         return None
     try:
         f = float(v)
@@ -108,7 +116,9 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     legacy = {"minScale": "min-scale", "maxScale": "max-scale", "initialScale": "initial-scale",
               "targetBurstCapacity": "target-burst-capacity", "panicWindowPercentage": "panic-window-percentage",
               "panicThresholdPercentage": "panic-threshold-percentage",
-              "targetUtilizationPercentage": "target-utilization-percentage"}
+              "targetUtilizationPercentage": "target-utilization-percentage", "scaleDownDelay": "scale-down-delay",
+              "scaleToZeroPodRetentionPeriod": "scale-to-zero-pod-retention-period",
+              "metricAggregationAlgorithm": "metric-aggregation-algorithm"}
     ann = {legacy.get(k, k): v for k, v in ann.items()}
     upd: dict[str, Any] = {}
 
@@ -118,7 +128,7 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     def number(key: str, lo: float | None = None, hi: float | None = None, integer: bool = False) -> float | None:
         if key not in ann:
             return None
-        v = _num(ann[key])
+        v = _num(ann[key], integer)
         if v is None or (integer and not float(v).is_integer()) or (lo is not None and v < lo) or \
                 (hi is not None and v > hi):
             rng = f" between {lo} and {hi}" if lo is not None and hi is not None else (f" >= {lo}" if lo is not None else "")
@@ -160,6 +170,10 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
         if m not in ("concurrency", "rps", "cpu", "memory"):
             if "metric" in ann:
                 bad("metric", "expected one of 'concurrency', 'rps', 'cpu', 'memory'")
+        elif "metric" in ann and upd.get("autoscaler_class", KPA_CLASS) == KPA_CLASS and m not in ("concurrency", "rps"):
+            # annotation_validation.go validateMetric: the KPA class scales on concurrency or rps only
+            bad("metric", f"expected 'concurrency' or 'rps' with the {KPA_CLASS!r} class ('cpu' and 'memory' need "
+                          f"the {HPA_CLASS!r} class)")
         else:
             upd["metric"] = m
     t = number("target", lo=0.01)
@@ -170,10 +184,12 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     v = number("target-utilization-percentage", lo=1, hi=100)
     if v is not None:
         upd["target_utilization"] = v / 100.0
-    v = number("target-burst-capacity", lo=-1)
-    if v is not None and -1 < v < 0:  # register.go: "must be non-negative, or -1 (unlimited)"
-        bad("target-burst-capacity", "expected a number >= 0, or -1 for unlimited (as a string)")
-        v = None
+    v = None
+    if "target-burst-capacity" in ann:  # annotation_validation.go validateFloats: >= 0, or exactly -1 (unlimited)
+        v = _num(ann["target-burst-capacity"])
+        if v is None or (v < 0 and v != -1):
+            bad("target-burst-capacity", "expected a number >= 0, or -1 for unlimited (as a string)")
+            v = None
     if v is not None:
         upd["target_burst_capacity"] = v
     v = duration("window", 6.0, 3600.0, whole=True)
@@ -206,11 +222,17 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
         upd["initial_scale"] = int(v)
         if v == 0:
             upd["allow_zero_initial_scale"] = True  # an explicit 0 needs allow-zero-initial-scale cluster-wide
-    v = number("activation-scale", lo=1, integer=True)
+    # annotation_validation.go validateMinMaxScale: activation-scale >= 2, and min-scale <= it <= max-scale
+    v = number("activation-scale", lo=2, integer=True)
     if v is not None:
-        upd["activation_scale"] = int(v)
-    if "metric-aggregation-algorithm" in ann and ann["metric-aggregation-algorithm"] not in ("linear", "weighted-exponential"):
-        bad("metric-aggregation-algorithm", "expected 'linear' or 'weighted-exponential'")
+        if v < upd["min_scale"] or (upd["max_scale"] and v > upd["max_scale"]):
+            bad("activation-scale", f"expected an integer between min-scale ({upd['min_scale']}) and max-scale "
+                                    f"({upd['max_scale'] or 'unbounded'})")
+        else:
+            upd["activation_scale"] = int(v)
+    if "metric-aggregation-algorithm" in ann and \
+            ann["metric-aggregation-algorithm"] not in ("linear", "weighted-exponential", "weightedExponential"):
+        bad("metric-aggregation-algorithm", "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')")
     c = replace(c, **upd)
     if check_bounds and c.max_scale and c.min_scale > c.max_scale:
         problems.append(Problem(f"{path}[{PREFIX}min-scale]", c.min_scale,

@@ -69,16 +69,16 @@ ACCEPTED = [
     ("initial-scale", "0", {"initial_scale": 0, "allow_zero_initial_scale": True}),
     ("initial-scale", "1", {}),
     ("initial-scale", "5", {"initial_scale": 5}),
-    ("activation-scale", "1", {}),
+    ("activation-scale", "2", {"activation_scale": 2}),                # annotation_validation.go: > 1
     ("activation-scale", "3", {"activation_scale": 3}),
     ("class", HPA_CLASS, {"autoscaler_class": HPA_CLASS}),
     ("class", KPA_CLASS, {}),
     ("metric", "rps", {"metric": "rps"}),
-    ("metric", "cpu", {"metric": "cpu"}),
-    ("metric", "memory", {"metric": "memory"}),
     ("metric", "concurrency", {}),
     ("metric-aggregation-algorithm", "linear", {}),
     ("metric-aggregation-algorithm", "weighted-exponential", {}),
+    ("metric-aggregation-algorithm", "weightedExponential", {}),     # register.go: the alternate casing
+    ("min-scale", "+2", {"min_scale": 2}),                              # strconv.ParseInt takes a sign
 ]
 
 
@@ -104,7 +104,8 @@ REJECTED = [
     ("target-utilization-percentage", "100.01", BETWEEN_1_100),
     ("target-burst-capacity", "-0.5", "expected a number >= 0, or -1 for unlimited (as a string)"),
     ("target-burst-capacity", "-0.0001", "expected a number >= 0, or -1 for unlimited (as a string)"),
-    ("target-burst-capacity", "-1.01", "expected a number >= -1 (as a string)"),
+    ("target-burst-capacity", "-1.01", "expected a number >= 0, or -1 for unlimited (as a string)"),
+    ("target-burst-capacity", "-2", "expected a number >= 0, or -1 for unlimited (as a string)"),
     ("window", "5s", WINDOW),
     ("window", "5999ms", WINDOW),
     ("window", "3601s", WINDOW),
@@ -128,19 +129,25 @@ REJECTED = [
     ("max-scale", "2.5", INT_GE0),
     ("initial-scale", "-1", INT_GE0),
     ("initial-scale", "0.5", INT_GE0),
-    ("activation-scale", "0", "expected an integer >= 1 (as a string)"),
-    ("activation-scale", "1.5", "expected an integer >= 1 (as a string)"),
+    ("activation-scale", "1", "expected an integer >= 2 (as a string)"),
+    ("activation-scale", "0", "expected an integer >= 2 (as a string)"),
+    ("activation-scale", "2.5", "expected an integer >= 2 (as a string)"),
+    # strconv.ParseInt(v, 10, 32) / ParseFloat: no decimal point or exponent in an integer, no spaces, no "_"
+    ("min-scale", "2.0", INT_GE0), ("max-scale", "1e1", INT_GE0), ("initial-scale", " 3", INT_GE0),
+    ("target", " 5", "expected a number >= 0.01 (as a string)"),
+    ("target", "1_000", "expected a number >= 0.01 (as a string)"),
+    ("metric", "cpu", f"expected 'concurrency' or 'rps' with the {KPA_CLASS!r} class ('cpu' and 'memory' need the {HPA_CLASS!r} class)"),
     ("class", "kpa", f"expected {KPA_CLASS!r} or {HPA_CLASS!r}"),
     ("metric", "latency", "expected one of 'concurrency', 'rps', 'cpu', 'memory'"),
-    ("metric-aggregation-algorithm", "ewma", "expected 'linear' or 'weighted-exponential'"),
+    ("metric-aggregation-algorithm", "ewma", "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')"),
 ]
 # Wrong types for every numeric and duration annotation: Kubernetes annotation values are strings.
 NUMERIC = {"target": "expected a number >= 0.01 (as a string)", "target-utilization-percentage": BETWEEN_1_100,
-           "target-burst-capacity": "expected a number >= -1 (as a string)", "window": WINDOW,
+           "target-burst-capacity": "expected a number >= 0, or -1 for unlimited (as a string)", "window": WINDOW,
            "panic-window-percentage": BETWEEN_1_100,
            "panic-threshold-percentage": "expected a number between 110 and 1000 (as a string)",
            "scale-down-delay": DELAY, "scale-to-zero-pod-retention-period": RETENTION, "min-scale": INT_GE0,
-           "max-scale": INT_GE0, "initial-scale": INT_GE0, "activation-scale": "expected an integer >= 1 (as a string)"}
+           "max-scale": INT_GE0, "initial-scale": INT_GE0, "activation-scale": "expected an integer >= 2 (as a string)"}
 TYPES = [(k, bad, msg) for k, msg in NUMERIC.items() for bad in (None, True, False, [1], "nan", "inf", "", 10**400)]
 
 
@@ -150,6 +157,37 @@ def test_annotation_rejected_names_key_value_and_range(key, value, message):
     c, problems = read({P + key: value})
     assert [(p.path, p.value, p.allowed) for p in problems] == [(f"{PATH}[{P}{key}]", value, message)]
     assert changed(c) == {}, "a rejected value leaves the default"
+
+
+@pytest.mark.parametrize("metric", ["cpu", "memory"])
+def test_cpu_and_memory_metrics_need_the_hpa_class(metric):
+    """annotation_validation.go validateMetric: KPA takes concurrency or rps; HPA takes any other metric."""
+    c, problems = read({P + "class": HPA_CLASS, P + "metric": metric})
+    assert problems == [] and changed(c) == {"autoscaler_class": HPA_CLASS, "metric": metric}
+    c, problems = read({P + "metric": metric})
+    assert [p.path for p in problems] == [f"{PATH}[{P}metric]"] and changed(c) == {}
+
+
+@pytest.mark.parametrize("ann,ok", [({"min-scale": "2", "activation-scale": "2"}, True),
+                                    ({"min-scale": "3", "activation-scale": "2"}, False),
+                                    ({"max-scale": "4", "activation-scale": "4"}, True),
+                                    ({"max-scale": "3", "activation-scale": "4"}, False),
+                                    ({"max-scale": "0", "activation-scale": "40"}, True)])
+def test_activation_scale_lies_between_min_and_max_scale(ann, ok):
+    """annotation_validation.go validateMinMaxScale: min-scale <= activation-scale <= max-scale (0 = unbounded)."""
+    c, problems = read({P + k: v for k, v in ann.items()})
+    assert (problems == []) is ok
+    assert c.activation_scale == (int(ann["activation-scale"]) if ok else 1)
+    if not ok:
+        assert [p.path for p in problems] == [f"{PATH}[{P}activation-scale]"] and "between min-scale" in problems[0].allowed
+
+
+@pytest.mark.parametrize("legacy,attr,value", [("scaleDownDelay", "scale_down_delay_s", 30.0),
+                                               ("scaleToZeroPodRetentionPeriod", "scale_to_zero_pod_retention_s", 30.0)])
+def test_more_legacy_duration_keys(legacy, attr, value):
+    """register.go lists these camelCase keys too."""
+    c, problems = read({P + legacy: "30s"})
+    assert problems == [] and getattr(c, attr) == value
 
 
 @pytest.mark.parametrize("key,value", [("window", "6500ms"), ("window", "60.5s"), ("scale-down-delay", "1500ms")])
@@ -169,7 +207,7 @@ def test_every_annotation_at_once_lands_in_its_own_attribute():
            "target-burst-capacity": "13", "window": "14s", "panic-window-percentage": "15",
            "panic-threshold-percentage": "116", "max-scale-up-rate": "17", "max-scale-down-rate": "18",
            "scale-down-delay": "19s", "scale-to-zero-pod-retention-period": "20s", "min-scale": "21",
-           "max-scale": "22", "initial-scale": "23", "activation-scale": "24",
+           "max-scale": "24", "initial-scale": "23", "activation-scale": "22",
            "metric-aggregation-algorithm": "linear"}
     c, problems = read({P + k: v for k, v in ann.items()}, cc=9)
     assert problems == []
@@ -178,7 +216,7 @@ def test_every_annotation_at_once_lands_in_its_own_attribute():
         "target_utilization": 0.12, "target_burst_capacity": 13.0, "stable_window_s": 14.0,
         "panic_window_percentage": 15.0, "panic_threshold_percentage": 116.0, "max_scale_up_rate": 17.0,
         "max_scale_down_rate": 18.0, "scale_down_delay_s": 19.0, "scale_to_zero_pod_retention_s": 20.0,
-        "min_scale": 21, "max_scale": 22, "initial_scale": 23, "activation_scale": 24}
+        "min_scale": 21, "max_scale": 24, "initial_scale": 23, "activation_scale": 22}
 
 
 def test_no_annotations_gives_knatives_defaults():

@@ -47,7 +47,7 @@ def _pred(d):
     (lambda d: _pred(d).update(scaleTarget=0.5), "inferenceService.spec.predictor.scaleTarget",
      "is not of type 'integer'"),
     (lambda d: _meta(d)["annotations"].update({"autoscaling.knative.dev/activation-scale": "0"}),
-     "activation-scale]: got '0'", "expected an integer >= 1"),
+     "activation-scale]: got '0'", "expected an integer >= 2"),
     (lambda d: d["workload"].update(rate=1e4), "workload: got 'mean rate 1e+04 req/s × 1800 s ≈ 18,000,000",
      "request budget of 2,000,000 requests"),
     (lambda d: d.update(max_requests=0), "max_requests: got 0", "expected an integer between 1"),

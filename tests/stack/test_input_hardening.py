@@ -74,7 +74,7 @@ CASES = [
      "catalog.instanceTypes.g7x.large.gpu: got 'L40'", "expected a GPU from the catalog"),
     ("dev", lambda c: c["gpuNodeGroup"].update(instanceTypes=[]), "gpuNodeGroup.instanceTypes: got []",
      "expected at least one GPU instance type"),
-    ("dev", _ann("activation-scale", "0"), "activation-scale]: got '0'", "expected an integer >= 1"),
+    ("dev", _ann("activation-scale", "1"), "activation-scale]: got '1'", "expected an integer >= 2"),
     ("dev", _ann("initial-scale", "-1"), "initial-scale]: got '-1'", "expected an integer >= 0"),
     ("dev", _ann("initial-scale", "1.5"), "initial-scale]: got '1.5'", "expected an integer >= 0"),
     ("dev", _ann("initial-scale", "nan"), "initial-scale]: got 'nan'", "expected an integer >= 0"),
@@ -139,7 +139,7 @@ def test_mistake_is_an_input_error_at_load(stack, edit, where, allowed):
 
 
 @pytest.mark.parametrize("stack, edit", [
-    ("dev", _ann("activation-scale", "1")), ("dev", _ann("initial-scale", "0")),
+    ("dev", _ann("activation-scale", "2")), ("dev", _ann("initial-scale", "0")),
     ("dev", _ann("panic-threshold-percentage", "110")), ("dev", _ann("panic-threshold-percentage", "1000")),
     ("dev", _ann("target-utilization-percentage", "1")), ("dev", _ann("target-utilization-percentage", "100")),
     ("dev", _ann("scale-down-delay", "1h")), ("dev", _ann("window", "6s")), ("dev", _ann("window", "1h")),
