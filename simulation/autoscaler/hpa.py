@@ -140,23 +140,26 @@ class HpaCalculator:
 
 
 def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Problem]) -> Rules:
-    """Read an autoscaling/v2 `HPAScalingRules` mapping (fields absent → the Kubernetes default)."""
+    """Read an autoscaling/v2 `HPAScalingRules` mapping (fields absent or null → the Kubernetes default: they are
+    optional pointers, and `SetDefaults_HorizontalPodAutoscalerBehavior` fills a nil one)."""
     if data is None:
         return default
     if not isinstance(data, dict):
         problems.append(Problem(path, data, "expected a mapping (HPAScalingRules)"))
         return default
-    window = data.get("stabilizationWindowSeconds", default.window_s)
+    window = data.get("stabilizationWindowSeconds")
+    window = default.window_s if window is None else window
     if not isinstance(window, (int, float)) or isinstance(window, bool) or not 0 <= window <= 3600 or \
             not float(window).is_integer():  # an int32 in autoscaling/v2
         problems.append(Problem(f"{path}.stabilizationWindowSeconds", window, "expected seconds between 0 and 3600"))
         window = default.window_s
-    select = data.get("selectPolicy", default.select)
+    select = data.get("selectPolicy")
+    select = default.select if select is None else select
     if select not in ("Max", "Min", "Disabled"):
         problems.append(Problem(f"{path}.selectPolicy", select, "expected 'Max', 'Min' or 'Disabled'"))
         select = default.select
     policies = default.policies
-    if "policies" in data:
+    if data.get("policies") is not None:
         raw = data["policies"]
         policies = ()
         if not isinstance(raw, list):

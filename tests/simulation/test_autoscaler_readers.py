@@ -324,6 +324,13 @@ def test_hpa_rules_absent_or_empty_are_the_kubernetes_defaults():
     assert problems == [] and r == Rules(0.0, DEFAULT_UP.policies, "Min")
 
 
+
+@pytest.mark.parametrize("field", ["stabilizationWindowSeconds", "selectPolicy", "policies"])
+def test_hpa_rules_null_field_is_unset(field):
+    """An explicit null is an unset optional pointer in autoscaling/v2; the API server applies the default."""
+    for default in (DEFAULT_UP, DEFAULT_DOWN):
+        assert rules({field: None}, default) == (default, [])
+
 @pytest.mark.parametrize("data", [[], "Max", 5, True], ids=repr)
 def test_hpa_rules_not_a_mapping(data):
     r, problems = rules(data)
