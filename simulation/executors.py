@@ -7,7 +7,11 @@ the results are identical whichever executor runs them, on any machine; only the
 
 - `SerialExecutor`: in this process (also what the local pool uses for a single job, to skip process start).
 - `LocalExecutor(workers)`: `concurrent.futures.ProcessPoolExecutor`, all cores by default; if a worker dies
-  the pool is dropped and the jobs run in this process (same results, since they are pure).
+  the pool is dropped and the jobs run in this process (same results, since they are pure). Workers are forked
+  on Linux whatever Python's default start method (forkserver from 3.14): a fork starts at once with every
+  module loaded, and a forkserver or spawn worker would re-run the parent's `__main__` file (under `pulumi up`,
+  the program's). Forking beside the gRPC channels `pulumi up` holds open is tested
+  (tests/simulation/test_executor_processes.py).
 - `DaskExecutor(address)`: `dask.distributed.Client(address)`; `"local"` starts a `LocalCluster`.
 - `RayExecutor(address)`: `ray.init(address)` with `"auto"` for the cluster this machine belongs to, `"local"`
   for a fresh local Ray.
@@ -18,7 +22,9 @@ for one that is not installed is an `InputError` naming the flag and the package
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Protocol
@@ -73,6 +79,13 @@ class SerialExecutor:
         pass
 
 
+def _start_method() -> Any:
+    """Fork on Linux (see the module docstring); elsewhere Python's default (spawn on macOS and Windows)."""
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return None
+
+
 class LocalExecutor:
     """A process pool started on first use and kept for later maps (close() ends it)."""
 
@@ -87,7 +100,7 @@ class LocalExecutor:
         if self.workers == 1 or len(items) <= 1:
             return [fn(item) for item in items]
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=_start_method())
         chunk = max(1, len(items) // (4 * self.workers))
         try:
             return list(self._pool.map(fn, items, chunksize=chunk))
@@ -102,7 +115,7 @@ class LocalExecutor:
         if self.workers == 1 or len(items) <= 1:
             return Later(lambda: self.map(fn, items))
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=_start_method())
         futures = [self._pool.submit(fn, item) for item in items]
 
         def gather() -> list:
