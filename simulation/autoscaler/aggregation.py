@@ -23,7 +23,7 @@ _floor = math.floor
 class WindowBuckets:
     """Sum-per-bucket ring over a time window."""
 
-    __slots__ = ("granularity", "window", "n", "buckets", "first", "last", "total")
+    __slots__ = ("granularity", "window", "n", "buckets", "first", "last", "total", "_stale")
 
     def __init__(self, window_s: float, granularity_s: float = 1.0) -> None:
         self.granularity = granularity_s
@@ -33,6 +33,7 @@ class WindowBuckets:
         self.first = None  # bucket index of first write (after the last reset)
         self.last = None   # bucket index of last write
         self.total = 0.0
+        self._stale = (None, 0, 0, 0.0)   # (total, last, to, total − stale buckets last+1..to): `window_average`
 
     def _index(self, t: float) -> int:
         return int(math.floor(t / self.granularity + 1e-9))
@@ -67,6 +68,31 @@ class WindowBuckets:
         buckets[idx % n] += value
         self.total += value
 
+    def add_zeros(self, idx: int, end: int) -> None:
+        """`add(i, 0.0)` for i = idx..end, idx > last: the same float operations (a bucket already 0.0 leaves the
+        total as it is: x − 0.0 + 0.0 = x for every total here, no value being −0.0), so once a whole window is
+        0.0 the rest costs nothing."""
+        if idx > end:
+            return
+        n = self.n
+        if n == 1 or self.last is None or idx != self.last + 1:
+            self.add(idx, 0.0)                             # a gap, a reset, or a 1-bucket window (each add resets)
+            if n == 1 and idx < end:
+                self.add(end, 0.0)
+            if n == 1 or idx == end:
+                return
+            idx += 1
+        buckets = self.buckets
+        total = self.total
+        for i in range(idx, min(end, idx + n - 1) + 1):
+            j = i % n
+            b = buckets[j]
+            if b:
+                total = total - b + 0.0
+                buckets[j] = 0.0
+        self.total = total
+        self.last = end
+
     def is_empty(self) -> bool:
         return self.last is None
 
@@ -83,11 +109,22 @@ class WindowBuckets:
         if d < n:
             # Stale seconds after the last write are left out, not counted as 0: Knative divides by
             # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first 50 s").
-            ret = self.total
+            # total − b[last+1] − … − b[now] in that order; with no write since the previous call (the same total
+            # object: `add` replaces it) the subtractions go on from where that call stopped.
+            total = self.total
             buckets = self.buckets
-            for i in range(last + 1, now_idx + 1):
-                ret -= buckets[i % n]
-            nb = min(last - self.first + 1, n - d)
+            if d == 1:
+                ret = total - buckets[now_idx % n]
+            else:
+                t, l, to, ret = self._stale
+                if t is not total or l != last or to > now_idx:
+                    to, ret = last, total
+                for i in range(to + 1, now_idx + 1):
+                    ret -= buckets[i % n]
+                self._stale = (total, last, now_idx, ret)
+            nb = last - self.first + 1
+            if nb > n - d:
+                nb = n - d
             return round(ret / nb, PRECISION)
         return 0.0
 

@@ -19,7 +19,7 @@ def test_a_revision_started_late_scrapes_its_pods_on_the_clock_it_runs_on(monkey
 
     monkeypatch.setattr(KpaLoop, "EAGER", eager)
     stats, pods, scrapes = [], set(), []
-    orig_stat, orig_scrape = Pod.kpa_stat, KpaLoop._scrape
+    orig_stat, orig_scrape, orig_quiet = Pod.kpa_stat, KpaLoop._scrape, KpaLoop._quiet_scrapes
 
     def spy_stat(self, k):
         out = orig_stat(self, k)
@@ -32,8 +32,14 @@ def test_a_revision_started_late_scrapes_its_pods_on_the_clock_it_runs_on(monkey
             scrapes.append((k, self.env.now))
         return orig_scrape(self, k)
 
+    def spy_quiet(self, k, end):   # scrapes k..end at once, nothing having moved
+        if self.sim.silent:
+            scrapes.extend((j, self.env.now) for j in range(k, end + 1))
+        return orig_quiet(self, k, end)
+
     monkeypatch.setattr(Pod, "kpa_stat", spy_stat)
     monkeypatch.setattr(KpaLoop, "_scrape", spy_scrape)
+    monkeypatch.setattr(KpaLoop, "_quiet_scrapes", spy_quiet)
     for at in (60, 61.5):
         stats.clear(), pods.clear(), scrapes.clear()
         fleet = {"name": "t", "duration_s": 500, "cluster": {**CLUSTER, "warm_nodes": 2},
@@ -108,27 +114,49 @@ def _reference_scrape(self, k: int) -> None:
 
 def _logged_run(mapping: dict, reference: bool, monkeypatch) -> tuple[list, str]:
     """Every tick's decision and window state, and the report; `reference`: a scrape event per second that
-    reads every sampled pod."""
+    reads every sampled pod, and every tick run in full. A tick skipped as changing nothing (`KpaLoop.quiet`) logs
+    its decision and None for the windows (its scrapes run later, before anything they read changes)."""
     from simulation import load_scenario, run_simulation
     from simulation.autoscaler.loop import KpaLoop
 
     ticks = []
-    tick = KpaLoop.tick
+    tick, timer = KpaLoop.tick, KpaLoop._tick
+
+    def log(self, full: bool) -> None:
+        sim, st, pa = self.sim, self.stable, self.panic
+        ticks.append(((self.env.now, self.want, self.ebc, self.state, sim.replicas, len(sim.endpoints), sim.proxy,
+                       self.decider.panic_time, self.reached_initial),
+                      (st.total, st.first, st.last, tuple(st.buckets), pa.total, pa.first, pa.last,
+                       tuple(pa.buckets)) if full else None))
 
     def log_tick(self):
         tick(self)
-        sim, st, pa = self.sim, self.stable, self.panic
-        ticks.append((self.env.now, self.want, self.ebc, self.state, sim.replicas, len(sim.endpoints), sim.proxy,
-                      self.decider.panic_time, st.total, st.first, st.last, tuple(st.buckets), pa.total, pa.first,
-                      pa.last, tuple(pa.buckets)))
+        log(self, True)
+
+    def log_timer(self, event=None):
+        n = len(ticks)
+        timer(self, event)
+        if len(ticks) == n:
+            log(self, False)
 
     monkeypatch.setattr(KpaLoop, "EAGER", reference)
     if reference:
         monkeypatch.setattr(KpaLoop, "_scrape", _reference_scrape)
     monkeypatch.setattr(KpaLoop, "tick", log_tick)
+    monkeypatch.setattr(KpaLoop, "_tick", log_timer)
     out = run_simulation(load_scenario(mapping), seed=3).to_json()
     monkeypatch.undo()
     return ticks, out
+
+
+def _same(lazy: tuple[list, str], ref: tuple[list, str]) -> bool:
+    """The same report, the same decision at every tick, the same windows at every tick not skipped."""
+    return lazy[1] == ref[1] and len(lazy[0]) == len(ref[0]) and all(
+        a[0] == b[0] and (a[1] is None or a[1] == b[1]) for a, b in zip(lazy[0], ref[0]))
+
+
+def _skipped(run: tuple[list, str]) -> int:
+    return sum(1 for _, windows in run[0] if windows is None)
 
 
 @pytest.mark.parametrize("seed", (0, 1, 2, 3, 4, 5, 6, 7, 9, 17, 20, 26))   # mixed: 2, 5, 17, 20, 26 switch
@@ -141,11 +169,11 @@ def test_lazy_scrapes_read_and_decide_exactly_what_a_scrape_event_per_second_wou
     mapping = _whole_second_scenario(scn, _trace(tmp_path / "t.csv", seed), mode, seed)
     ref = _logged_run(mapping, True, monkeypatch)
     lazy = _logged_run(mapping, False, monkeypatch)
-    assert len(ref[0]) > 100 and len({t[1] for t in ref[0]}) > 2       # it scaled, more than once
+    assert len(ref[0]) > 100 and len({t[0][1] for t in ref[0]}) > 2       # it scaled, more than once
     if mode == "mixed":
-        assert len({t[6] for t in ref[0]}) == 2                         # in and out of proxy mode
-    assert lazy[0] == ref[0]
-    assert lazy[1] == ref[1]
+        assert len({t[0][6] for t in ref[0]}) == 2                         # in and out of proxy mode
+    assert _skipped(ref) == 0
+    assert _same(lazy, ref)
 
 
 def test_the_inlined_sample_draws_exactly_what_random_sample_draws():
@@ -196,7 +224,7 @@ def test_samples_nobody_reads_are_drawn_later_in_order(scn, tmp_path, monkeypatc
     monkeypatch.setattr(KpaLoop, "_pay", counting_pay)
     lazy = _logged_run(mapping, False, monkeypatch)
     assert len(paid) > 5 and sum(paid) > 50
-    assert lazy == _logged_run(mapping, True, monkeypatch)
+    assert _same(lazy, _logged_run(mapping, True, monkeypatch))
 
 
 def test_lazy_scrapes_on_a_shared_clock_match_events_per_scrape(scn, tmp_path, monkeypatch):
@@ -229,3 +257,86 @@ def test_lazy_scrapes_on_a_shared_clock_match_events_per_scrape(scn, tmp_path, m
     lazy = run(False)
     assert '"ready_s": null' not in lazy                # the rollout completed
     assert lazy == run(True)
+
+
+def _bursts(path, seed: int) -> str:
+    """Bursts of requests (on whole and half seconds) between idle stretches of 20 s to 7 minutes."""
+    import random
+
+    rng = random.Random(seed)
+    t, rows = 0.0, ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    for _ in range(12):
+        for _ in range(rng.randint(1, 40)):
+            t += rng.choice((0.0, 0.5, 0.5, 1.0, 2.0))
+            rows.append(f"{t},10,10")
+        t += rng.choice((20.0, 61.0, 150.5, 420.0))
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_idle_stretches_read_and_decide_exactly_what_a_scrape_event_per_second_would(scn, tmp_path, monkeypatch,
+                                                                                       seed):
+    """Bursts between long idle stretches (scale to zero and back, or pods pinned by min-scale with nothing to
+    do, samples owed, windows emptied by runs of zeros): every tick's decision and window state, bit for bit, and
+    the report equal those of a scrape event per second reading every sampled pod."""
+    mode = ("proxy", "serve", "mixed")[seed % 3]
+    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", seed), mode, seed)
+    mapping["duration_s"] = 2400
+    if seed >= 3:                                       # pinned: 4–6 Ready pods, the sample a subset
+        mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = 4 + seed % 3
+    ref = _logged_run(mapping, True, monkeypatch)
+    lazy = _logged_run(mapping, False, monkeypatch)
+    assert len(ref[0]) > 1000
+    if seed < 3:
+        assert sum(1 for t in ref[0] if t[0][5] == 0) > 300 and len({t[0][1] for t in ref[0]}) > 2   # to 0 and back
+        assert _skipped(lazy) > 300
+    else:
+        assert min(t[0][5] for t in ref[0][100:]) >= 4
+    assert _same(lazy, ref)
+
+
+@pytest.mark.parametrize("mutant", ("no_owed_draws", "no_zeros"))
+def test_a_broken_quiet_scrape_is_caught(scn, tmp_path, monkeypatch, mutant):
+    """Quiet seconds done in one step that forget the owed sample draws or the windows' zeros: the comparison
+    above fails."""
+    from simulation.autoscaler.aggregation import WindowBuckets
+    from simulation.autoscaler.loop import KpaLoop
+
+    quiet = KpaLoop._quiet_scrapes
+
+    def no_owed_draws(self, k, end):
+        owed = [list(o) for o in self.owed]
+        quiet(self, k, end)
+        self.owed[:] = owed
+
+    seed = 4
+    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", seed), "serve", seed)
+    mapping["duration_s"] = 1200
+    mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = 5
+    if mutant == "no_owed_draws":
+        monkeypatch.setattr(KpaLoop, "_quiet_scrapes", no_owed_draws)
+    else:
+        monkeypatch.setattr(WindowBuckets, "add_zeros", lambda self, a, b: None)
+    lazy = _logged_run(mapping, False, monkeypatch)
+    assert not _same(lazy, _logged_run(mapping, True, monkeypatch))
+
+
+def test_a_broken_quiet_tick_is_caught(scn, tmp_path, monkeypatch):
+    """Ticks skipped while the window still has data (scaled to zero, the load still in the window): the
+    comparison with every tick run in full fails."""
+    from simulation.autoscaler.loop import KpaLoop
+
+    tick = KpaLoop.tick
+
+    def quiet_with_data(self):
+        tick(self)
+        sim = self.sim
+        if sim.proxy and not sim.endpoints and self.state == "inactive" and not self.EAGER:
+            self.quiet = sim.scrape_ticks
+
+    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", 0), "proxy", 0)
+    mapping["duration_s"] = 1200
+    monkeypatch.setattr(KpaLoop, "tick", quiet_with_data)
+    lazy = _logged_run(mapping, False, monkeypatch)
+    assert not _same(lazy, _logged_run(mapping, True, monkeypatch))
