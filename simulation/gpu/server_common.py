@@ -38,6 +38,20 @@ def crash_pod(server: Any, reason: str) -> None:
         server.fail_all(SERVER_ERROR)
 
 
+class Tick:
+    """A server's next batch change as one reusable SimPy event (as `clock.Recurring`), not a new `clock.Call` per
+    segment: the server sets `callbacks` and passes it to `Environment.schedule`; SimPy clears `callbacks` when it
+    pops it. To cancel, set `callbacks = ()` (SimPy cannot take an event off its queue: it pops as a no-op) and
+    schedule a fresh Tick from then on."""
+
+    __slots__ = ("callbacks",)
+    _ok = True
+    _value = None
+
+    def __init__(self) -> None:
+        self.callbacks = None
+
+
 def efficiency(sec: Section) -> Efficiency:
     d = DEFAULT_EFFICIENCY
     return Efficiency(

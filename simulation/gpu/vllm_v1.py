@@ -34,15 +34,15 @@ cancelled request's tokens still count in the step in flight.
 
 from __future__ import annotations
 
-import heapq
-import math
 import random
 from collections import deque
+from heapq import heappop, heappush
+from math import ceil
 from typing import Any
 
-from simulation.clock import call_later
+from simulation.clock import NORMAL, scrapes_first
 from simulation.gpu.roofline import StepCost
-from simulation.gpu.server_common import OK, new_stats
+from simulation.gpu.server_common import OK, Tick, new_stats
 from simulation.gpu.vllm import VllmSpec, check_request
 from simulation.server import ModelServer, OnDone
 
@@ -80,12 +80,14 @@ class VllmV1Engine(ModelServer):
         prof = spec.profile
         self.model, self.gpu, self.tp = prof.model, prof.gpu, prof.tp
         self.budget = spec.budget
-        self.cost = StepCost.of(self.model, self.gpu, spec.eff, self.tp)
+        self.cost = c = StepCost.of(self.model, self.gpu, spec.eff, self.tp)
+        self._coef = (c.mem_base_s, c.mem_per_kv_s, c.cmp_per_token_s, c.cmp_per_attn_s)  # StepCost.time, inlined
         self.cap = spec.budget.kv_tokens
         self.block = spec.block_size
         self._half = spec.block_size // 2  # each running request's last block counted half-full
         self._budget = spec.max_num_batched_tokens
         self._seats = spec.max_num_seqs
+        self._hit = spec.prefix_cache_hit_ratio
         self.window = self.model.sliding_window
         self.waiting: deque[_Req] = deque()
         self.running: dict[_Req, None] = {}  # admission order (preemption pops the newest)
@@ -97,7 +99,9 @@ class VllmV1Engine(ModelServer):
         self.n_dec = 0
         self.dec_base = 0  # Σ base over decoding requests: their Σ context = dec_base + n_dec × steps
         self.kv_pre = 0  # Σ computed over prefilling requests
-        self._call = None
+        self._tick = Tick()  # the segment's end (reused; a cut abandons it for a fresh one)
+        self._run = (self._end,)
+        self._call: Tick | None = None  # the tick pending, if any
         self._planning = False
         self._seg_t0 = self._seg_dt = 0.0
         self._seg_k = 0
@@ -151,8 +155,7 @@ class VllmV1Engine(ModelServer):
     def fail_all(self, status: int) -> None:
         self._fails += 1
         if self._call is not None:
-            self._call.cancel()
-            self._call = None
+            self._cancel()
         reqs = list(self._reqs.values())
         self._reqs.clear()
         self.waiting.clear()
@@ -185,14 +188,6 @@ class VllmV1Engine(ModelServer):
             self.kv_pre -= r.computed
         r.state = WAITING
 
-    def _start_decoding(self, r: _Req) -> None:
-        r.state = DECODING
-        r.base = r.inp + r.gen - self.steps
-        self.n_dec += 1
-        self.dec_base += r.base
-        self._tie += 1
-        heapq.heappush(self._heap, (self.steps + r.out - r.gen, self._tie, r.epoch, r))
-
     def _finish(self, r: _Req) -> None:
         if r.state != WAITING:
             self._drop(r)
@@ -209,6 +204,20 @@ class VllmV1Engine(ModelServer):
         return r
 
     # -- timeline ------------------------------------------------------------------------------------------
+    def _schedule(self, delay: float) -> None:
+        """End the segment `delay` from now: the reused tick, ordered as `clock.call_later` orders a Call."""
+        env, tick = self.env, self._tick
+        at = env._now + delay
+        hook = None if at % 1.0 else scrapes_first(env, at)
+        tick.callbacks = self._run if hook is None else (hook, self._end)
+        env.schedule(tick, NORMAL, delay)
+        self._call = tick
+
+    def _cancel(self) -> None:
+        self._call.callbacks = ()  # still queued in SimPy: it pops as a no-op
+        self._call = None
+        self._tick = Tick()
+
     def _wake(self, replan: bool) -> None:
         """Something changed between step boundaries: plan now if idle; else, when the change matters to
         the next step (`replan`), end the segment after the step in flight, coalescing every change until
@@ -221,43 +230,53 @@ class VllmV1Engine(ModelServer):
         if self._cut or not replan:
             return
         self._cut = True
-        elapsed = self.env._now - self._seg_t0
-        j = max(1, math.ceil(elapsed / self._seg_dt - 1e-9)) if self._seg_dt > 0 else 1
+        t0, dt = self._seg_t0, self._seg_dt
+        j = max(1, ceil((self.env._now - t0) / dt - 1e-9)) if dt > 0 else 1
         if j < self._seg_k:
-            self._call.cancel()
+            self._cancel()
             self._seg_k = j
-            self._call = call_later(self.env, self._seg_t0 + j * self._seg_dt - self.env._now, self._end)
+            self._schedule(t0 + j * dt - self.env._now)
 
-    def _end(self) -> None:
+    def _end(self, _tick: Any = None) -> None:
         """The segment's k steps are done: credit decode steps and prefill chunks, then plan the next."""
         self._call = None
         k = self._seg_k
-        self.steps += k
-        self.sampled_tokens += self._seg_dec * k
-        done = []
+        self.steps = steps = self.steps + k
+        sampled = self._seg_dec * k
+        done = None
         chunks = self._seg_chunks
         if chunks:
-            now = self.env._now
+            now, prefilling, heap = self.env._now, self.prefilling, self._heap
+            kv_pre = prefill = 0
             for r, c in chunks:
                 if r.state != PREFILLING:
                     continue  # cancelled meanwhile
-                r.computed += c * k
-                self.kv_pre += c * k
-                self.prefill_tokens += c * k
+                c *= k
+                r.computed += c
+                kv_pre += c
+                prefill += c
                 if r.computed >= r.target:
-                    del self.prefilling[r]
-                    self.kv_pre -= r.computed
+                    del prefilling[r]
+                    kv_pre -= r.computed
                     r.gen += 1  # the step that completes the prompt samples a token
-                    self.sampled_tokens += 1
+                    sampled += 1
                     if r.ttfb is None:
                         r.ttfb = now - r.t_submit
                     if r.gen >= r.out:
                         del self.running[r]
                         r.state = WAITING
-                        done.append(r)
-                    else:
-                        self._start_decoding(r)
+                        done = [r] if done is None else done + [r]
+                    else:  # it decodes from the next step on
+                        r.state = DECODING
+                        r.base = base = r.inp + r.gen - steps
+                        self.n_dec += 1
+                        self.dec_base += base
+                        self._tie += 1
+                        heappush(heap, (steps + r.out - r.gen, self._tie, r.epoch, r))
+            self.kv_pre += kv_pre
+            self.prefill_tokens += prefill
             self._seg_chunks = []
+        self.sampled_tokens += sampled
         self._plan(done)
 
     def _plan(self, done: list[_Req] | None = None) -> None:
@@ -269,7 +288,7 @@ class VllmV1Engine(ModelServer):
                     self._finish(r)
             heap, steps = self._heap, self.steps
             while heap and heap[0][0] <= steps:  # decodes that reached their last token
-                _, _, epoch, r = heapq.heappop(heap)
+                _, _, epoch, r = heappop(heap)
                 if epoch == r.epoch and r.state == DECODING:
                     self._finish(r)
             self._plan_step()
@@ -277,24 +296,26 @@ class VllmV1Engine(ModelServer):
             self._planning = False
 
     def _plan_step(self) -> None:
-        n_dec = self.n_dec
+        n_dec, steps, running, prefilling = self.n_dec, self.steps, self.running, self.prefilling
         budget = self._budget - n_dec
         chunks: list[tuple[_Req, int]] = []
         new = n_dec
-        for r in self.prefilling:
-            if budget <= 0:
-                break
-            c = r.target - r.computed
-            if c > budget:
-                c = budget
-            chunks.append((r, c))
-            budget -= c
-            new += c
-        used = self.dec_base + n_dec * self.steps  # kv_used(), inline (a hot path)
-        if self.window and used > n_dec * self.window:
-            used = n_dec * self.window
+        if prefilling:
+            for r in prefilling:
+                if budget <= 0:
+                    break
+                c = r.target - r.computed
+                if c > budget:
+                    c = budget
+                chunks.append((r, c))
+                budget -= c
+                new += c
+        used = self.dec_base + n_dec * steps  # kv_used(), inline (a hot path)
+        window = self.window
+        if window and used > n_dec * window:
+            used = n_dec * window
         used += self.kv_pre
-        running, cap, half = self.running, self.cap, self._half
+        cap, half = self.cap, self._half
         preempted = False
         while running and used + new + (len(running) - 1) * half > cap:
             victim = self._preempt()
@@ -310,7 +331,7 @@ class VllmV1Engine(ModelServer):
             used = self.kv_used()
         waiting = self.waiting
         if waiting and (not preempted or not running):  # (a lone request always fits: max_model_len is checked)
-            block, hit, seats = self.block, self.spec.prefix_cache_hit_ratio, self._seats
+            block, hit, seats = self.block, self._hit, self._seats
             while waiting and budget > 0 and len(running) < seats:
                 r = waiting[0]
                 cached = min(int(r.inp * hit) // block * block, r.target - 1) if hit else 0
@@ -322,7 +343,7 @@ class VllmV1Engine(ModelServer):
                 waiting.popleft()
                 r.state, r.computed = PREFILLING, cached
                 running[r] = None
-                self.prefilling[r] = None
+                prefilling[r] = None
                 self.kv_pre += cached
                 used += cached
                 chunks.append((r, c))
@@ -332,7 +353,7 @@ class VllmV1Engine(ModelServer):
         if not chunks and not n_dec:
             return  # idle
         # k identical steps: until a decode finishes, a chunk changes or completes, or the pool runs dry
-        k = self._heap[0][0] - self.steps if n_dec else 1 << 60
+        k = self._heap[0][0] - steps if n_dec else 1 << 60
         for r, c in chunks:
             q = (r.target - r.computed) // c
             if q < k:
@@ -343,9 +364,10 @@ class VllmV1Engine(ModelServer):
         if k < 1:
             k = 1
         mid = (k - 1) / 2.0
-        dec_ctx = self.dec_base + n_dec * (self.steps + mid)
-        if self.window and dec_ctx > n_dec * self.window:
-            dec_ctx = n_dec * self.window
+        dec_ctx = self.dec_base + n_dec * (steps + mid)
+        if window and dec_ctx > n_dec * window:
+            dec_ctx = n_dec * window
+        mem_base, mem_kv, cmp_tok, cmp_attn = self._coef  # roofline.StepCost.time, the same arithmetic
         if chunks:
             pre_tokens = pre_kv = attn = 0.0
             for r, c in chunks:
@@ -353,15 +375,23 @@ class VllmV1Engine(ModelServer):
                 pre_tokens += c
                 pre_kv += prior + c
                 attn += c * (prior + c / 2.0)
-            dt = self.cost.time(n_dec + pre_tokens, dec_ctx + pre_kv, dec_ctx + attn, True)
+            memory_s = mem_base + mem_kv * (dec_ctx + pre_kv)
+            compute_s = cmp_tok * (n_dec + pre_tokens) + cmp_attn * (dec_ctx + attn)
+            over = self.cost.prefill_overhead_s
         else:
-            dt = self.cost.time(n_dec, dec_ctx, dec_ctx, False)
+            memory_s = mem_base + mem_kv * dec_ctx
+            compute_s = cmp_tok * n_dec + cmp_attn * dec_ctx
+            over = self.cost.step_overhead_s
+        dt = (memory_s if memory_s > compute_s else compute_s) + over
         self._seg_chunks = chunks
-        self._seg_t0, self._seg_dt, self._seg_k, self._seg_dec = self.env._now, dt, k, n_dec
+        self._seg_t0 = self.env._now
+        self._seg_dt = dt
+        self._seg_k = k
+        self._seg_dec = n_dec
         self._seg_open = budget > 0 and len(running) < self._seats and not waiting
         self._cut = False
         batch = n_dec + len(chunks)
         if batch > self.max_batch:
             self.max_batch = batch
         self.segments += 1
-        self._call = call_later(self.env, k * dt, self._end)
+        self._schedule(k * dt)
