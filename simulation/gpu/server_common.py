@@ -11,6 +11,7 @@ from collections import deque
 from typing import Any
 
 from validation.fields import Section
+from simulation.clock import NORMAL, scrapes_first
 from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency
 
 OK, BAD_REQUEST, SERVER_ERROR, UNAVAILABLE = 200, 400, 500, 503
@@ -50,6 +51,16 @@ class Tick:
 
     def __init__(self) -> None:
         self.callbacks = None
+
+
+def schedule_tick(env: Any, tick: Tick, delay: float, run: tuple) -> Tick:
+    """Schedule `tick` to call `run`'s callbacks `delay` from now, ordered as `clock.call_later` orders a Call (on
+    a whole second, after the KPA scrapes it follows: `clock.scrapes_first`)."""
+    at = env._now + delay
+    hook = None if at % 1.0 else scrapes_first(env, at)
+    tick.callbacks = run if hook is None else (hook,) + run
+    env.schedule(tick, NORMAL, delay)
+    return tick
 
 
 def efficiency(sec: Section) -> Efficiency:

@@ -40,9 +40,8 @@ from heapq import heappop, heappush
 from math import ceil
 from typing import Any
 
-from simulation.clock import NORMAL, scrapes_first
 from simulation.gpu.roofline import StepCost
-from simulation.gpu.server_common import OK, Tick, new_stats
+from simulation.gpu.server_common import OK, Tick, new_stats, schedule_tick
 from simulation.gpu.vllm import VllmSpec, check_request
 from simulation.server import ModelServer, OnDone
 
@@ -204,15 +203,6 @@ class VllmV1Engine(ModelServer):
         return r
 
     # -- timeline ------------------------------------------------------------------------------------------
-    def _schedule(self, delay: float) -> None:
-        """End the segment `delay` from now: the reused tick, ordered as `clock.call_later` orders a Call."""
-        env, tick = self.env, self._tick
-        at = env._now + delay
-        hook = None if at % 1.0 else scrapes_first(env, at)
-        tick.callbacks = self._run if hook is None else (hook, self._end)
-        env.schedule(tick, NORMAL, delay)
-        self._call = tick
-
     def _cancel(self) -> None:
         self._call.callbacks = ()  # still queued in SimPy: it pops as a no-op
         self._call = None
@@ -235,7 +225,7 @@ class VllmV1Engine(ModelServer):
         if j < self._seg_k:
             self._cancel()
             self._seg_k = j
-            self._schedule(t0 + j * dt - self.env._now)
+            self._call = schedule_tick(self.env, self._tick, t0 + j * dt - self.env._now, self._run)
 
     def _end(self, _tick: Any = None) -> None:
         """The segment's k steps are done: credit decode steps and prefill chunks, then plan the next."""
@@ -394,4 +384,4 @@ class VllmV1Engine(ModelServer):
         if batch > self.max_batch:
             self.max_batch = batch
         self.segments += 1
-        self._schedule(k * dt)
+        self._call = schedule_tick(self.env, self._tick, k * dt, self._run)
