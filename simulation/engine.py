@@ -28,13 +28,15 @@ from simulation.client import Client
 from simulation.clock import call_later
 from simulation.cluster import Cluster
 from simulation.deadlines import deadline_queue
+from simulation.fused import FusedPath
 from simulation.gateway import Gateway
 from simulation.metrics import Recorder
 from simulation.timeline import Timeline
 from simulation.pod import GONE, PENDING, READY, STARTING, TERMINATING, Pod
 from simulation.request import (ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, TRUNCATED, UNAVAILABLE,
                                 Request)
-from simulation.server import get_server
+from simulation import queue_proxy
+from simulation.server import SimpleServer, get_server
 from simulation.workload import NextArrival, arrivals
 
 BATCHES = 20
@@ -44,6 +46,8 @@ _pod_id = attrgetter("id")
 class Sim:
     """One service's request path and control loops. `env` and `cluster` may be shared by several services'
     Sims (simulation/fleet.py: services sharing a node group compete for its GPUs)."""
+
+    route: "Sim | None" = None   # a fleet's Route may send new requests to a newer revision (fleet.py)
 
     def __init__(self, scenario: Any, seed: int, env: Any = None, cluster: Cluster | None = None) -> None:
         self.scenario = sc = scenario
@@ -57,6 +61,7 @@ class Sim:
         self.rng_lb = random.Random(f"{seed}:lb")
         self.rng_scrape = random.Random(f"{seed}:scrape")
         self.server_cls = get_server(sc.server.kind)
+        self.fused = FusedPath(self) if queue_proxy.FUSED else None   # the common request in one place
         self.cluster = cluster if cluster is not None else Cluster(self, sc.cluster)
         self.gateway = Gateway(env, sc.gateway)
         self.rate_limited = sc.gateway.rate_limit_per_s is not None
@@ -356,9 +361,16 @@ class Sim:
         self.timeline = Timeline(sc.duration_s, interval)
         call_later(env, 0.0, self._sample_series, interval)
         self._arr = self.arrival_stream()
+        fused = self.fused
+        arrive = self._arrive
+        if fused is not None:
+            fused.bind()
+            if self.knative and 0 < self.cc <= 3 and not self.rate_limited and self.server_cls is SimpleServer \
+                    and SimpleServer.is_plain(sc.server.spec):
+                arrive = fused.arrive
         first = next(self._arr, None)
         if first is not None:
-            NextArrival(self._arrive).schedule(env, first[0], first[1], first[2])
+            NextArrival(arrive).schedule(env, first[0], first[1], first[2])
 
     @property
     def busy(self) -> bool:

@@ -45,8 +45,8 @@ class QueueProxy:
         self.waiting: deque = deque()
         self.dead = False
         self._done_cb = self._on_done
-        self.plain = FUSED and type(server) is SimpleServer and server.plain
-        self._plain_done = (self._done_plain,)
+        self.plain = sim.fused is not None and type(server) is SimpleServer and server.plain
+        self._plain_done = sim.fused.done_cb if self.plain else None
 
     def accept(self, req: Any) -> None:
         """A request arrives (from the ingress directly, or proxied by the activator)."""
@@ -94,18 +94,6 @@ class QueueProxy:
         if self.nwait and not self.dead:
             self._next()
         self.sim.complete(req, status, QUEUE_PROXY if status == 502 else SERVER)
-
-    def _done_plain(self, req: Any) -> None:
-        """Fused completion: the simple server's `_finish` and `_on_done` for a 200 in one call."""
-        entry = self.server.calls.pop(req, None)
-        if entry is None:
-            return   # cancelled or failed: the void completion event of an answered request
-        self.running -= 1
-        req.where = None
-        req.t_first = req.t_start + entry[1]
-        if self.nwait and not self.dead:
-            self._next()
-        self.sim.complete(req, 200, SERVER)
 
     def _next(self) -> None:
         waiting = self.waiting

@@ -191,8 +191,12 @@ class SimpleServer(ModelServer):
         self._mu = -spec.sigma * spec.sigma / 2.0  # lognormal with mean 1
         self._par = spec.parallelism
         self._per_token = spec.per_input_token_s or spec.per_output_token_s
-        # No admission limit and no parallelism cap: `check` always passes and every request starts at once.
-        self.plain = spec.max_input_tokens is None and spec.max_concurrent is None and spec.parallelism is None
+        self.plain = self.is_plain(spec)
+
+    @staticmethod
+    def is_plain(spec: SimpleServerSpec) -> bool:
+        """No admission limit and no parallelism cap: `check` always passes and every request starts at once."""
+        return spec.max_input_tokens is None and spec.max_concurrent is None and spec.parallelism is None
 
     @property
     def in_flight(self) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+from heapq import heappush
 from math import log as _log
 import random
 from dataclasses import dataclass
@@ -298,12 +299,13 @@ class NextArrival:
     def schedule(self, env: Any, delay: float, nin: int, nout: int) -> None:
         self.nin = nin
         self.nout = nout
-        self.callbacks = self.fn
-        if not (env._now + delay) % 1.0:   # on a whole second: maybe after a KPA scrape (clock.scrapes_first)
-            hook = scrapes_first(env, env._now + delay)
-            if hook is not None:
-                self.callbacks = (hook,) + self.fn
-        env.schedule(self, 1, delay)   # priority NORMAL, as a Call
+        at = env._now + delay
+        if at % 1.0:
+            self.callbacks = self.fn
+        else:   # on a whole second: maybe after a KPA scrape (clock.scrapes_first)
+            hook = scrapes_first(env, at)
+            self.callbacks = self.fn if hook is None else (hook,) + self.fn
+        heappush(env._queue, (at, 1, next(env._eid), self))   # env.schedule(self, NORMAL, delay) (simpy 4.1.2)
 
 
 def _trace_arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[tuple[float, int, int]]:

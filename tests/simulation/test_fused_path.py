@@ -14,7 +14,7 @@ import pytest
 import simulation.queue_proxy as queue_proxy
 from simulation import load_scenario
 from simulation.deadlines import DeadlineQueue
-from simulation import engine
+from simulation import engine, fused
 from simulation.engine import Sim
 
 
@@ -69,9 +69,9 @@ def test_the_scenarios_exercise_the_fused_path_and_a_change_in_it_is_caught(scn,
     seed = took.index(True)
     m = random_scenario(seed, scn.isvc)
     general, _ = run(m, seed, False, monkeypatch)
-    done = queue_proxy.QueueProxy._done_plain
-    monkeypatch.setattr(queue_proxy.QueueProxy, "_done_plain",
-                        lambda qp, req: (setattr(req, "t_start", req.t_start * 1.001), done(qp, req)))
+    done = fused.FusedPath.done
+    monkeypatch.setattr(fused.FusedPath, "done",
+                        lambda fp, req: (setattr(req, "t_start", req.t_start * 1.001), done(fp, req)))
     assert run(m, seed, True, monkeypatch)[0] != general
 
 
