@@ -379,6 +379,7 @@ class Sim:
 
     def finish(self) -> "Any":
         self.rec.incomplete = self.n_sys
+        self.rec.flush()
         from simulation.report import build_report
         return build_report(self)
 

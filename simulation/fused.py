@@ -57,10 +57,11 @@ class FusedPath:
         self.base = spec.base_s if expo else None
 
     def arrive(self, ev: Any) -> None:
-        """A workload arrival: `Sim._arrive` + `send` + `Activator.accept` + `QueueProxy.accept` + `Pod.enter` +
-        `SimpleServer.start`."""
+        """A workload arrival (the `NextArrival` event): `Sim._arrive` + `send` (`_send`), then the next arrival
+        (`NextArrival.schedule`)."""
         sim = self.sim
-        now = self.env._now
+        env = self.env
+        now = env._now
         oid = sim._origin
         sim._origin = oid + 1
         if sim.route is not None or not sim.proxy and sim.endpoints:
@@ -69,9 +70,18 @@ class FusedPath:
             self._send(oid, now, ev.nin, ev.nout)
         nxt = next(sim._arr, None)
         if nxt is not None:
-            ev.schedule(self.env, nxt[0] - now, nxt[1], nxt[2])
+            at = now + (nxt[0] - now)     # as `Environment.schedule` adds the delay
+            if at % 1.0:
+                ev.callbacks = ev.fn
+            else:
+                hook = scrapes_first(env, at)
+                ev.callbacks = ev.fn if hook is None else (hook,) + ev.fn
+            ev.nin = nxt[1]
+            ev.nout = nxt[2]
+            heappush(env._queue, (at, 1, next(env._eid), ev))
 
     def _send(self, oid: int, now: float, nin: int, nout: int) -> None:
+        """`Sim.send` + `Activator.accept` + `QueueProxy.accept` + `Pod.enter` + `SimpleServer.start`."""
         sim = self.sim
         req = Request(sim._rid, oid, now, 0, now, nin, nout, now >= self.t0)
         sim._rid += 1

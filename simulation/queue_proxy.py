@@ -15,7 +15,8 @@ object runs with CC = 0 as a pass-through.
 
 Fused path (the common case, `FUSED`): in front of a `simple` server without admission limits or parallelism
 cap, the server's `check`/`submit`/`_finish` and this proxy's `_on_done` collapse into one start and one
-completion callback per request; same draws, same events, same results (tests/simulation/test_fused_path.py).
+completion callback per request (`fused.FusedPath.done`, which also does the engine's `complete` for the 200);
+same draws, same events, same results (tests/simulation/test_fused_path.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from simulation.request import QUEUE_PROXY, SERVER, UNAVAILABLE
 from simulation.server import SimpleServer
 
-FUSED = True   # False forces the general path (the fused path's equivalence test runs both)
+FUSED = True   # False forces the general path (read when a Sim is made; the equivalence tests run both)
 
 
 class QueueProxy:
@@ -45,8 +46,9 @@ class QueueProxy:
         self.waiting: deque = deque()
         self.dead = False
         self._done_cb = self._on_done
-        self.plain = sim.fused is not None and type(server) is SimpleServer and server.plain
-        self._plain_done = sim.fused.done_cb if self.plain else None
+        fused = getattr(sim, "fused", None)   # `engine.FusedPath`, None when `FUSED` is off
+        self.plain = fused is not None and type(server) is SimpleServer and server.plain
+        self._plain_done = fused.done_cb if self.plain else None
 
     def accept(self, req: Any) -> None:
         """A request arrives (from the ingress directly, or proxied by the activator)."""

@@ -286,7 +286,8 @@ class NextArrival:
     """The next arrival as one SimPy event object, rescheduled after each firing (no Call per arrival).
 
     SimPy's `Environment.step` pops it, clears `callbacks` and calls each with the event; `_ok` marks it
-    successful. Scheduled through the public `Environment.schedule`, so it orders exactly as a `Call` would.
+    successful. Pushed on SimPy's queue as `Environment.schedule` does (simpy 4.1.2, pinned), so it orders exactly
+    as a `Call` would.
     """
 
     __slots__ = ("callbacks", "fn", "nin", "nout")

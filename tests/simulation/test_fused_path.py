@@ -16,6 +16,8 @@ from simulation import load_scenario
 from simulation.deadlines import DeadlineQueue
 from simulation import engine, fused
 from simulation.engine import Sim
+from simulation.metrics import Recorder
+from simulation.request import Request
 
 
 def random_scenario(seed: int, isvc) -> dict:
@@ -116,3 +118,89 @@ def test_every_deadline_timer_starts_at_the_send_time(scn, monkeypatch):
         Sim(load_scenario(m), seed).run()
     assert set(entered) == {"_expire_client", "_expire_gateway", "_expire_knative"}
     assert all(len(lags) > 100 and not any(lags) for lags in entered.values())
+
+
+def proxy_scenario(seed: int, isvc) -> dict:
+    """A scale-per-request service (Knative, CC 1–3, the activator in the path, a plain simple server) with what
+    makes requests leave the fused path: scale from zero, queueing in the activator and the queue-proxy, direct
+    traffic in Serve mode, timeouts, retries with a budget, a rate limit, scale-down while requests run."""
+    r = random.Random(seed)
+    ann = {"autoscaling.knative.dev/window": r.choice(["6s", "30s", "60s"])}
+    if r.random() < 0.25:
+        ann["autoscaling.knative.dev/target-burst-capacity"] = r.choice(["0", "5"])
+    lo = r.choice([0, 0, 1, 2])
+    timeout = r.choice([None, None, 2, 20])
+    m = {"inferenceService": isvc(cc=r.choice([1, 1, 2, 3]), min_replicas=lo, max_replicas=lo + r.choice([1, 3, 8]),
+                                  annotations=ann, **({"timeout": timeout} if timeout else {})),
+         "server": {"kind": "simple", "base_s": r.choice([0.2, 1.0, 2.0]),
+                    "distribution": r.choice(["exponential", "exponential", "deterministic"])},
+         "duration_s": r.choice([120, 300]), "warmup_s": 10,
+         "workload": {"kind": "gamma", "cv": r.choice([1.0, 1.0, 2.0]), "rate": r.choice([0.5, 2.0, 6.0])},
+         "cluster": {"gpus_per_node": 4, "max_nodes": 3, "image_gib": r.choice([0, 2]), "warmup_s": 2}}
+    if r.random() < 0.4:
+        m["client"] = {"timeout_s": r.choice([3.0, 30.0]), "max_retries": 2, "backoff_base_s": 0.2,
+                       **({"retry_budget": {"max_tokens": 10, "token_ratio": 0.1}} if r.random() < 0.5 else {})}
+    if r.random() < 0.2:
+        m["gateway"] = {"rate_limit": {"rate_per_s": 4.0, "burst": 5}}
+    return m
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_fused_scale_per_request_path_gives_the_same_report_as_the_general_path(scn, seed, monkeypatch):
+    m = proxy_scenario(seed, scn.isvc)
+    assert run(m, seed, True, monkeypatch)[0] == run(m, seed, False, monkeypatch)[0]
+
+
+def test_the_fused_arrival_is_taken_and_a_change_in_it_is_caught(scn, monkeypatch):
+    """The inline start of the fused arrival (its service draw) runs on most of those scenarios, and perturbing it
+    changes the report, so the equivalence above covers it."""
+    draws = []
+    log = fused._log
+    monkeypatch.setattr(fused, "_log", lambda x: (draws.append(x), log(x))[1])
+    took = []
+    for s in range(24):
+        del draws[:]
+        run(proxy_scenario(s, scn.isvc), s, True, monkeypatch)
+        took.append(len(draws) > 50)
+    assert sum(took) >= 8
+    seed = took.index(True)
+    m = proxy_scenario(seed, scn.isvc)
+    general, _ = run(m, seed, False, monkeypatch)
+    monkeypatch.setattr(fused, "_log", lambda x: log(x) * 1.001)
+    assert run(m, seed, True, monkeypatch)[0] != general
+
+
+def _answered(r: random.Random, i: int, t0: float, t1: float):
+    """An answered attempt as the engine hands it to the recorder: mostly a first attempt answered 200 in the
+    window, else a retry, a failure, or one outside the window."""
+    t = r.uniform(t0 - 5.0, t1 + 5.0)
+    attempt = 1 if r.random() < 0.05 else 0
+    req = Request(i, i, t - attempt * r.random(), attempt, t, 10, 10, t - attempt >= t0)
+    req.status = 200 if r.random() < 0.9 else r.choice([503, 504])
+    req.t_start = t + r.expovariate(5.0) if req.status == 200 or r.random() < 0.5 else -1.0   # a 200 started
+    req.t_first = max(req.t_start, t) + r.expovariate(2.0)
+    req.t_done = req.t_first + r.expovariate(1.0)
+    req.component = "server" if req.status == 200 else "queue-proxy"
+    return req, req.status != 200 and r.random() < 0.3   # not final: retried
+
+
+def test_buffered_successes_give_the_recorder_of_recording_one_by_one():
+    """`Recorder.record_ok` buffers the common record and folds it in with numpy: past several estimator folds
+    (> 2 × EXACT_LIMIT user requests), every field and summary equals `record` one by one."""
+    r = random.Random(5)
+    lazy, ref = Recorder(100.0, 2000.0), Recorder(100.0, 2000.0)
+    for i in range(150_000):
+        req, retried = _answered(r, i, 100.0, 2000.0)
+        ref.record(req, not retried)
+        if req.status == 200:
+            lazy.record_ok(req)
+        else:
+            lazy.record(req, not retried)
+    lazy.flush()
+    assert lazy.latency.hist is not None            # the estimators folded
+    for name in ("n_final", "n_attempts", "overlap", "b_req", "b_err", "b_soj", "b_wait", "b_wait_n", "b_lat",
+                 "final", "attempts"):
+        assert getattr(lazy, name) == getattr(ref, name), name
+    for name in ("latency", "latency_all", "ttfb"):
+        a, b = getattr(lazy, name), getattr(ref, name)
+        assert (a.summary(), a.total, a.n, list(a.buf)) == (b.summary(), b.total, b.n, list(b.buf)), name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import simulation.queue_proxy as queue_proxy
 from simulation import load_scenario
 from simulation.engine import Sim
 
@@ -103,8 +104,10 @@ def test_crash_fails_in_flight_with_502_and_restarts(scn):
     assert d["status_counts"]["200"] > 500                      # it serves again after the restart
 
 
-def test_activator_first_available_balancing_at_low_cc(scn):
-    # CC 1, TBC default → activator always in path; 3 warm pods, light load: pod 0 takes most requests
+def test_activator_first_available_balancing_at_low_cc(scn, monkeypatch):
+    # CC 1, TBC default → activator always in path; 3 warm pods, light load: pod 0 takes most requests. The
+    # general path (the fused one bypasses `Activator.accept`; test_fused_path.py shows they agree)
+    monkeypatch.setattr(queue_proxy, "FUSED", False)
     m = base(scn, workload={"kind": "poisson", "rate": 2.0}, initial_replicas=3)
     m["inferenceService"] = scn.isvc(cc=1, min_replicas=3, max_replicas=3)
     sc = load_scenario(m, base_dir=scn.root)
@@ -139,7 +142,8 @@ def test_attempt_counts_derived_at_report_time_equal_counting_each_attempt(scn, 
     from simulation.metrics import Recorder
     from tests.simulation.test_fused_path import random_scenario
 
-    seen: Counter = Counter()
+    monkeypatch.setattr(queue_proxy, "FUSED", False)   # every attempt through `record` (the fused path buffers
+    seen: Counter = Counter()                           # its 200s: test_fused_path.py shows the same reports)
     record = Recorder.record
 
     def counted(rec, req, final):
