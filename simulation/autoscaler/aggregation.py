@@ -129,6 +129,27 @@ class WindowBuckets:
         return 0.0
 
 
+def add_pair(a: WindowBuckets, b: WindowBuckets, idx: int, value: float) -> None:
+    """`a.add(idx, value); b.add(idx, value)` (the stable and the panic window), the next second inline."""
+    m = idx - 1
+    if a.last == m and b.last == m and a.n > 1 and b.n > 1:
+        buckets = a.buckets
+        j = idx % a.n
+        total = a.total - buckets[j]
+        buckets[j] = 0.0 + value
+        a.total = total + value
+        a.last = idx
+        buckets = b.buckets
+        j = idx % b.n
+        total = b.total - buckets[j]
+        buckets[j] = 0.0 + value
+        b.total = total + value
+        b.last = idx
+    else:
+        a.add(idx, value)
+        b.add(idx, value)
+
+
 class MaxWindow:
     """Maximum of the values recorded over the last `window_s` (granule 2 s, the decider tick).
 

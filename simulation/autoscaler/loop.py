@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simulation.autoscaler.aggregation import WindowBuckets
+from simulation.autoscaler.aggregation import WindowBuckets, add_pair
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
 from simulation.autoscaler.sampling import sample_size, sorted_sample
@@ -156,15 +156,8 @@ class KpaLoop:
         n_all = len(pods)
         value = 0.0
         if n_all:
-            n = _SAMPLE[n_all] if n_all < len(_SAMPLE) else sample_size(n_all)
-            if not (sim.n_direct or sim.direct_t >= k - 1):
-                if n < n_all:
-                    owed = self.owed
-                    if owed and owed[-1][0] == n_all:
-                        owed[-1][2] += 1
-                    else:
-                        self._owe(n_all, n)
-            else:
+            if sim.n_direct or sim.direct_t >= k - 1:
+                n = _SAMPLE[n_all] if n_all < len(_SAMPLE) else sample_size(n_all)
                 if self.owed:
                     self._pay()
                 idx = range(n_all) if n >= n_all else sorted_sample(self.rng, n_all, n)
@@ -176,15 +169,31 @@ class KpaLoop:
                     if pod.n or pod.ticked >= km1:
                         total += pod.kpa_stat(k)[rps]
                 value = total / n * n_all
-        a_conc, a_count, active = sim.activator.scrape(1.0, k)
+            elif n_all > 3:                              # maybe a sample (n < n_all): drawn later, owed
+                owed = self.owed
+                if owed and owed[-1][0] == n_all:
+                    owed[-1][2] += 1
+                else:
+                    n = _SAMPLE[n_all] if n_all < len(_SAMPLE) else sample_size(n_all)
+                    if n < n_all:
+                        self._owe(n_all, n)
+        # The activator's stat over the second (`Activator.scrape(1.0, k)`, inline: x / 1.0 is x).
+        act = sim.activator
+        a_n = act.n
+        area = act.area
+        if a_n:
+            area = act.area = area + a_n * (k - act.last)
+        act.last = k
+        count = act.count
+        a, c = act.mark
+        act.mark = (area, count)
         # A 0 from the pods before the activator's value in the same bucket changes nothing: one add.
-        if n_all and (value or not active):
-            self.stable.add(k, value)
-            self.panic.add(k, value)
-        if active:
-            value = float(a_count) if self.rps else a_conc
-            self.stable.add(k, value)
-            self.panic.add(k, value)
+        if area > a or count > c or a_n:
+            if n_all and value:
+                add_pair(self.stable, self.panic, k, value)
+            add_pair(self.stable, self.panic, k, float(count - c) if self.rps else area - a)
+        elif n_all:
+            add_pair(self.stable, self.panic, k, value)
 
     def _owe(self, n_all: int, n: int) -> None:
         """A sample nobody reads (every stat 0): drawn later, in order, only before one that is read — the
