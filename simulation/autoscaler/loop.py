@@ -16,8 +16,9 @@ Activation that does not produce a Ready pod within 630 s (progress deadline + 3
 scales back to 0.
 Cost: the tick is one reused event; the scrapes have none (`catch_scrapes`, run before anything they read
 changes) and skip the pods in a second when no request reached one except through the activator; a run of
-seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and a tick with no data while scaled to
-zero is skipped until something happens (`quiet`). `EAGER` is the reference for all of these (an event per
+seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and once the loop has settled (scaled
+to zero, or pods with nothing to do) ticks are skipped until something moves (`quiet.py`). `EAGER` is the
+reference for all of these (an event per
 scrape, every tick in full). Simplified: scrapes land on whole seconds of the clock (Knative's ticker has an
 arbitrary phase).
 
@@ -35,6 +36,7 @@ from typing import Any
 from simulation.autoscaler.aggregation import WindowBuckets, add_pair
 from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
+from simulation.autoscaler.quiet import settled, signature, skip_bookkeeping
 from simulation.autoscaler.sampling import sample_size, sorted_sample
 from simulation.clock import Recurring, call_later, grid_loops
 from simulation.pod import PENDING, STARTING
@@ -67,7 +69,7 @@ class KpaLoop:
         self.reached_initial = initial >= cfg.initial_scale
         self.rng = sim.rng_scrape
         self.owed: list[list[int]] = []   # [pods, sample size, times]: samples drawn later (`_owe`)
-        self.quiet: int | None = None   # `tick`: the scrape count at a tick after which ticks change nothing
+        self.quiet: tuple | None = None   # settled: what the ticks read, unchanged while they are skipped
         self.rps = 1 if cfg.metric == "rps" else 0   # index into `Pod.kpa_stat`
         sim.set_proxy(not (self.want > 0 and self.ebc >= 0))
         sim.proxy_since = 0.0 if sim.proxy else None
@@ -222,13 +224,13 @@ class KpaLoop:
             self.tick()
 
     def _tick(self, _event: Any = None) -> None:
-        sim = self.sim
-        if self.quiet != sim.scrape_ticks or sim.endpoints:
-            if sim.scrape_due < self.env._now:
+        quiet = self.quiet
+        if quiet is not None and quiet == signature(self):
+            skip_bookkeeping(self, self.env._now)      # settled, nothing moved: the tick would change nothing
+        else:
+            if self.sim.scrape_due < self.env._now:
                 self.catch_scrapes(self.env._now)
             self.tick()
-        elif not self.cfg.initial_scale:
-            self.reached_initial = True                # all the tick would do (`tick`: no data, nothing Ready)
         if self._next_tick is not None:
             self._next_tick.schedule(self.env, self.cfg.tick_interval_s)
         else:
@@ -241,6 +243,7 @@ class KpaLoop:
         cfg = self.cfg
         ready = len(sim.endpoints)
         self.quiet = None
+        moving = False
         stable = self.stable
         last = stable.last
         if last is None or _floor(now + 1e-9) - last > stable.n:
@@ -260,8 +263,11 @@ class KpaLoop:
             apply = True
             if want == 0:
                 want, apply = self._scale_to_zero(now)
+                moving = True                          # timers
             if apply and want >= 0 and not (want == sim.replicas == sim.n_live):
                 sim.set_replicas(want)
+                moving = True                          # the next tick reads other counts
+        reached = self.reached_initial
         if ready >= cfg.initial_scale:
             self.reached_initial = True
         self._active_condition(now, want, ready)
@@ -270,11 +276,9 @@ class KpaLoop:
         proxy = want == 0 or self.ebc < 0 or (want < 0 and self.state == "inactive")
         if proxy != sim.proxy:
             sim.set_proxy(proxy)
-        if want < 0 and not ready and self.state == "inactive" and self.want == 0 and not self.EAGER:
-            # No data, nothing Ready, scaled to 0: the next tick changes nothing unless a scrape runs first or a
-            # request pokes (it ticks at once: want 0) — each pod turning Ready, each request in the activator
-            # runs the scrapes due first — so it is skipped (`_tick`): an idle stretch costs one event a tick.
-            self.quiet = sim.scrape_ticks
+        if (not moving and ready == len(sim.endpoints) and reached == self.reached_initial and not self.EAGER
+                and settled(self, now, want, ready)):   # the next tick reads the same, and more (quiet.py)
+            self.quiet = signature(self)                # the next ticks are skipped while it holds (`quiet.py`)
 
     def _active_condition(self, now: float, want: int, ready: int) -> None:
         """kpa.go: computeActiveCondition."""

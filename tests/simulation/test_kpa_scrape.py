@@ -124,8 +124,9 @@ def _logged_run(mapping: dict, reference: bool, monkeypatch) -> tuple[list, str,
 
     def log(self, full: bool) -> None:
         sim, st, pa = self.sim, self.stable, self.panic
+        dw = self.decider.delay_window
         ticks.append(((self.env.now, self.want, self.ebc, self.state, sim.replicas, len(sim.endpoints), sim.proxy,
-                       self.decider.panic_time, self.reached_initial),
+                       self.decider.panic_time, self.reached_initial, dw and tuple(map(tuple, dw.values))),
                       (st.total, st.first, st.last, tuple(st.buckets), pa.total, pa.first, pa.last,
                        tuple(pa.buckets)) if full else None))
 
@@ -239,112 +240,41 @@ def test_lazy_scrapes_on_a_shared_clock_match_events_per_scrape(scn, tmp_path, m
     """Two services on one clock and node group (each KPA orders its own scrapes against events on whole
     seconds), one rolled out at t = 60 (a loop starting mid-run), a node lost at t = 100: the fleet's result is
     the same as with a scrape event per second reading every sampled pod."""
-    from simulation.autoscaler.loop import KpaLoop
-
-    def member(name: str, seed: int, mode: str, **extra) -> dict:
-        sc = _whole_second_scenario(scn, _trace(tmp_path / f"{name}.csv", seed), mode, seed)
-        sc["inferenceService"]["metadata"]["name"] = name
-        return {"scenario": {"name": name, **{k: v for k, v in sc.items() if k not in ("cluster", "duration_s")}},
-                **extra}
-
-    fleet = {"name": "t", "duration_s": 240, "node_loss": {"at_s": 100, "detect_s": 20},
-             "cluster": {"gpus_per_node": 4, "max_nodes": 4, "warm_nodes": 2, "image_gib": 0, "warmup_s": 2,
-                         "activator_probe_s": 0, "node_provision_s": 30},
-             "services": [member("a", 1, "serve", rollout={"at_s": 60}), member("b", 2, "mixed")]}
-
-    def run(reference: bool) -> str:
-        import json
-
-        monkeypatch.setattr(KpaLoop, "EAGER", reference)
-        if reference:
-            monkeypatch.setattr(KpaLoop, "_scrape", _reference_scrape)
-        out = json.dumps(run_fleet(load_fleet(fleet), 5), sort_keys=True)
-        monkeypatch.undo()
-        return out
-
-    lazy = run(False)
+    fleet = _fleet(240, 100, [_member(scn, tmp_path, _trace, "a", 1, "serve", rollout={"at_s": 60}),
+                              _member(scn, tmp_path, _trace, "b", 2, "mixed")])
+    lazy = _fleet_json(fleet, False, monkeypatch)
     assert '"ready_s": null' not in lazy                # the rollout completed
-    assert lazy == run(True)
+    assert lazy == _fleet_json(fleet, True, monkeypatch)
 
 
-def _bursts(path, seed: int) -> str:
-    """Bursts of requests (on whole and half seconds) between idle stretches of 20 s to 7 minutes."""
-    import random
-
-    rng = random.Random(seed)
-    t, rows = 0.0, ["TIMESTAMP,ContextTokens,GeneratedTokens"]
-    for _ in range(12):
-        for _ in range(rng.randint(1, 40)):
-            t += rng.choice((0.0, 0.5, 0.5, 1.0, 2.0))
-            rows.append(f"{t},10,10")
-        t += rng.choice((20.0, 61.0, 150.5, 420.0))
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return str(path)
+def _member(scn, tmp_path, trace, name: str, seed: int, mode: str, min_r: int | None = None, **extra) -> dict:
+    sc = _whole_second_scenario(scn, trace(tmp_path / f"{name}.csv", seed), mode, seed)
+    sc["inferenceService"]["metadata"]["name"] = name
+    if min_r is not None:
+        sc["inferenceService"]["spec"]["predictor"]["minReplicas"] = min_r
+    return {"scenario": {"name": name, **{k: v for k, v in sc.items() if k not in ("cluster", "duration_s")}},
+            **extra}
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_idle_stretches_read_and_decide_exactly_what_a_scrape_event_per_second_would(scn, tmp_path, monkeypatch,
-                                                                                       seed):
-    """Bursts between long idle stretches (scale to zero and back, or pods pinned by min-scale with nothing to
-    do, samples owed, windows emptied by runs of zeros): every tick's decision and window state, bit for bit, and
-    the report equal those of a scrape event per second reading every sampled pod."""
-    mode = ("proxy", "serve", "mixed")[seed % 3]
-    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", seed), mode, seed)
-    mapping["duration_s"] = 2400
-    if seed >= 3:                                       # pinned: 4–6 Ready pods, the sample a subset
-        mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = {3: 5, 4: 4, 5: 6}[seed]   # 4: no sample
-    ref = _logged_run(mapping, True, monkeypatch)
-    lazy = _logged_run(mapping, False, monkeypatch)
-    assert len(ref[0]) > 1000
-    if seed < 3:
-        assert sum(1 for t in ref[0] if t[0][5] == 0) > 300 and len({t[0][1] for t in ref[0]}) > 2   # to 0 and back
-        assert _skipped(lazy) > 300
-    else:
-        assert min(t[0][5] for t in ref[0][100:]) >= 4
-    assert _same(lazy, ref)
+def _fleet(duration_s: float, loss_at_s: float, services: list) -> dict:
+    return {"name": "t", "duration_s": duration_s, "node_loss": {"at_s": loss_at_s, "detect_s": 20},
+            "cluster": {"gpus_per_node": 4, "max_nodes": 4, "warm_nodes": 2, "image_gib": 0, "warmup_s": 2,
+                        "activator_probe_s": 0, "node_provision_s": 30},
+            "services": services}
 
 
-@pytest.mark.parametrize("mutant", ("no_owed_draws", "no_zeros"))
-def test_a_broken_quiet_scrape_is_caught(scn, tmp_path, monkeypatch, mutant):
-    """Quiet seconds done in one step that forget the owed sample draws or the windows' zeros: the comparison
-    above fails."""
-    from simulation.autoscaler.aggregation import WindowBuckets
+def _fleet_json(fleet: dict, reference: bool, monkeypatch, patch=None) -> str:
+    """The fleet's result; `reference`: a scrape event per second reading every sampled pod, every tick in full;
+    `patch(monkeypatch)` applied for the run."""
+    import json
+
     from simulation.autoscaler.loop import KpaLoop
 
-    quiet = KpaLoop._quiet_scrapes
-
-    def no_owed_draws(self, k, end):
-        owed = [list(o) for o in self.owed]
-        quiet(self, k, end)
-        self.owed[:] = owed
-
-    seed = 4
-    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", seed), "serve", seed)
-    mapping["duration_s"] = 1200
-    mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = 5
-    if mutant == "no_owed_draws":
-        monkeypatch.setattr(KpaLoop, "_quiet_scrapes", no_owed_draws)
-    else:
-        monkeypatch.setattr(WindowBuckets, "add_zeros", lambda self, a, b: None)
-    lazy = _logged_run(mapping, False, monkeypatch)
-    assert not _same(lazy, _logged_run(mapping, True, monkeypatch))
-
-
-def test_a_broken_quiet_tick_is_caught(scn, tmp_path, monkeypatch):
-    """Ticks skipped while the window still has data (scaled to zero, the load still in the window): the
-    comparison with every tick run in full fails."""
-    from simulation.autoscaler.loop import KpaLoop
-
-    tick = KpaLoop.tick
-
-    def quiet_with_data(self):
-        tick(self)
-        sim = self.sim
-        if sim.proxy and not sim.endpoints and self.state == "inactive" and not self.EAGER:
-            self.quiet = sim.scrape_ticks
-
-    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", 0), "proxy", 0)
-    mapping["duration_s"] = 1200
-    monkeypatch.setattr(KpaLoop, "tick", quiet_with_data)
-    lazy = _logged_run(mapping, False, monkeypatch)
-    assert not _same(lazy, _logged_run(mapping, True, monkeypatch))
+    monkeypatch.setattr(KpaLoop, "EAGER", reference)
+    if reference:
+        monkeypatch.setattr(KpaLoop, "_scrape", _reference_scrape)
+    if patch is not None:
+        patch(monkeypatch)
+    out = json.dumps(run_fleet(load_fleet(fleet), 5), sort_keys=True)
+    monkeypatch.undo()
+    return out

@@ -1,0 +1,54 @@
+"""When a KPA tick can be skipped: the loop has settled and nothing it reads has moved since.
+
+A tick (`KpaLoop.tick`) is a function of the window averages, the Ready and live pod counts, the configuration,
+the decider's panic and scale-down-delay state and the PA's Active condition. After a tick that leaves the loop
+settled, the next ticks give the same result as long as the `signature` is unchanged, so `KpaLoop._tick` skips
+them (the tick event still fires: it keeps its place among events at the same instant):
+- scaled to zero with no data (`tick`: no record for a whole stable window, the decider's result is invalid):
+  nothing changes until a request pokes the autoscaler or a pod turns Ready;
+- pods Ready with nothing to do (pinned by min-scale, or waiting out a scale-down): every bucket of both windows
+  is 0.0 and the windows span all they can (the averages stay the same as zeros come in: x − 0.0 + 0.0 = x), no
+  panic (its end is a time), the scale-down-delay window holds one value (the same value comes in each tick:
+  `skip_bookkeeping` records it), the desired scale > 0 (a scale to zero is a sequence of timers) and reached.
+In both, the activator and the pods have seen no request for the scrapes still due (so those read 0: none in the
+activator and nothing since its last report, none in a pod but through it since before the last scrape); any
+request after that changes the activator's count or the pods' `direct_t`, which are in the signature.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _still(window: Any) -> bool:
+    """The average stays the same as zeros come in (at d = 1 s after the last write, each tick's case)."""
+    n = window.n
+    return n == 1 or (window.last is not None and window.last - window.first + 2 >= n and not any(window.buckets))
+
+
+def signature(loop: Any) -> tuple:
+    """Everything a settled tick reads that a request, a pod or a rollout can change."""
+    sim = loop.sim
+    return (sim.activator.count, sim.direct_t, len(sim.endpoints), len(sim.kpa_ready), sim.replicas, sim.n_live,
+            loop.cfg, loop.reached_initial)
+
+
+def settled(loop: Any, now: float, want: int, ready: int) -> bool:
+    """After `loop.tick()` at `now` decided `want` (−1: no data) with `ready` pods: are the next ticks the same?"""
+    sim = loop.sim
+    act = sim.activator
+    if act.n or act.mark != (act.area, act.count) or sim.n_direct or sim.direct_t >= now - 1.0:
+        return False                                  # a scrape still due reads a request
+    if want < 0:
+        return not ready and loop.state == "inactive" and loop.want == 0
+    decider = loop.decider
+    dw = decider.delay_window
+    return (0 < want == sim.replicas == sim.n_live and decider.panic_time is None
+            and (dw is None or len(dw.values) == 1) and _still(loop.stable) and _still(loop.panic))
+
+
+def skip_bookkeeping(loop: Any, now: float) -> None:
+    """What a skipped tick still changes: the scale-down-delay window records the same desired scale."""
+    dw = loop.decider.delay_window
+    if dw is not None and loop.want > 0:
+        dw.record(now, dw.values[0][1])

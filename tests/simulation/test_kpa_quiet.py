@@ -1,0 +1,134 @@
+"""Idle stretches in the KPA loop: quiet seconds scraped in one step (`KpaLoop._quiet_scrapes`) and settled ticks
+skipped (simulation/autoscaler/quiet.py), against a scrape event per second and every tick run in full."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.simulation.test_kpa_scrape import (_fleet, _fleet_json, _logged_run, _member, _same, _skipped,
+                                              _whole_second_scenario)
+
+
+def _bursts(path, seed: int) -> str:
+    """Bursts of requests (on whole and half seconds) between idle stretches of 20 s to 7 minutes."""
+    import random
+
+    rng = random.Random(seed)
+    t, rows = 0.0, ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    for _ in range(12):
+        for _ in range(rng.randint(1, 40)):
+            t += rng.choice((0.0, 0.5, 0.5, 1.0, 2.0))
+            rows.append(f"{t},10,10")
+        t += rng.choice((20.0, 61.0, 150.5, 420.0))
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_idle_stretches_read_and_decide_exactly_what_a_scrape_event_per_second_would(scn, tmp_path, monkeypatch,
+                                                                                       seed):
+    """Bursts between long idle stretches (scale to zero and back, or pods pinned by min-scale with nothing to
+    do, samples owed, windows emptied by runs of zeros, most ticks skipped): every tick's decision, the window
+    state at every tick run (bit for bit), the draws and the report equal those of a scrape event per second
+    reading every sampled pod with every tick run in full."""
+    mode = ("proxy", "serve", "mixed")[seed % 3]
+    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", seed), mode, seed)
+    mapping["duration_s"] = 2400
+    if seed >= 3:                                       # pinned: 4–6 Ready pods, the sample a subset
+        mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = {3: 5, 4: 4, 5: 6}[seed]   # 4: no sample
+    ref = _logged_run(mapping, True, monkeypatch)
+    lazy = _logged_run(mapping, False, monkeypatch)
+    assert len(ref[0]) > 1000
+    if seed < 3:
+        assert sum(1 for t in ref[0] if t[0][5] == 0) > 300 and len({t[0][1] for t in ref[0]}) > 2   # to 0 and back
+    else:
+        assert min(t[0][5] for t in ref[0][100:]) >= 4
+    assert _skipped(lazy) > 600 and _skipped(ref) == 0
+    assert _same(lazy, ref)
+
+
+@pytest.mark.parametrize("mutant", ("no_owed_draws", "no_zeros"))
+def test_a_broken_quiet_scrape_is_caught(scn, tmp_path, monkeypatch, mutant):
+    """Quiet seconds done in one step that forget the owed sample draws or the windows' zeros: the comparison
+    above fails."""
+    from simulation.autoscaler.aggregation import WindowBuckets
+    from simulation.autoscaler.loop import KpaLoop
+
+    quiet = KpaLoop._quiet_scrapes
+
+    def no_owed_draws(self, k, end):
+        owed = [list(o) for o in self.owed]
+        quiet(self, k, end)
+        self.owed[:] = owed
+
+    seed = 4
+    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", seed), "serve", seed)
+    mapping["duration_s"] = 1200
+    mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = 5
+    if mutant == "no_owed_draws":
+        monkeypatch.setattr(KpaLoop, "_quiet_scrapes", no_owed_draws)
+    else:
+        monkeypatch.setattr(WindowBuckets, "add_zeros", lambda self, a, b: None)
+    lazy = _logged_run(mapping, False, monkeypatch)
+    assert not _same(lazy, _logged_run(mapping, True, monkeypatch))
+
+
+@pytest.mark.parametrize("mutant", ("windows_draining", "scale_to_zero_timers", "no_delay_record", "blind"))
+def test_a_broken_quiet_tick_is_caught(scn, tmp_path, monkeypatch, mutant):
+    """Ticks skipped while the windows still drain, while scale-to-zero timers run, without the scale-down-delay
+    window's record, or blind to new requests: the comparison with every tick run in full fails."""
+    from simulation.autoscaler import loop as kpa_loop, quiet
+
+    def settled(loop, now, want, ready):
+        if mutant == "windows_draining":
+            monkeypatch.setattr(quiet, "_still", lambda w: True)
+        return quiet.settled(loop, now, want, ready)
+
+    seed = 3 if mutant in ("no_delay_record", "blind") else 0
+    mapping = _whole_second_scenario(scn, _bursts(tmp_path / "b.csv", seed), "proxy", seed)
+    mapping["duration_s"] = 2400
+    ann = mapping["inferenceService"]["metadata"]["annotations"]
+    if seed >= 3:
+        mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = 5
+        ann["autoscaling.knative.dev/scale-down-delay"] = "10s"
+    if mutant == "windows_draining":
+        monkeypatch.setattr(kpa_loop, "settled", settled)
+    elif mutant == "scale_to_zero_timers":   # settled with want 1 held by handleScaleToZero (a timer)
+        import inspect
+        import textwrap
+
+        src = textwrap.dedent(inspect.getsource(kpa_loop.KpaLoop.tick))
+        line = "moving = True                          # timers"
+        assert line in src
+        ns: dict = {}
+        exec(compile(src.replace(line, "pass"), "mutant", "exec"), vars(kpa_loop), ns)
+        monkeypatch.setattr(kpa_loop.KpaLoop, "tick", ns["tick"])
+    elif mutant == "no_delay_record":
+        monkeypatch.setattr(kpa_loop, "skip_bookkeeping", lambda loop, now: None)
+    else:
+        monkeypatch.setattr(kpa_loop, "signature", lambda loop: (loop.sim.replicas, loop.cfg))
+    lazy = _logged_run(mapping, False, monkeypatch)
+    assert _skipped(lazy) > 50
+    assert not _same(lazy, _logged_run(mapping, True, monkeypatch))
+
+
+def test_idle_stretches_on_a_shared_clock_match_every_tick_in_full(scn, tmp_path, monkeypatch):
+    """Two services with bursts and long idle stretches on one clock and node group, one scaled to zero between
+    bursts and one pinned at 2 pods, one rolled out while idle (its old revision loses min-scale), a node lost
+    while idle: the fleet's result is the same as with a scrape event per second and every tick run in full."""
+    from simulation.autoscaler.loop import KpaLoop
+    from simulation.autoscaler.quiet import signature
+
+    fleet = _fleet(1500, 700, [_member(scn, tmp_path, _bursts, "a", 1, "proxy", 0),
+                               _member(scn, tmp_path, _bursts, "b", 2, "mixed", 2, rollout={"at_s": 300})])
+    skipped = []
+    timer = KpaLoop._tick
+
+    def counting(self, event=None):
+        skipped.append(self.quiet is not None and self.quiet == signature(self))
+        timer(self, event)
+
+    lazy = _fleet_json(fleet, False, monkeypatch, lambda mp: mp.setattr(KpaLoop, "_tick", counting))
+    assert sum(skipped) > 500
+    assert '"ready_s": null' not in lazy
+    assert lazy == _fleet_json(fleet, True, monkeypatch)
