@@ -365,7 +365,7 @@ class Sim:
         arrive = self._arrive
         if fused is not None:
             fused.bind()
-            if self.knative and 0 < self.cc <= 3 and not self.rate_limited and self.server_cls is SimpleServer \
+            if self.knative and 0 < self.cc <= 3 and self.server_cls is SimpleServer \
                     and SimpleServer.is_plain(sc.server.spec):
                 arrive = fused.arrive
         first = next(self._arr, None)

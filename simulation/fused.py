@@ -25,13 +25,13 @@ from typing import Any
 
 from simulation.clock import scrapes_first
 from simulation.pod import TERMINATING
-from simulation.request import SERVER, Request
+from simulation.request import GATEWAY, SERVER, Request
 from simulation.server import SimpleServer
 
 
 class FusedPath:
-    __slots__ = ("sim", "env", "act", "free", "cc", "cc1", "rec", "timeline", "client", "dqs", "done_cb", "t0",
-                 "base")
+    __slots__ = ("sim", "env", "act", "free", "cc", "cc1", "rec", "timeline", "client", "dq_client", "gateway",
+                 "dqs", "done_cb", "t0", "base")
 
     def __init__(self, sim: Any) -> None:
         self.sim = sim
@@ -49,7 +49,9 @@ class FusedPath:
         self.rec = sim.rec
         self.timeline = sim.timeline
         self.client = sim.client
-        self.dqs = tuple(q for q in (sim.dq_client, sim.dq_gateway, sim.dq_knative) if q is not None)
+        self.dq_client = sim.dq_client
+        self.gateway = sim.gateway if sim.rate_limited else None
+        self.dqs = tuple(q for q in (sim.dq_gateway, sim.dq_knative) if q is not None)
         self.t0 = sim.rec.t0
         spec = sim.scenario.server.spec
         expo = sim.server_cls is SimpleServer and spec.distribution == "exponential" and \
@@ -88,6 +90,13 @@ class FusedPath:
         sim.area_sys += sim.n_sys * (now - sim._last)
         sim._last = now
         sim.n_sys += 1
+        if self.dq_client is not None:
+            self.dq_client.add(req)
+        if self.gateway is not None:
+            status = self.gateway.admit()
+            if status is not None:
+                sim.complete(req, status, GATEWAY)
+                return
         for q in self.dqs:
             q.add(req)
         # Activator.accept

@@ -30,6 +30,9 @@ def _with_ok(failed: dict[tuple[int, str], int], total: int, ok_key: tuple[int, 
     return {ok_key: ok, **failed} if ok else dict(failed)
 
 
+SMALL = 4 * 64   # buffered floats below which `flush` folds one by one
+
+
 def add_in_order(acc: list, idx: np.ndarray, vals: np.ndarray) -> None:
     """`acc[i] += v` for each (i, v) of (idx, vals) in turn, vectorised: `np.cumsum` adds in sequence, so every
     sum is the loop's float."""
@@ -92,7 +95,8 @@ class Recorder:
     def flush(self, fold: bool = False) -> None:
         """Fold the buffered `record_ok`s in, as `record` would have one by one (with `fold`: the last one is the
         n_final-th, a multiple of 4,096, whose estimator check `record` runs between its two appends)."""
-        if not self._ok:
+        if len(self._ok) < SMALL:
+            self._fold_each(fold)
             return
         t, start, first, done = np.array(self._ok).reshape(-1, 4).T
         del self._ok[:]
@@ -118,6 +122,30 @@ class Recorder:
         self._fold_check()
         self.latency.append(lat[-1].item())
         self.ttfb.append(ttfb[-1].item())
+
+    def _fold_each(self, fold: bool) -> None:
+        """`flush` one by one (a few records: numpy's fixed cost would be more)."""
+        vals = self._ok.tolist()
+        del self._ok[:]
+        t0, t1, blen, last = self.t0, self.t1, self.blen, self.nb - 1
+        for i in range(0, len(vals), 4):
+            t, start, first, done = vals[i:i + 4]
+            self.overlap += (done if done < t1 else t1) - t
+            b = int((t - t0) / blen)
+            if b > last:
+                b = last
+            lat = done - t
+            self.b_soj[b] += lat
+            self.b_wait[b] += start - t
+            self.b_wait_n[b] += 1
+            self.b_req[b] += 1
+            self.latency_all.append(lat)
+            if fold and i + 4 == len(vals):
+                self._fold_check()
+            self.latency.append(lat)
+            self.ttfb.append(first - t)
+            self.b_lat[b] += lat
+        self.n_attempts += len(vals) // 4
 
     def _fold_check(self) -> None:
         """Keep the estimators' buffers bounded (every 4,096 user requests)."""

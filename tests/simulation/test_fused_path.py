@@ -16,7 +16,8 @@ from simulation import load_scenario
 from simulation.deadlines import DeadlineQueue
 from simulation import engine, fused
 from simulation.engine import Sim
-from simulation.metrics import Recorder
+from simulation import metrics
+from simulation.metrics import Recorder, add_in_order
 from simulation.request import Request
 
 
@@ -170,13 +171,13 @@ def test_the_fused_arrival_is_taken_and_a_change_in_it_is_caught(scn, monkeypatc
     assert run(m, seed, True, monkeypatch)[0] != general
 
 
-def _answered(r: random.Random, i: int, t0: float, t1: float):
+def _answered(r: random.Random, i: int, t0: float, t1: float, p_fail: float):
     """An answered attempt as the engine hands it to the recorder: mostly a first attempt answered 200 in the
     window, else a retry, a failure, or one outside the window."""
     t = r.uniform(t0 - 5.0, t1 + 5.0)
     attempt = 1 if r.random() < 0.05 else 0
     req = Request(i, i, t - attempt * r.random(), attempt, t, 10, 10, t - attempt >= t0)
-    req.status = 200 if r.random() < 0.9 else r.choice([503, 504])
+    req.status = 200 if r.random() >= p_fail else r.choice([503, 504])
     req.t_start = t + r.expovariate(5.0) if req.status == 200 or r.random() < 0.5 else -1.0   # a 200 started
     req.t_first = max(req.t_start, t) + r.expovariate(2.0)
     req.t_done = req.t_first + r.expovariate(1.0)
@@ -184,13 +185,16 @@ def _answered(r: random.Random, i: int, t0: float, t1: float):
     return req, req.status != 200 and r.random() < 0.3   # not final: retried
 
 
-def test_buffered_successes_give_the_recorder_of_recording_one_by_one():
-    """`Recorder.record_ok` buffers the common record and folds it in with numpy: past several estimator folds
-    (> 2 × EXACT_LIMIT user requests), every field and summary equals `record` one by one."""
+@pytest.mark.parametrize("p_fail", [0.1, 0.001])
+def test_buffered_successes_give_the_recorder_of_recording_one_by_one(p_fail, monkeypatch):
+    """`Recorder.record_ok` buffers the common record and folds it in (with numpy, or one by one when few): past
+    several estimator folds (> 2 × EXACT_LIMIT user requests), every field and summary equals `record` one by one."""
+    folds = []
+    monkeypatch.setattr(metrics, "add_in_order", lambda *a: (folds.append(1), add_in_order(*a)))
     r = random.Random(5)
     lazy, ref = Recorder(100.0, 2000.0), Recorder(100.0, 2000.0)
     for i in range(150_000):
-        req, retried = _answered(r, i, 100.0, 2000.0)
+        req, retried = _answered(r, i, 100.0, 2000.0, p_fail)
         ref.record(req, not retried)
         if req.status == 200:
             lazy.record_ok(req)
@@ -198,6 +202,7 @@ def test_buffered_successes_give_the_recorder_of_recording_one_by_one():
             lazy.record(req, not retried)
     lazy.flush()
     assert lazy.latency.hist is not None            # the estimators folded
+    assert folds if p_fail < 0.01 else len(folds) < 100   # mostly numpy / mostly one by one
     for name in ("n_final", "n_attempts", "overlap", "b_req", "b_err", "b_soj", "b_wait", "b_wait_n", "b_lat",
                  "final", "attempts"):
         assert getattr(lazy, name) == getattr(ref, name), name
