@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from simulation.clock import call_later
 from simulation.pod import GONE, TERMINATING
 from simulation.request import GATEWAY, UNAVAILABLE
-from simulation.workload import WorkloadSpec, rate_at, read_trace
+from simulation.workload import WorkloadSpec, rate_at, read_trace, size_sampler
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,11 @@ def with_spike(base: Iterator, spec: WorkloadSpec, spike: Spike, rng: random.Ran
     extra_rate = (spike.factor - 1.0) * base_rate(spec, spike.at_s)
     if extra_rate <= 0:
         return base
-    n_in, n_out = spec.input_tokens.sampler(rng), spec.output_tokens.sampler(rng)
+    sizes = size_sampler(spec, rng)
     if spec.kind == "trace":   # sizes: draw rows of the trace itself
         _, ins, outs = read_trace(spec.path)
         pick = lambda: rng.randrange(len(ins))  # noqa: E731
-        n_in = n_out = None
+        sizes = None
 
     def extra():
         t, end = spike.at_s, min(until, spike.at_s + spike.duration_s)
@@ -84,11 +84,12 @@ def with_spike(base: Iterator, spec: WorkloadSpec, spike: Spike, rng: random.Ran
             t += rng.expovariate(extra_rate)
             if t >= end:
                 return
-            if n_in is None:
+            if sizes is None:
                 i = pick()
                 yield t, ins[i], outs[i]
             else:
-                yield t, n_in(), n_out()
+                n_i, n_o = sizes()
+                yield t, n_i, n_o
 
     return heapq.merge(base, extra(), key=lambda a: a[0])
 
@@ -178,7 +179,6 @@ class RolloutDriver:
         call_later(old.env, spec.at_s, self._start)
 
     def _start(self) -> None:
-        old = self.old
         new = self.new = self.make_new()
         kpa = new.scenario.serving.kpa
         self.need = max(1, kpa.initial_scale)

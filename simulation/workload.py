@@ -55,6 +55,28 @@ class SizeSpec:
         return lambda: min(cap, max(1, int(round(math.exp(rng.gauss(mu, s))))))
 
 
+def size_sampler(spec: "WorkloadSpec", rng: random.Random) -> Callable[[], tuple[int, int]]:
+    """A request's (input, output) tokens: each `SizeSpec.sampler`, input first. Two lognormal sizes use one
+    Box–Muller pair of normal deviates, exactly as two `rng.gauss` calls in a row (the second deviate of a pair
+    waits in `rng.gauss_next`), without the calls."""
+    a, b = spec.input_tokens, spec.output_tokens
+    n_in, n_out = a.sampler(rng), b.sampler(rng)
+    if a.dist != "lognormal" or b.dist != "lognormal":
+        return lambda: (n_in(), n_out())
+    mu_a, s_a, cap_a = math.log(a.value), a.sigma, a.max or 10 ** 9
+    mu_b, s_b, cap_b = math.log(b.value), b.sigma, b.max or 10 ** 9
+    rnd, exp, cos, sin, sqrt, two_pi = rng.random, math.exp, math.cos, math.sin, math.sqrt, 2.0 * math.pi
+
+    def sizes() -> tuple[int, int]:
+        if rng.gauss_next is not None:  # an odd number of deviates drawn before: pairs do not line up
+            return n_in(), n_out()
+        x = rnd() * two_pi
+        g = sqrt(-2.0 * _log(1.0 - rnd()))
+        return (min(cap_a, max(1, int(round(exp(mu_a + cos(x) * g * s_a))))),
+                min(cap_b, max(1, int(round(exp(mu_b + sin(x) * g * s_b))))))
+    return sizes
+
+
 @dataclass(frozen=True)
 class WorkloadSpec:
     kind: str = "poisson"
@@ -241,8 +263,7 @@ def arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[t
     if spec.kind == "trace":
         yield from _trace_arrivals(spec, rng, until)
         return
-    n_in = spec.input_tokens.sampler(rng)
-    n_out = spec.output_tokens.sampler(rng)
+    sizes = size_sampler(spec, rng)
     expo = rng.expovariate
     t = 0.0
     if spec.kind == "poisson":
@@ -259,7 +280,8 @@ def arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[t
             t += expo(rate)
             if t >= until:
                 return
-            yield t, n_in(), n_out()
+            n_i, n_o = sizes()
+            yield t, n_i, n_o
     if spec.kind == "gamma":
         k = 1.0 / (spec.cv * spec.cv)
         scale = 1.0 / (spec.rate * k)
@@ -268,7 +290,8 @@ def arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[t
             t += gamma(k, scale)
             if t >= until:
                 return
-            yield t, n_in(), n_out()
+            n_i, n_o = sizes()
+            yield t, n_i, n_o
     # Piecewise / periodic rates: thinning against the maximum rate.
     lam_max = max(spec.rate, spec.to_rate, spec.peak_rate, spec.rate * (1.0 + spec.amplitude))
     if lam_max <= 0:
@@ -279,7 +302,8 @@ def arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[t
         if t >= until:
             return
         if rnd() * lam_max <= rate_at(spec, t):
-            yield t, n_in(), n_out()
+            n_i, n_o = sizes()
+            yield t, n_i, n_o
 
 
 class NextArrival:

@@ -101,3 +101,24 @@ def test_poisson_with_fixed_sizes_is_the_same_stream_as_expovariate():
     while (t := t + rng.expovariate(3.0)) < 200.0:
         want.append((t, 512, 128))
     assert got == want and len(want) > 500
+
+
+@pytest.mark.parametrize("sizes", [
+    ({"dist": "lognormal", "median": 1020, "sigma": 0.6, "max": 14050},
+     {"dist": "lognormal", "median": 13, "sigma": 1.27, "max": 1024}),
+    ({"dist": "lognormal", "median": 600, "sigma": 0.8}, {"dist": "uniform", "low": 5, "high": 900}),
+    (300, {"dist": "lognormal", "median": 150, "sigma": 0.7, "max": 1500}),
+])
+def test_size_pairs_are_the_draws_of_the_two_samplers(sizes):
+    # two lognormal sizes share one Box–Muller pair inline: exactly what two rng.gauss calls give (goldens rely
+    # on it), also after an odd number of deviates drawn elsewhere (the pairs then straddle requests)
+    from simulation.workload import size_sampler
+    w, _ = spec({"kind": "gamma", "rate": 2.0, "cv": 1.5, "input_tokens": sizes[0], "output_tokens": sizes[1]})
+    for odd in (False, True):
+        fast, slow = random.Random(11), random.Random(11)
+        if odd:
+            fast.gauss(), slow.gauss()
+        pairs, n_in, n_out = size_sampler(w, fast), w.input_tokens.sampler(slow), w.output_tokens.sampler(slow)
+        got = [pairs() + (fast.random(),) for _ in range(2000)]
+        want = [(n_in(), n_out(), slow.random()) for _ in range(2000)]
+        assert got == want and len({g[:2] for g in got}) > 400
