@@ -153,7 +153,7 @@ class FleetSim(Sim):
     def __init__(self, member: Member, seed: int, env: Any, cluster: Cluster) -> None:
         super().__init__(member.scenario, seed, env=env, cluster=cluster)
         self.member = member
-        self.route: Sim | None = None     # the revision the Route sends new requests to (None: this one)
+        self._route: Sim | None = None    # the revision the Route sends new requests to (None: this one)
         self.on_ready_hook = None
         self.silent = False               # a new revision: its traffic arrives through the old one's route
 
@@ -167,12 +167,15 @@ class FleetSim(Sim):
         sc = self.scenario
         return with_spike(base, sc.workload, spike, random.Random(f"{self.seed}:spike"), sc.duration_s)
 
-    def send(self, origin: int, origin_t: float, attempt: int, nin: int, nout: int, measured: bool) -> None:
-        route = self.route
-        if route is not None:
-            route.send(origin, origin_t, attempt, nin, nout, measured)
-        else:
-            super().send(origin, origin_t, attempt, nin, nout, measured)
+    @property
+    def route(self) -> Sim | None:
+        return self._route
+
+    @route.setter
+    def route(self, new: Sim) -> None:
+        """The Route points at `new`: every request this revision's arrivals and client send goes there."""
+        self._route = new
+        self.send = new.send  # shadows Sim.send on this object (no per-request check while it stays None)
 
     def on_pod_ready(self, pod: Any) -> None:
         super().on_pod_ready(pod)
