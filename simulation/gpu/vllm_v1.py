@@ -40,6 +40,7 @@ from heapq import heappop, heappush
 from math import ceil
 from typing import Any
 
+from simulation.clock import NORMAL
 from simulation.gpu.roofline import StepCost
 from simulation.gpu.server_common import OK, Tick, new_stats, schedule_tick
 from simulation.gpu.vllm import VllmSpec, check_request
@@ -57,14 +58,15 @@ class _Req:
     def __init__(self, req: Any, on_done: OnDone, now: float) -> None:
         self.req = req
         self.on_done = on_done
-        self.inp = max(1, int(req.input_tokens))
-        self.out = max(1, int(req.output_tokens))
+        inp, out = int(req.input_tokens), int(req.output_tokens)
+        self.inp = inp = inp if inp > 1 else 1
+        self.out = out if out > 1 else 1
         self.gen = 0  # output tokens sampled (valid while not decoding; decoding: base + steps − inp)
         self.t_submit = now
         self.ttfb: float | None = None
         self.state = WAITING
         self.computed = 0  # tokens whose KV is in the pool (prefilling)
-        self.target = self.inp  # tokens to compute before the next token is sampled
+        self.target = inp  # tokens to compute before the next token is sampled
         self.base = 0  # decoding: context = base + engine steps
         self.epoch = 0  # bumped when it stops decoding (stale heap entries)
 
@@ -384,4 +386,10 @@ class VllmV1Engine(ModelServer):
         if batch > self.max_batch:
             self.max_batch = batch
         self.segments += 1
-        self._call = schedule_tick(self.env, self._tick, k * dt, self._run)
+        env, tick, delay = self.env, self._tick, k * dt
+        if (env._now + delay) % 1.0:  # schedule_tick, inline: the common case off the whole seconds
+            tick.callbacks = self._run
+            env.schedule(tick, NORMAL, delay)
+            self._call = tick
+        else:
+            self._call = schedule_tick(env, tick, delay, self._run)
