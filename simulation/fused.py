@@ -31,7 +31,7 @@ from simulation.server import SimpleServer
 
 class FusedPath:
     __slots__ = ("sim", "env", "act", "free", "cc", "cc1", "rec", "timeline", "client", "dq_client", "gateway",
-                 "dqs", "done_cb", "t0", "base")
+                 "dqs", "done_cb", "t0", "base", "feeds")
 
     def __init__(self, sim: Any) -> None:
         self.sim = sim
@@ -48,6 +48,7 @@ class FusedPath:
         self.cc1 = sim.cc - 1 if sim.activator is not None and sim.activator.first_available else -2
         self.rec = sim.rec
         self.timeline = sim.timeline
+        self.feeds = sim.rec.feed(sim.timeline)    # the recorder's buffer is this timeline's too
         self.client = sim.client
         self.dq_client = sim.dq_client
         self.gateway = sim.gateway if sim.rate_limited else None
@@ -207,5 +208,8 @@ class FusedPath:
         client = self.client
         if client.tokens is not None:
             client.on_response(req)     # the retry budget earns a token; a 200 is never retried: final
-        self.rec.record_ok(req)
-        self.timeline.final(req)
+        if not self.feeds:
+            self.rec.record(req, True)
+            self.timeline.final(req)
+        elif not self.rec.record_ok(req):
+            self.timeline.final(req)

@@ -10,7 +10,8 @@ ready replicas, GPUs) are snapshotted at batch boundaries so batch means give co
 
 The common record, a user's first attempt answered 200 inside the window (`record_ok`), is only buffered (four
 floats) and folded in by numpy every 4,096 user requests, before any other record and before the report reads
-the recorder (`flush`): the same sums in the same order, so the same floats (`add_in_order`).
+the recorder (`flush`): the same sums in the same order, so the same floats (`add_in_order`). The same buffer
+feeds the service's timeline (`feed`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ SMALL = 4 * 64   # buffered floats below which `flush` folds one by one
 def add_in_order(acc: list, idx: np.ndarray, vals: np.ndarray) -> None:
     """`acc[i] += v` for each (i, v) of (idx, vals) in turn, vectorised: `np.cumsum` adds in sequence, so every
     sum is the loop's float."""
-    for i in np.unique(idx).tolist():
+    for i in np.flatnonzero(np.bincount(idx)).tolist():
         acc[i] = np.cumsum(np.concatenate(((acc[i],), vals[idx == i])))[-1].item()
 
 
@@ -62,6 +63,7 @@ class Recorder:
         self.incomplete = 0
         self.overlap = 0.0   # Σ over all attempts of the part of their sojourn inside the window
         self._ok = array("d")   # `record_ok` not yet folded in: (t, t_start, t_first, t_done) per request
+        self.timeline: Any = None   # the Timeline whose 200s these are too (`feed`)
 
     @property
     def b_lat_n(self) -> list[int]:
@@ -79,27 +81,40 @@ class Recorder:
         counted, `test_attempt_counts_derived_at_report_time_equal_counting_each_attempt` checks it)."""
         return _with_ok(self.attempts_failed, self.n_attempts, (200, SERVER))
 
-    def record_ok(self, req: Any) -> None:
-        """`record(req, True)` for a final 200. A user's first attempt sent in the window (the common case) is
-        buffered; every 4,096th user request folds the buffer in where `record` checks the estimators."""
+    def feed(self, timeline: Any) -> bool:
+        """Make the buffered successes `timeline`'s finals too (one timeline per recorder: a fleet's new revision
+        shares its recorder, not its timeline); False when another timeline has them."""
+        if self.timeline is None:
+            self.timeline = timeline
+            timeline.feeder = self
+        return self.timeline is timeline
+
+    def record_ok(self, req: Any) -> bool:
+        """`record(req, True)` for a final 200 (and the fed timeline's `final`). A user's first attempt sent in the
+        window (the common case) is buffered, True; every 4,096th user request folds the buffer in where `record`
+        checks the estimators. Otherwise False: recorded, not yet on the timeline."""
         t = req.t
         if req.attempt or not self.t0 <= t < self.t1 or not req.measured:
             self.record(req, True)
-            return
+            return False
         self._ok.extend((t, req.t_start, req.t_first, req.t_done))
         n = self.n_final + 1
         self.n_final = n
         if not n & 4095:
             self.flush(fold=True)
+        return True
 
     def flush(self, fold: bool = False) -> None:
         """Fold the buffered `record_ok`s in, as `record` would have one by one (with `fold`: the last one is the
         n_final-th, a multiple of 4,096, whose estimator check `record` runs between its two appends)."""
         if len(self._ok) < SMALL:
-            self._fold_each(fold)
+            if self._ok:
+                self._fold_each(fold)
             return
         t, start, first, done = np.array(self._ok).reshape(-1, 4).T
         del self._ok[:]
+        if self.timeline is not None:
+            self.timeline.ok_many(t, done)
         t0, t1, nb = self.t0, self.t1, self.nb
         self.overlap = np.cumsum(np.concatenate(((self.overlap,), np.minimum(done, t1) - t)))[-1].item()
         self.n_attempts += len(t)
@@ -128,8 +143,11 @@ class Recorder:
         vals = self._ok.tolist()
         del self._ok[:]
         t0, t1, blen, last = self.t0, self.t1, self.blen, self.nb - 1
+        timeline = self.timeline
         for i in range(0, len(vals), 4):
             t, start, first, done = vals[i:i + 4]
+            if timeline is not None:
+                timeline.ok(t, done)
             self.overlap += (done if done < t1 else t1) - t
             b = int((t - t0) / blen)
             if b > last:

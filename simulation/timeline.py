@@ -10,11 +10,17 @@ its pre-allocated KV-cache blocks in use, since vLLM reserves `gpu_memory_utiliz
 Per bin, by the arrival time of each user request's first attempt: `requests`, `errors` ("<status> <component>"
 → count), `latency_ok_mean_s` / `latency_ok_max_s` of successful requests, and `latency_all_mean_s` of every
 answered request (failures included: a 504 after 120 s counts its 120 s).
+Most 200s come from the recorder's buffer (`metrics.Recorder.feed`), folded in before any other request here
+and before `to_dict`, in order.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
+
+from simulation.metrics import add_in_order
 
 
 def memory_fraction(server: Any) -> float | None:
@@ -51,8 +57,37 @@ class Timeline:
         fractions = [f for f in map(memory_fraction, ready_servers) if f is not None]
         self.memory.append(sum(fractions) / len(fractions) if fractions else None)
 
+    feeder: Any = None   # a Recorder whose buffer holds some of this timeline's 200s (`Recorder.feed`)
+
+    def ok(self, origin_t: float, t_done: float) -> None:
+        """`final` of a 200 (first sent at `origin_t`)."""
+        b = int(origin_t / self.interval)
+        if b >= self.bins:
+            b = self.bins - 1
+        self.requests[b] += 1
+        lat = t_done - origin_t
+        self.all_sum[b] += lat
+        self.ok_sum[b] += lat
+        if lat > self.ok_max[b]:
+            self.ok_max[b] = lat
+
+    def ok_many(self, origin_t: np.ndarray, t_done: np.ndarray) -> None:
+        """`ok` of each, in order, vectorised (`add_in_order`: the same floats)."""
+        b = np.minimum((origin_t / self.interval).astype(np.int64), self.bins - 1)
+        lat = t_done - origin_t
+        for i, c in enumerate(np.bincount(b, minlength=self.bins).tolist()):
+            if c:
+                self.requests[i] += c
+                m = lat[b == i].max().item()
+                if m > self.ok_max[i]:
+                    self.ok_max[i] = m
+        add_in_order(self.all_sum, b, lat)
+        add_in_order(self.ok_sum, b, lat)
+
     def final(self, req: Any) -> None:
         """A user request's last attempt was answered."""
+        if self.feeder is not None:
+            self.feeder.flush()
         b = int(req.origin_t / self.interval)
         if b >= self.bins:
             b = self.bins - 1
@@ -71,6 +106,8 @@ class Timeline:
             row[b] += 1
 
     def to_dict(self) -> dict:
+        if self.feeder is not None:
+            self.feeder.flush()
         n = self.bins
         ok_n = [k - sum(row[b] for row in self.errors.values()) for b, k in enumerate(self.requests)]
         return {

@@ -19,6 +19,7 @@ from simulation.engine import Sim
 from simulation import metrics
 from simulation.metrics import Recorder, add_in_order
 from simulation.request import Request
+from simulation.timeline import Timeline
 
 
 def random_scenario(seed: int, isvc) -> dict:
@@ -187,20 +188,27 @@ def _answered(r: random.Random, i: int, t0: float, t1: float, p_fail: float):
 
 @pytest.mark.parametrize("p_fail", [0.1, 0.001])
 def test_buffered_successes_give_the_recorder_of_recording_one_by_one(p_fail, monkeypatch):
-    """`Recorder.record_ok` buffers the common record and folds it in (with numpy, or one by one when few): past
-    several estimator folds (> 2 × EXACT_LIMIT user requests), every field and summary equals `record` one by one."""
+    """`Recorder.record_ok` buffers the common record and folds it in (with numpy, or one by one when few), into
+    the recorder and the timeline it feeds: past several estimator folds (> 2 × EXACT_LIMIT user requests), every
+    field and summary equals `record` and `Timeline.final` one by one."""
     folds = []
     monkeypatch.setattr(metrics, "add_in_order", lambda *a: (folds.append(1), add_in_order(*a)))
     r = random.Random(5)
     lazy, ref = Recorder(100.0, 2000.0), Recorder(100.0, 2000.0)
+    lazy_tl, ref_tl = Timeline(2000.0, 10.0), Timeline(2000.0, 10.0)
+    assert lazy.feed(lazy_tl) and not lazy.feed(Timeline(2000.0, 10.0))
     for i in range(150_000):
         req, retried = _answered(r, i, 100.0, 2000.0, p_fail)
         ref.record(req, not retried)
-        if req.status == 200:
-            lazy.record_ok(req)
-        else:
+        if not retried:
+            ref_tl.final(req)
+        if req.status != 200:
             lazy.record(req, not retried)
-    lazy.flush()
+            if not retried:
+                lazy_tl.final(req)
+        elif not lazy.record_ok(req):
+            lazy_tl.final(req)
+    assert lazy_tl.to_dict() == ref_tl.to_dict()
     assert lazy.latency.hist is not None            # the estimators folded
     assert folds if p_fail < 0.01 else len(folds) < 100   # mostly numpy / mostly one by one
     for name in ("n_final", "n_attempts", "overlap", "b_req", "b_err", "b_soj", "b_wait", "b_wait_n", "b_lat",
