@@ -16,7 +16,6 @@ feeds the service's timeline (`feed`).
 
 from __future__ import annotations
 
-from array import array
 from typing import Any
 
 import numpy as np
@@ -62,7 +61,7 @@ class Recorder:
         self.n_attempts = 0
         self.incomplete = 0
         self.overlap = 0.0   # Σ over all attempts of the part of their sojourn inside the window
-        self._ok = array("d")   # `record_ok` not yet folded in: (t, t_start, t_first, t_done) per request
+        self._ok: list[float] = []   # `record_ok` not yet folded in: t, t_start, t_first, t_done per request
         self.timeline: Any = None   # the Timeline whose 200s these are too (`feed`)
 
     @property
@@ -111,7 +110,7 @@ class Recorder:
             if self._ok:
                 self._fold_each(fold)
             return
-        t, start, first, done = np.array(self._ok).reshape(-1, 4).T
+        t, start, first, done = np.fromiter(self._ok, float, len(self._ok)).reshape(-1, 4).T
         del self._ok[:]
         if self.timeline is not None:
             self.timeline.ok_many(t, done)
@@ -140,8 +139,7 @@ class Recorder:
 
     def _fold_each(self, fold: bool) -> None:
         """`flush` one by one (a few records: numpy's fixed cost would be more)."""
-        vals = self._ok.tolist()
-        del self._ok[:]
+        vals, self._ok = self._ok, []
         t0, t1, blen, last = self.t0, self.t1, self.blen, self.nb - 1
         timeline = self.timeline
         for i in range(0, len(vals), 4):
