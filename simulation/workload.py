@@ -72,8 +72,8 @@ def size_sampler(spec: "WorkloadSpec", rng: random.Random) -> Callable[[], tuple
             return n_in(), n_out()
         x = rnd() * two_pi
         g = sqrt(-2.0 * _log(1.0 - rnd()))
-        return (min(cap_a, max(1, int(round(exp(mu_a + cos(x) * g * s_a))))),
-                min(cap_b, max(1, int(round(exp(mu_b + sin(x) * g * s_b))))))
+        n_a, n_b = round(exp(mu_a + cos(x) * g * s_a)), round(exp(mu_b + sin(x) * g * s_b))  # ints
+        return (1 if n_a < 1 else cap_a if n_a > cap_a else n_a), (1 if n_b < 1 else cap_b if n_b > cap_b else n_b)
     return sizes
 
 
