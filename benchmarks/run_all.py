@@ -6,7 +6,8 @@ Each figure is printed next to a reference measured in the same run, so a busy m
    benchmarks/requirements.txt`) and against the ceiling, a bare SimPy callback loop of the same workload;
 2. full path: the Azure conversation trace × 10 (activator, KPA with cold starts, retries, gateway; skipped
    without the shared trace) and M/M/4/44, against the ceiling;
-3. control loops: 1,000 idle Ready pods against 10 (target < 1.2×);
+3. control loops: 1,000 idle Ready pods against 10 (target < 1.2×); an idle hour (scaled to zero, or pinned
+   pods with nothing to do) against the reference loop (an event per scrape, every tick in full);
 4. memory: peak RSS of a 10-million-request run (its own process) against a 1-million one (flat = equal);
 5. preflight: `python -m preflight check --stack prod` wall and CPU time, cold (`--no-cache`) and warm, with its
    stage timings;
@@ -115,6 +116,33 @@ def control_loops(repeat: int, quick: bool) -> None:
     print(f"   {long:,.0f} s simulated: 1,000 pods {c[(1000, long)]:.2f} s, 10 pods {c[(10, long)]:.2f} s "
           f"-> {whole:.2f}x (includes creating the pods)")
     print(f"   per simulated second (runs of {long:,.0f} s minus {short:,.0f} s): {marginal:.2f}x (target < 1.2x)")
+    idle_stretches(repeat, quick)
+
+
+def idle_stretches(repeat: int, quick: bool) -> None:
+    """CPU per simulated idle hour (a burst, then silence: runs of 1 + h hours minus 1 hour), against the
+    reference in the same run: `KpaLoop.EAGER` (an event per scrape, every tick run in full)."""
+    from simulation.autoscaler.loop import KpaLoop
+
+    hours = 10.0 if quick else 30.0
+    print(f"   an idle hour (a burst, then {hours:g} h of silence; CPU ms per idle hour, reference = a scrape event "
+          "per second and every tick in full):")
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = S.burst_trace(Path(tmp) / "burst.csv")
+        for pinned, label in ((0, "scaled to zero"), (5, "5 Ready pods pinned (min-scale)")):
+            cost: dict[tuple[bool, float], list[float]] = {}
+            for _ in range(repeat):
+                for eager in (False, True):
+                    KpaLoop.EAGER = eager
+                    try:
+                        for h in (1.0, 1.0 + hours):
+                            cost.setdefault((eager, h), []).append(ours(S.idle_stretch(trace, h, pinned))[1])
+                    finally:
+                        KpaLoop.EAGER = False
+            per = {e: (statistics.median(cost[(e, 1.0 + hours)]) - statistics.median(cost[(e, 1.0)])) / hours * 1e3
+                   for e in (False, True)}
+            print(f"     {label:34} {per[False]:6.2f} ms (reference {per[True]:6.2f} ms: {per[True] / per[False]:.1f}x)",
+                  flush=True)
 
 
 def memory(quick: bool) -> None:

@@ -8,6 +8,8 @@
   exponential warm service (mean 2.016 s, SimFaaS's examples), a cold start ≈ 0.15 s longer (weights and image
   cached on the warm nodes, 0.147 s warm-up), scale to zero, the KPA stable window = the expiry threshold.
 - `idle_pods(n)`: n Ready pods pinned (min = max = n, TBC 0) under a light load: the control loops' cost per pod.
+- `idle_stretch(trace, hours, pinned)`: a burst of 60 requests (`burst_trace`), then silence until `hours`; scaled
+  to zero in between, or `pinned` Ready pods (min-scale) with nothing to do: what an idle hour costs.
 """
 
 from __future__ import annotations
@@ -79,3 +81,18 @@ def idle_pods(n: int, duration_s: float, rate: float = 0.5) -> dict:
         "cluster": {"gpus_per_node": 64, "max_nodes": (n + 63) // 64, "image_gib": 0},
         "duration_s": duration_s,
     }
+
+
+def burst_trace(path: Path) -> str:
+    """60 requests 0.5 s apart (a trace file at `path`, returned as a str)."""
+    rows = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"{i * 0.5 + 0.123},10,10" for i in range(60)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def idle_stretch(trace: str, hours: float, pinned: int = 0) -> dict:
+    out = peer(1.0, 60.0, hours * 3600.0)
+    out["name"] = f"bench-idle-stretch-{pinned}"
+    out["workload"] = {"kind": "trace", "path": trace}
+    out["inferenceService"]["spec"]["predictor"]["minReplicas"] = pinned
+    return out
