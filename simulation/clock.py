@@ -15,6 +15,7 @@ whole seconds (all of them, with continuous distributions) pay one float test.
 
 from __future__ import annotations
 
+from heapq import heappush
 from typing import Any, Callable
 
 NORMAL = 1  # simpy.events.NORMAL
@@ -67,7 +68,7 @@ class Recurring:
 
     def schedule(self, env: Any, delay: float) -> None:
         self.callbacks = self._run
-        env.schedule(self, NORMAL, delay)
+        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))   # env.schedule (simpy 4.1.2)
 
 
 def grid_loops(env: Any) -> list:

@@ -51,6 +51,7 @@ class ScaleResult(NamedTuple):
 
 
 INVALID = ScaleResult(0, 0, False)
+_new = tuple.__new__   # ScaleResult(...) without the namedtuple's Python-level __new__ (one per tick)
 
 
 class KpaDecider:
@@ -118,4 +119,4 @@ class KpaDecider:
             ebc = -1
         else:
             ebc = _floor(ready_pods * s.total_value - tbc - panic)
-        return ScaleResult(desired, ebc, True)
+        return _new(ScaleResult, (desired, ebc, True))

@@ -246,11 +246,12 @@ class KpaLoop:
         moving = False
         stable = self.stable
         last = stable.last
-        if last is None or _floor(now + 1e-9) - last > stable.n:
+        now_idx = _floor(now + 1e-9)                   # the bucket of `now` (1 s buckets)
+        if last is None or now_idx - last > stable.n:
             want = -1                                  # no data: the decider's result is invalid
         else:
-            want, self.ebc, _ = self.decider.scale(now, ready, stable.window_average(now),
-                                                   self.panic.window_average(now))
+            want, self.ebc, _ = self.decider.scale(now, ready, stable.average_at(now_idx),
+                                                   self.panic.average_at(now_idx))
         if want >= 0:
             # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero.
             lo = cfg.min_scale
@@ -270,7 +271,8 @@ class KpaLoop:
         reached = self.reached_initial
         if ready >= cfg.initial_scale:
             self.reached_initial = True
-        self._active_condition(now, want, ready)
+        if not (want > 0 and self.state == "active" and ready >= cfg.min_scale and ready):
+            self._active_condition(now, want, ready)    # (else it stays Active)
         self.want = want if want >= 0 else self.want
         # kpa.go ReconcileKind: activator in path iff want == 0, EBC < 0, or unknown while inactive.
         proxy = want == 0 or self.ebc < 0 or (want < 0 and self.state == "inactive")

@@ -107,3 +107,30 @@ def test_a_broken_shortcut_is_caught(monkeypatch):
     with pytest.raises(AssertionError):
         for seed in range(12):
             _drive(WindowBuckets(60.0), PlainBuckets(60), seed)
+
+
+def test_round6_is_round_to_6_digits_bit_for_bit():
+    """`round6(x)` = `round(x, 6)` for random doubles in and outside (0, 1000), values next to a half of the 6th
+    decimal (exact ties included: k/128), tiny and huge values, 0 and negatives (sign of zero included)."""
+    from simulation.autoscaler.aggregation import round6
+
+    rng = random.Random(6)
+    xs = [0.0, -0.0, 1e-300, 5e-7, 4.9999999e-7, 1e-6, 999.9999995, 1000.0, 1e9, -1e-9, -2.5, math.inf]
+    xs += [rng.uniform(0, 1000) for _ in range(100_000)]
+    xs += [rng.uniform(0, 3) for _ in range(50_000)]
+    xs += [m / 128 for m in range(0, 128 * 1000, 7)]                   # dyadic: exact ties x·10^6 = k + 0.5
+    for _ in range(50_000):                                            # next to a half, a few ulps either side
+        x = (rng.randrange(1, 10**9) + 0.5) / 1e6
+        for k in range(-3, 4):
+            xs.append(x + k * math.ulp(x))
+    xs += [struct_double(rng.getrandbits(64)) for _ in range(20_000)]  # any bit pattern
+    for x in xs:
+        if math.isnan(x):
+            continue
+        assert math.copysign(1.0, round6(x)) == math.copysign(1.0, round(x, 6)) and round6(x) == round(x, 6), x
+
+
+def struct_double(bits: int) -> float:
+    import struct
+
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
