@@ -62,6 +62,7 @@ class KpaDecider:
         self.panic_time: float | None = None
         self.max_panic_pods = 0
         self.delay_window = MaxWindow(spec.scale_down_delay_s) if spec.scale_down_delay_s > 0 else None
+        self.delay_in = 0   # the last desired scale recorded in the delay window
         # newAutoscaler: a decider created with more than one ready pod starts in panic, holding them.
         if ready_pods > 1:
             self.panic_time = now
@@ -111,6 +112,7 @@ class KpaDecider:
             desired = self.max_panic_pods
         if self.delay_window is not None and s.reachable:
             self.delay_window.record(now, desired)
+            self.delay_in = desired
             desired = self.delay_window.current()
         tbc = s.target_burst_capacity
         if tbc == 0:

@@ -8,8 +8,9 @@ them (the tick event still fires: it keeps its place among events at the same in
   nothing changes until a request pokes the autoscaler or a pod turns Ready;
 - pods Ready with nothing to do (pinned by min-scale, or waiting out a scale-down): every bucket of both windows
   is 0.0 and the windows span all they can (the averages stay the same as zeros come in: x − 0.0 + 0.0 = x), no
-  panic (its end is a time), the scale-down-delay window holds one value (the same value comes in each tick:
-  `skip_bookkeeping` records it), the desired scale > 0 (a scale to zero is a sequence of timers) and reached.
+  panic (its end is a time), the scale-down-delay window holds one value, the one recorded (the same comes in each
+  tick: `skip_bookkeeping` records it), the desired scale > 0 (a scale to zero is a sequence of timers) and
+  reached.
 In both, the activator and the pods have seen no request for the scrapes still due (so those read 0: none in the
 activator and nothing since its last report, none in a pod but through it since before the last scrape); any
 request after that changes the activator's count or the pods' `direct_t`, which are in the signature.
@@ -17,13 +18,15 @@ request after that changes the activator's count or the pods' `direct_t`, which 
 
 from __future__ import annotations
 
+from math import floor as _floor
 from typing import Any
 
 
-def _still(window: Any) -> bool:
-    """The average stays the same as zeros come in (at d = 1 s after the last write, each tick's case)."""
+def _still(window: Any, last: int) -> bool:
+    """The average read with the last write at `last` (= the tick's second − 1, as at every skipped tick) stays
+    the same as zeros come in: (total − 0.0) / (n − 1), or 0.0 for a 1-bucket window."""
     n = window.n
-    return n == 1 or (window.last is not None and window.last - window.first + 2 >= n and not any(window.buckets))
+    return window.last == last and (n == 1 or (last - window.first + 2 >= n and not any(window.buckets)))
 
 
 def signature(loop: Any) -> tuple:
@@ -44,11 +47,15 @@ def settled(loop: Any, now: float, want: int, ready: int) -> bool:
     decider = loop.decider
     dw = decider.delay_window
     return (0 < want == sim.replicas == sim.n_live and decider.panic_time is None
-            and (dw is None or len(dw.values) == 1) and _still(loop.stable) and _still(loop.panic))
+            and (dw is None or not decider.spec.reachable or (len(dw.values) == 1
+                                                             and dw.values[0][1] == decider.delay_in))
+            and _still(loop.stable, _floor(now + 1e-9) - 1) and _still(loop.panic, _floor(now + 1e-9) - 1))
 
 
 def skip_bookkeeping(loop: Any, now: float) -> None:
-    """What a skipped tick still changes: the scale-down-delay window records the same desired scale."""
-    dw = loop.decider.delay_window
-    if dw is not None and loop.want > 0:
-        dw.record(now, dw.values[0][1])
+    """What a skipped tick still changes: the scale-down-delay window records the same desired scale (settled
+    with pods: want > 0; scaled to zero the decider is not called)."""
+    decider = loop.decider
+    dw = decider.delay_window
+    if dw is not None and loop.want > 0 and decider.spec.reachable:
+        dw.record(now, decider.delay_in)

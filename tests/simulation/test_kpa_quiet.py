@@ -81,7 +81,7 @@ def test_a_broken_quiet_tick_is_caught(scn, tmp_path, monkeypatch, mutant):
 
     def settled(loop, now, want, ready):
         if mutant == "windows_draining":
-            monkeypatch.setattr(quiet, "_still", lambda w: True)
+            monkeypatch.setattr(quiet, "_still", lambda w, last: True)
         return quiet.settled(loop, now, want, ready)
 
     seed = 3 if mutant in ("no_delay_record", "blind") else 0
