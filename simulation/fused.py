@@ -11,10 +11,12 @@ scale-per-request service.
 `FusedPath` does that common case in one arrival and one completion callback with the same state changes in the
 same order (same floats, same draws, same events): an arrival proxied by the activator (Proxy mode or no Ready
 pod; first-available balancing, 1 ≤ CC ≤ 3) to a pod whose queue-proxy has a free slot and holds no request but
-the activator's, and the completion of such a request with 200. Anything else (a queued request, a direct one,
-a gateway rate limit, a retry, a fleet's route to a newer revision) takes the general path at the first point it
-differs. `queue_proxy.FUSED = False` turns this off; tests/simulation/test_fused_path.py runs randomized
-scenarios both ways and requires identical reports.
+the activator's, and the completion of a request on a plain simple server with 200 (a user's first attempt in
+the measurement window is only buffered by the recorder, `Recorder.record_ok`). Anything else (a 429 from the
+gateway's bucket, a request queued in the activator or the queue-proxy, a direct one, a retry, a fleet's route
+to a newer revision) takes the general path at the first point it differs. `queue_proxy.FUSED = False` turns
+this off; tests/simulation/test_fused_path.py runs randomized scenarios both ways and requires identical
+reports.
 """
 
 from __future__ import annotations
@@ -63,8 +65,7 @@ class FusedPath:
         """A workload arrival (the `NextArrival` event): `Sim._arrive` + `send` (`_send`), then the next arrival
         (`NextArrival.schedule`)."""
         sim = self.sim
-        env = self.env
-        now = env._now
+        now = self.env._now
         oid = sim._origin
         sim._origin = oid + 1
         if sim.route is not None or not sim.proxy and sim.endpoints:
@@ -73,15 +74,7 @@ class FusedPath:
             self._send(oid, now, ev.nin, ev.nout)
         nxt = next(sim._arr, None)
         if nxt is not None:
-            at = now + (nxt[0] - now)     # as `Environment.schedule` adds the delay
-            if at % 1.0:
-                ev.callbacks = ev.fn
-            else:
-                hook = scrapes_first(env, at)
-                ev.callbacks = ev.fn if hook is None else (hook,) + ev.fn
-            ev.nin = nxt[1]
-            ev.nout = nxt[2]
-            heappush(env._queue, (at, 1, next(env._eid), ev))
+            ev.schedule(self.env, nxt[0] - now, nxt[1], nxt[2])
 
     def _send(self, oid: int, now: float, nin: int, nout: int) -> None:
         """`Sim.send` + `Activator.accept` + `QueueProxy.accept` + `Pod.enter` + `SimpleServer.start`."""
