@@ -132,3 +132,33 @@ def test_idle_stretches_on_a_shared_clock_match_every_tick_in_full(scn, tmp_path
     assert sum(skipped) > 500
     assert '"ready_s": null' not in lazy
     assert lazy == _fleet_json(fleet, True, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bursty_random_scenarios_report_the_same_as_every_tick_in_full(scn, monkeypatch, seed):
+    """Gamma arrivals with a CV of 3–15 (bursts and long silences), random CC, TBC, metric, windows, scale-down
+    delay, min-scale and start-up: the report equals that of a scrape event per second and every tick in full."""
+    import random
+
+    from simulation import load_scenario, run_simulation
+    from simulation.autoscaler.loop import KpaLoop
+
+    rng = random.Random(seed)
+    ann = {"autoscaling.knative.dev/window": f"{rng.choice((6, 10, 30, 60, 120))}s",
+           "autoscaling.knative.dev/scale-down-delay": rng.choice(("0s", "0s", "4s", "30s")),
+           "autoscaling.knative.dev/target-burst-capacity": rng.choice(("211", "0", "2", "-1"))}
+    if rng.random() < 0.3:
+        ann.update({"autoscaling.knative.dev/metric": "rps", "autoscaling.knative.dev/target": str(rng.choice((1, 5)))})
+    mapping = {"inferenceService": scn.isvc(cc=rng.choice((0, 1, 2, 4)), min_replicas=rng.choice((0, 0, 1, 3)),
+                                            max_replicas=rng.choice((3, 8)), annotations=ann),
+               "workload": {"kind": "gamma", "rate": rng.choice((0.05, 0.2, 1.0)), "cv": rng.choice((3.0, 8.0, 15.0))},
+               "server": {"kind": "simple", "base_s": rng.choice((0.3, 1.0, 3.0)),
+                          "distribution": rng.choice(("exponential", "deterministic"))},
+               "cluster": {"gpus_per_node": 8, "max_nodes": 2, "warm_nodes": 1, "image_gib": 0,
+                           "warmup_s": rng.choice((1, 5, 20)), "activator_probe_s": 0},
+               "duration_s": 2000}
+    out = []
+    for reference in (False, True):
+        monkeypatch.setattr(KpaLoop, "EAGER", reference)
+        out.append(run_simulation(load_scenario(mapping), seed=seed).to_json())
+    assert out[0] == out[1]
