@@ -17,10 +17,10 @@ scales back to 0.
 Cost: the tick is one reused event; the scrapes have none (`catch_scrapes`, run before anything they read
 changes) and skip the pods in a second when no request reached one except through the activator; a run of
 seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and once the loop has settled (scaled
-to zero, or pods with nothing to do) ticks are skipped until something moves (`quiet.py`). `EAGER` is the
-reference for all of these (an event per
-scrape, every tick in full). Simplified: scrapes land on whole seconds of the clock (Knative's ticker has an
-arbitrary phase).
+to zero, or pods with nothing to do) ticks are skipped until something moves (`quiet.py`; the tick event still
+fires, so each tick keeps its place among events of the same instant). `EAGER` is the reference for all of these
+(an event per scrape, every tick in full). Simplified: scrapes land on whole seconds of the clock (Knative's
+ticker has an arbitrary phase).
 
 HPA (kubernetes, `horizontal.go`): every 15 s, per-pod metric over the last sync period (cpu = the cores a GPU
 server uses, ~1 busy, 0.1 idle, over its CPU request — `HpaSpec.cpu_percent`, so a 4-core request peaks near
