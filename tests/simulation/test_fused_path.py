@@ -7,6 +7,7 @@ bucket) run with the fused path on and off: the seeded JSON reports must be iden
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -20,6 +21,7 @@ from simulation import metrics
 from simulation.metrics import Recorder, add_in_order
 from simulation.request import Request
 from simulation.timeline import Timeline
+from tests.simulation.conftest import isvc
 
 
 def random_scenario(seed: int, isvc) -> dict:
@@ -186,17 +188,18 @@ def _answered(r: random.Random, i: int, t0: float, t1: float, p_fail: float):
     return req, req.status != 200 and r.random() < 0.3   # not final: retried
 
 
-@pytest.mark.parametrize("p_fail", [0.1, 0.001])
-def test_buffered_successes_give_the_recorder_of_recording_one_by_one(p_fail, monkeypatch):
+@pytest.mark.parametrize("p_fail, interval", [(0.1, 10.0), (0.001, 10.0), (0.001, 0.05)])
+def test_buffered_successes_give_the_recorder_of_recording_one_by_one(p_fail, interval, monkeypatch):
     """`Recorder.record_ok` buffers the common record and folds it in (with numpy, or one by one when few), into
     the recorder and the timeline it feeds: past several estimator folds (> 2 × EXACT_LIMIT user requests), every
-    field and summary equals `record` and `Timeline.final` one by one."""
+    field and summary equals `record` and `Timeline.final` one by one (a 0.05 s timeline interval spreads each
+    fold over many bins: `Timeline.ok_many` takes them one by one)."""
     folds = []
     monkeypatch.setattr(metrics, "add_in_order", lambda *a: (folds.append(1), add_in_order(*a)))
     r = random.Random(5)
     lazy, ref = Recorder(100.0, 2000.0), Recorder(100.0, 2000.0)
-    lazy_tl, ref_tl = Timeline(2000.0, 10.0), Timeline(2000.0, 10.0)
-    assert lazy.feed(lazy_tl) and not lazy.feed(Timeline(2000.0, 10.0))
+    lazy_tl, ref_tl = Timeline(2000.0, interval), Timeline(2000.0, interval)
+    assert lazy.feed(lazy_tl) and not lazy.feed(Timeline(2000.0, interval))
     for i in range(150_000):
         req, retried = _answered(r, i, 100.0, 2000.0, p_fail)
         ref.record(req, not retried)
@@ -217,3 +220,29 @@ def test_buffered_successes_give_the_recorder_of_recording_one_by_one(p_fail, mo
     for name in ("latency", "latency_all", "ttfb"):
         a, b = getattr(lazy, name), getattr(ref, name)
         assert (a.summary(), a.total, a.n, list(a.buf)) == (b.summary(), b.total, b.n, list(b.buf)), name
+
+
+def _rollout_fleet(at_s: float, cc: int) -> dict:
+    def svc(name: str, rate: float) -> dict:
+        manifest = isvc(cc=cc, min_replicas=1, max_replicas=3, annotations={"autoscaling.knative.dev/window": "20s"})
+        manifest["metadata"]["name"] = name
+        return {"name": name, "inferenceService": manifest, "workload": {"kind": "poisson", "rate": rate},
+                "server": {"kind": "simple", "base_s": 1.0, "distribution": "exponential"}}
+    return {"name": "roll", "duration_s": 400,
+            "cluster": {"gpus_per_node": 4, "max_nodes": 2, "warm_nodes": 2, "image_gib": 0, "warmup_s": 5},
+            "services": [{"scenario": svc("a", 1.5), "rollout": {"at_s": at_s}}, {"scenario": svc("b", 0.8)}]}
+
+
+@pytest.mark.parametrize("at_s, cc", [(60, 1), (61.5, 1), (120.25, 2)])
+def test_a_rollout_fleet_gives_the_same_report_fused_and_general(at_s, cc, monkeypatch):
+    """A rollout's new revision shares the old one's recorder but not its timeline (`Recorder.feed` refuses a
+    second): its fused completions record one by one, and every service's report, timeline included, equals the
+    general path's."""
+    from simulation.fleet import load_fleet, run_fleet
+
+    def report(on: bool) -> str:
+        monkeypatch.setattr(queue_proxy, "FUSED", on)
+        return json.dumps(run_fleet(load_fleet(_rollout_fleet(at_s, cc)), 3), sort_keys=True)
+    fused_out = report(True)
+    assert json.loads(fused_out)["services"]["a"]["rollout"]["ready_s"] is not None
+    assert fused_out == report(False)
