@@ -18,15 +18,19 @@ request after that changes the activator's count or the pods' `direct_t`, which 
 
 from __future__ import annotations
 
-from math import floor as _floor
+from math import ceil as _ceil, floor as _floor
 from typing import Any
 
 
-def _still(window: Any, last: int) -> bool:
-    """The average read with the last write at `last` (= the tick's second − 1, as at every skipped tick) stays
-    the same as zeros come in: (total − 0.0) / (n − 1), or 0.0 for a 1-bucket window."""
+def _still(window: Any, now: float) -> bool:
+    """The average read at `now` stays the same as zeros come in. The last write is the scrape just before `now`
+    (second ⌈now⌉ − 1, as at every skipped tick: d = 1 s before a tick on a whole second, 0 for a revision
+    ticking off them), and the window spans all it can, so the divisor n − d stays: (total − 0.0) / (n − d),
+    or 0.0 for a 1-bucket window."""
     n = window.n
-    return window.last == last and (n == 1 or (last - window.first + 2 >= n and not any(window.buckets)))
+    last = _ceil(now - 1e-9) - 1
+    d = _floor(now + 1e-9) - last
+    return window.last == last and (n == 1 or (last - window.first + 1 + d >= n and not any(window.buckets)))
 
 
 def signature(loop: Any) -> tuple:
@@ -49,7 +53,7 @@ def settled(loop: Any, now: float, want: int, ready: int) -> bool:
     return (0 < want == sim.replicas == sim.n_live and decider.panic_time is None
             and (dw is None or not decider.spec.reachable or (len(dw.values) == 1
                                                              and dw.values[0][1] == decider.delay_in))
-            and _still(loop.stable, _floor(now + 1e-9) - 1) and _still(loop.panic, _floor(now + 1e-9) - 1))
+            and _still(loop.stable, now) and _still(loop.panic, now))
 
 
 def skip_bookkeeping(loop: Any, now: float) -> None:

@@ -112,24 +112,30 @@ def test_a_broken_quiet_tick_is_caught(scn, tmp_path, monkeypatch, mutant):
     assert not _same(lazy, _logged_run(mapping, True, monkeypatch))
 
 
-def test_idle_stretches_on_a_shared_clock_match_every_tick_in_full(scn, tmp_path, monkeypatch):
+@pytest.mark.parametrize("rollout_s", [300, 300.25])
+def test_idle_stretches_on_a_shared_clock_match_every_tick_in_full(scn, tmp_path, monkeypatch, rollout_s):
     """Two services with bursts and long idle stretches on one clock and node group, one scaled to zero between
     bursts and one pinned at 2 pods, one rolled out while idle (its old revision loses min-scale), a node lost
-    while idle: the fleet's result is the same as with a scrape event per second and every tick run in full."""
+    while idle: the fleet's result is the same as with a scrape event per second and every tick run in full.
+    A revision created off a whole second ticks off them, and skips its settled ticks too."""
     from simulation.autoscaler.loop import KpaLoop
     from simulation.autoscaler.quiet import signature
 
     fleet = _fleet(1500, 700, [_member(scn, tmp_path, _bursts, "a", 1, "proxy", 0),
-                               _member(scn, tmp_path, _bursts, "b", 2, "mixed", 2, rollout={"at_s": 300})])
-    skipped = []
+                               _member(scn, tmp_path, _bursts, "b", 2, "mixed", 2, rollout={"at_s": rollout_s})])
+    skipped, off_grid = [], []
     timer = KpaLoop._tick
 
     def counting(self, event=None):
-        skipped.append(self.quiet is not None and self.quiet == signature(self))
+        skip = self.quiet is not None and self.quiet == signature(self)
+        skipped.append(skip)
+        if self.env.now % 1.0:
+            off_grid.append(skip)
         timer(self, event)
 
     lazy = _fleet_json(fleet, False, monkeypatch, lambda mp: mp.setattr(KpaLoop, "_tick", counting))
     assert sum(skipped) > 500
+    assert (sum(off_grid) > 100) if rollout_s % 1 else not off_grid
     assert '"ready_s": null' not in lazy
     assert lazy == _fleet_json(fleet, True, monkeypatch)
 
