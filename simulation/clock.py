@@ -67,8 +67,11 @@ class Recurring:
         self.callbacks = None
 
     def schedule(self, env: Any, delay: float) -> None:
+        self.schedule_at(env, env._now + delay)
+
+    def schedule_at(self, env: Any, at: float) -> None:
         self.callbacks = self._run
-        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))   # env.schedule (simpy 4.1.2)
+        heappush(env._queue, (at, NORMAL, next(env._eid), self))   # env.schedule (simpy 4.1.2)
 
 
 def grid_loops(env: Any) -> list:

@@ -17,8 +17,9 @@ scales back to 0.
 Cost: the tick is one reused event; the scrapes have none (`catch_scrapes`, run before anything they read
 changes) and skip the pods in a second when no request reached one except through the activator; a run of
 seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and once the loop has settled (scaled
-to zero, or pods with nothing to do) ticks are skipped until something moves (`quiet.py`; the tick event still
-fires, so each tick keeps its place among events of the same instant). `EAGER` is the reference for all of these
+to zero, or pods with nothing to do) ticks are skipped until something moves (`quiet.py`), and the tick event itself jumps to the first tick
+time at or after the next event anywhere (`_past_idle`: nothing can move before it), keeping its place among
+events of the same instant. `EAGER` is the reference for all of these
 (an event per scrape, every tick in full). Simplified: scrapes land on whole seconds of the clock (Knative's
 ticker has an arbitrary phase).
 
@@ -231,10 +232,32 @@ class KpaLoop:
             if self.sim.scrape_due < self.env._now:
                 self.catch_scrapes(self.env._now)
             self.tick()
-        if self._next_tick is not None:
+        if self._next_tick is None:
+            call_later(self.env, self.cfg.tick_interval_s, self._tick)
+        elif self.quiet is None:
             self._next_tick.schedule(self.env, self.cfg.tick_interval_s)
         else:
-            call_later(self.env, self.cfg.tick_interval_s, self._tick)
+            self._next_tick.schedule_at(self.env, self._past_idle(self.env._now, self.cfg.tick_interval_s))
+
+    def _past_idle(self, now: float, interval: float) -> float:
+        """Settled: the next tick's time, past every tick before the next event anywhere (`env.peek()`), which
+        would all be skipped (nothing can move before it). The tick times are summed as the chain of ticks sums
+        them, and this tick is scheduled earlier than that chain would schedule it, so among events at its
+        instant it keeps its place: those already queued run first either way (they were scheduled before
+        now), those scheduled from the next event on run after it either way (the chain's tick would be
+        scheduled before that event, less than one interval before its time). The skipped ticks' one effect,
+        recording the same desired scale in the scale-down-delay window, leaves the window as the last one does
+        (`MaxWindow.record`: an equal value replaces the one held)."""
+        t = now + interval
+        until = self.env.peek()
+        if until <= t:
+            return t
+        last = t
+        while t < until:
+            last = t
+            t += interval
+        skip_bookkeeping(self, last)
+        return t
 
     # -- decide + reconcile -------------------------------------------------------------------------
     def tick(self) -> None:

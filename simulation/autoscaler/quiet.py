@@ -3,7 +3,7 @@
 A tick (`KpaLoop.tick`) is a function of the window averages, the Ready and live pod counts, the configuration,
 the decider's panic and scale-down-delay state and the PA's Active condition. After a tick that leaves the loop
 settled, the next ticks give the same result as long as the `signature` is unchanged, so `KpaLoop._tick` skips
-them (the tick event still fires: it keeps its place among events at the same instant):
+them, and `KpaLoop._past_idle` moves the tick event past those before the next event anywhere:
 - scaled to zero with no data (`tick`: no record for a whole stable window, the decider's result is invalid):
   nothing changes until a request pokes the autoscaler or a pod turns Ready;
 - pods Ready with nothing to do (pinned by min-scale, or waiting out a scale-down): every bucket of both windows

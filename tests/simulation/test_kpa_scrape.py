@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
+from simulation.autoscaler.quiet import skip_bookkeeping
 from simulation.fleet import load_fleet, run_fleet
 from tests.simulation.test_fleet import CLUSTER, _svc
 
@@ -120,34 +123,56 @@ def _logged_run(mapping: dict, reference: bool, monkeypatch) -> tuple[list, str,
     from simulation.autoscaler.loop import KpaLoop
 
     ticks = []
-    tick, timer = KpaLoop.tick, KpaLoop._tick
+    tick, timer, past_idle = KpaLoop.tick, KpaLoop._tick, KpaLoop._past_idle
 
-    def log(self, full: bool) -> None:
+    def log(self, full: bool, now: float | None = None) -> None:
         sim, st, pa = self.sim, self.stable, self.panic
         dw = self.decider.delay_window
-        ticks.append(((self.env.now, self.want, self.ebc, self.state, sim.replicas, len(sim.endpoints), sim.proxy,
-                       self.decider.panic_time, self.reached_initial, dw and tuple(map(tuple, dw.values))),
+        ticks.append(((self.env.now if now is None else now, self.want, self.ebc, self.state, sim.replicas,
+                       len(sim.endpoints), sim.proxy, self.decider.panic_time, self.reached_initial,
+                       dw and tuple(map(tuple, dw.values))),
                       (st.total, st.first, st.last, tuple(st.buckets), pa.total, pa.first, pa.last,
                        tuple(pa.buckets)) if full else None))
 
     loops = {}
+    timer_tick = {"full": False, "logged": False}   # within the current timer event
 
     def log_tick(self):
         tick(self)
         log(self, True)
         loops[id(self)] = self
+        timer_tick["full"] = True
 
     def log_timer(self, event=None):
-        n = len(ticks)
+        timer_tick.update(full=False, logged=False)
         timer(self, event)
-        if len(ticks) == n:
+        if not (timer_tick["full"] or timer_tick["logged"]):
             log(self, False)
+
+    def log_past_idle(self, now, interval):
+        """The ticks a settled loop jumps over, logged as the skipped ticks they would have been (their one
+        effect, the scale-down-delay record, applied to a copy of the window at each)."""
+        if not (timer_tick["full"] or timer_tick["logged"]):
+            log(self, False)               # this tick, skipped, before the jump records anything
+            timer_tick["logged"] = True
+        decider = self.decider
+        before = copy.deepcopy(decider.delay_window)
+        at = past_idle(self, now, interval)
+        after, t = decider.delay_window, now + interval
+        while t < at:
+            decider.delay_window = copy.deepcopy(before)
+            skip_bookkeeping(self, t)
+            log(self, False, t)
+            t += interval
+        decider.delay_window = after
+        return at
 
     monkeypatch.setattr(KpaLoop, "EAGER", reference)
     if reference:
         monkeypatch.setattr(KpaLoop, "_scrape", _reference_scrape)
     monkeypatch.setattr(KpaLoop, "tick", log_tick)
     monkeypatch.setattr(KpaLoop, "_tick", log_timer)
+    monkeypatch.setattr(KpaLoop, "_past_idle", log_past_idle)
     out = run_simulation(load_scenario(mapping), seed=3).to_json()
     monkeypatch.undo()
     states = []
