@@ -250,7 +250,7 @@ class KpaLoop:
         (`MaxWindow.record`: an equal value replaces the one held)."""
         t = now + interval
         until = self.env.peek()
-        if until <= t:
+        if until <= t or until == math.inf:          # (inf: a run without `until`, nothing else queued)
             return t
         last = t
         while t < until:
