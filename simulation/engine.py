@@ -36,7 +36,7 @@ from simulation.pod import GONE, PENDING, READY, STARTING, TERMINATING, Pod
 from simulation.request import (ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, TRUNCATED, UNAVAILABLE,
                                 Request)
 from simulation import queue_proxy
-from simulation.server import SimpleServer, get_server
+from simulation.server import get_server
 from simulation.workload import NextArrival, arrivals
 
 BATCHES = 20
@@ -361,13 +361,11 @@ class Sim:
         self.timeline = Timeline(sc.duration_s, interval)
         call_later(env, 0.0, self._sample_series, interval)
         self._arr = self.arrival_stream()
-        fused = self.fused
         arrive = self._arrive
-        if fused is not None:
-            fused.bind()
-            if self.knative and 0 < self.cc <= 3 and self.server_cls is SimpleServer \
-                    and SimpleServer.is_plain(sc.server.spec):
-                arrive = fused.arrive
+        if self.fused is not None:
+            self.fused.bind()
+            if self.fused.takes_arrivals():
+                arrive = self.fused.arrive
         first = next(self._arr, None)
         if first is not None:
             NextArrival(arrive).schedule(env, first[0], first[1], first[2])

@@ -61,6 +61,12 @@ class FusedPath:
             not (spec.per_input_token_s or spec.per_output_token_s or spec.slowdown_per_concurrent)
         self.base = spec.base_s if expo else None
 
+    def takes_arrivals(self) -> bool:
+        """Whether this service's arrivals start here: Knative, 1 ≤ CC ≤ 3, a plain simple server."""
+        sim = self.sim
+        return (sim.knative and 0 < self.cc <= 3 and sim.server_cls is SimpleServer
+                and SimpleServer.is_plain(sim.scenario.server.spec))
+
     def arrive(self, ev: Any) -> None:
         """A workload arrival (the `NextArrival` event): `Sim._arrive` + `send` (`_send`), then the next arrival
         (`NextArrival.schedule`)."""
