@@ -20,6 +20,7 @@ import pulumi
 from manifests import knative_features
 from manifests.admission import admission_failure, check_nodes_fit
 from manifests.common import namespace
+from manifests.model_download import model_download_account
 from validation.cli import unexpected_error_line
 from validation.errors import InputError
 from gate import gate_failure, gate_warnings, start_check
@@ -153,6 +154,9 @@ def deploy(cfg: StackConfig, verdicts: list) -> None:
     if cfg.node_group.needs_device_plugin:
         NvidiaDevicePlugin("nvidia", NvidiaDevicePluginArgs.from_config(cfg), on_cluster)
     before_services: list[pulumi.Resource] = [ns]
+    account = model_download_account(cfg)
+    if account:  # KServe reads the model's credential through it when it creates each predictor pod
+        before_services.append(kubernetes_object("model-download-sa", account, in_namespace))
     if cfg.model_cache.enabled:  # services start once every model is in the cache (the DaemonSet is Ready)
         before_services.append(ModelCache("model-cache", ModelCacheArgs.from_config(cfg), in_namespace).prefetch)
     features = knative_features(cfg)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 _TYPED = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
@@ -28,9 +31,12 @@ def child_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None, 
 
 
 def kubernetes_object(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """A typed resource for core kinds, a CustomResource for CRDs (InferenceService)."""
+    """A typed resource for core kinds, its top-level fields as keyword arguments (`spec`, or a ServiceAccount's
+    `secrets`), a CustomResource for CRDs (InferenceService)."""
     typed = _TYPED.get((manifest["apiVersion"], manifest["kind"]))
     if typed is not None:
-        return typed(name, metadata=manifest["metadata"], spec=manifest.get("spec"), opts=opts)
+        fields = {re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(): value for key, value in manifest.items()
+                  if key not in ("apiVersion", "kind")}
+        return typed(name, **fields, opts=opts)
     return k8s.apiextensions.CustomResource(name, api_version=manifest["apiVersion"], kind=manifest["kind"],
                                             metadata=manifest["metadata"], spec=manifest["spec"], opts=opts)

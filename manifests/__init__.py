@@ -7,6 +7,7 @@ from manifests.device_plugin import device_plugin_daemonset
 from manifests.inference_service import autoscaler, inference_service, pod_disruption_budget
 from manifests.knative import config_features_patch, required_features
 from manifests.model_cache import model_cache_daemonset, model_cache_pvc
+from manifests.model_download import model_download_account
 from stackconfig.schema import StackConfig
 
 
@@ -34,6 +35,9 @@ def render_stack(cfg: StackConfig) -> list[dict]:
         out.append(device_plugin_daemonset(cfg))
     if cfg.model_cache.enabled:
         out += [model_cache_pvc(cfg), model_cache_daemonset(cfg)]
+    account = model_download_account(cfg)
+    if account:
+        out.append(account)
     features = knative_features(cfg)
     if features:
         out.append(features)

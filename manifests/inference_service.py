@@ -17,6 +17,7 @@ from __future__ import annotations
 from manifests.common import labels, restricted_security_context
 from manifests.keda import scaled_object
 from manifests.model_cache import cache_uri
+from manifests.model_download import predictor_account
 from manifests.rollout import ready_timeout_s
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 
@@ -179,6 +180,9 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "automountServiceAccountToken": False,
         "model": model,
     }
+    account = predictor_account(cfg, svc)
+    if account:  # where KServe's storage initializer finds the model's credential (manifests/model_download.py)
+        predictor["serviceAccountName"] = account
     spread = topology_spread(cfg, svc)
     if spread:  # Knative needs kubernetes.podspec-topologyspreadconstraints; the stack enables what it uses
         predictor["topologySpreadConstraints"] = spread

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from catalog import Model
 from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_image, check_k8s_name
+from stackconfig.model_credentials import check_one_account
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
                                ServiceConfig)
 from validation.errors import Problem
@@ -44,6 +45,7 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
     if sec.has("namespace"):  # the default is cluster.namespace, checked there
         check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
     check_k8s_name(sec, "pvcName", out.pvc_name, DNS_SUBDOMAIN, "object name")
+    check_one_account(sec, out)
     sec.done()
     return out
 

@@ -14,6 +14,7 @@ from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
 from stackconfig.engine_profile import parse_engine_profile
 from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
                                  check_storage_uri)
+from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import expected_load_s, load_gbps
 from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
@@ -142,13 +143,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                      + " (or add one under catalog.models)")
     storage_uri = msec.str("storageUri", "", required=True)
     check_storage_uri(msec, "storageUri", storage_uri)
-    public = msec.bool("public", False)
-    if storage_uri.startswith("hf://") and not public and ctx.model_cache.enabled \
-            and not ctx.model_cache.credentials_secret:
-        # Gated Hugging Face repos (meta-llama/*, mistralai/*) answer 401 without HF_TOKEN, and the prefetch
-        # would retry for ever while every pod of the service waits for the model.
-        msec.problem("storageUri", storage_uri, "expected modelCache.credentialsSecret (a Secret with HF_TOKEN) "
-                     "for an hf:// model, or model.public: true if the repository is not gated")
+    check_model_credentials(msec, storage_uri, msec.bool("public", False), ctx.model_cache)
     msec.done()
     if model is not None and ENGINE_MODEL_KIND.get(engine, model.kind) != model.kind:
         sec.problem("runtime.engine", engine, f"expected an engine that serves {model.kind} models ("

@@ -94,7 +94,8 @@ class ModelCacheConfig:
     access_mode: str
     prefetch_image: str
     # What the storage initializer downloads with: an IRSA service account for s3:// (AWS_* from the pod
-    # identity webhook), a Secret of env vars such as HF_TOKEN for gated hf:// models. None: anonymous.
+    # identity webhook), a Secret of env vars such as HF_TOKEN for gated hf:// models. None: anonymous. With the
+    # cache off, the predictors' account (manifests/model_download.py; stackconfig/model_credentials.py).
     service_account: str | None = None
     credentials_secret: str | None = None
     # Per-client throughput of the cache's storage, reading and writing: Amazon EFS (Elastic) tops out near

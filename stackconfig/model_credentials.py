@@ -1,0 +1,51 @@
+"""The credential a model's download needs, checked at load.
+
+One credential, two downloaders, both KServe's storage initializer. With the model cache on, the prefetch DaemonSet
+runs it with `modelCache.credentialsSecret` as its environment and `modelCache.serviceAccountName` as its pod's
+account (manifests/model_cache.py). With the cache off, KServe's pod webhook injects it as an init container into
+every predictor pod and reads credentials only through the pod's service account (kserve
+`pkg/credentials/service_account_credentials.go`: `CreateSecretVolumeAndEnv` →
+`CreateSecretVolumeAndEnvFromServiceAccount`: the account's `eks.amazonaws.com/role-arn` annotation, then each
+Secret its `secrets` lists; manifests/model_download.py renders that account). The initializer downloads `hf://`
+with huggingface_hub (HF_TOKEN; gated repositories answer 401 without it) and `s3://` with boto3 (AWS_* keys or
+IRSA's web identity; the EKS node role has no S3 read) (`python/kserve/kserve/storage/storage.py`:
+`_download_hf`, `_download_s3`). `gs://` falls back to an anonymous client and is not checked here.
+"""
+
+from __future__ import annotations
+
+from stackconfig.types import ModelCacheConfig
+from validation.fields import Section
+
+_POD_ACCOUNT = ("with modelCache.enabled false, KServe's storage initializer downloads it in each predictor pod and "
+                "reads credentials only from the pod's service account")
+
+
+def check_model_credentials(msec: Section, storage_uri: str, public: bool, cache: ModelCacheConfig) -> None:
+    """A gated `hf://` model or an `s3://` model that its downloader could not read is a problem at
+    `model.storageUri`, naming the keys that would give it a credential."""
+    scheme = storage_uri.split("://", 1)[0] if "://" in storage_uri else ""
+    has_secret, has_account = bool(cache.credentials_secret), bool(cache.service_account)
+    if scheme == "hf" and not public and cache.enabled and not has_secret:
+        # The prefetch would retry for ever while every pod of the service waits for the model.
+        msec.problem("storageUri", storage_uri, "expected modelCache.credentialsSecret (a Secret with HF_TOKEN) "
+                     "for an hf:// model, or model.public: true if the repository is not gated")
+    elif scheme == "hf" and not public and not cache.enabled and not (has_secret or has_account):
+        msec.problem("storageUri", storage_uri, "expected modelCache.credentialsSecret (a Secret with HF_TOKEN, "
+                     "which the stack lists in its ServiceAccount for the predictor) or modelCache."
+                     f"serviceAccountName (one whose `secrets` list it): {_POD_ACCOUNT}; or model.public: true if "
+                     "the repository is not gated")
+    elif scheme == "s3" and not cache.enabled and not (has_secret or has_account):
+        msec.problem("storageUri", storage_uri, "expected modelCache.serviceAccountName (an IRSA ServiceAccount "
+                     "annotated eks.amazonaws.com/role-arn with read access to the bucket) or modelCache."
+                     f"credentialsSecret (a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): {_POD_ACCOUNT}")
+
+
+def check_one_account(sec: Section, cache: ModelCacheConfig) -> None:
+    """With the cache off a predictor pod runs as one account: the stack's (listing `credentialsSecret`) or the
+    user's (`serviceAccountName`), never both; the stack cannot add the Secret to a user's account."""
+    if not cache.enabled and cache.credentials_secret and cache.service_account:
+        sec.problem("credentialsSecret", cache.credentials_secret, f"expected credentialsSecret or "
+                    f"serviceAccountName, not both, with modelCache.enabled false: {_POD_ACCOUNT}, and the stack "
+                    f"cannot add {cache.credentials_secret!r} to {cache.service_account!r}; list it under that "
+                    "account's `secrets` and drop credentialsSecret, or drop serviceAccountName")

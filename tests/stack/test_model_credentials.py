@@ -1,0 +1,146 @@
+"""Model-source credentials reach whichever storage initializer downloads the model: the prefetch DaemonSet with the
+cache on, KServe's init container in each predictor pod (through its service account) with the cache off."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from manifests import render_stack
+from manifests.model_download import ACCOUNT, model_download_account, predictor_account
+from offline import run_program
+from stackconfig.load import load_stack, stack_names
+from validation.admission import ClusterAdmission, admission_refusals
+from validation.kubernetes import validation_errors
+
+P = "kserve-preflight"
+ISVC = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
+SA = "kubernetes:core/v1:ServiceAccount"
+GATED = "hf://meta-llama/Meta-Llama-3-8B-Instruct"  # dev's chat model
+
+
+def _cache_off(**cache):
+    """dev with the cache off, the gate off, and `cache` replacing modelCache's credential keys."""
+    def edit(c):
+        mc = c[f"{P}:modelCache"]
+        mc.pop("credentialsSecret", None)
+        mc.update(enabled=False, **cache)
+        c[f"{P}:gate"] = {"enabled": False}
+    return edit
+
+
+def _model(**model):
+    def edit(c):
+        c[f"{P}:services"][0]["model"].update(model)
+    return edit
+
+
+def _both(*edits):
+    def edit(c):
+        for e in edits:
+            e(c)
+    return edit
+
+
+def _predictor(r):
+    [isvc] = r.of_type(ISVC)
+    return isvc.inputs["spec"]["predictor"]
+
+
+@pytest.mark.parametrize("edit, where, allowed", [
+    pytest.param(_cache_off(), f"services[0].model.storageUri: got '{GATED}'",
+                 "expected modelCache.credentialsSecret (a Secret with HF_TOKEN, which the stack lists in its "
+                 "ServiceAccount for the predictor) or modelCache.serviceAccountName", id="gated-hf-no-credential"),
+    pytest.param(_both(_cache_off(), _model(storageUri="s3://models/llama-3-8b/")),
+                 "services[0].model.storageUri: got 's3://models/llama-3-8b/'",
+                 "expected modelCache.serviceAccountName (an IRSA ServiceAccount annotated "
+                 "eks.amazonaws.com/role-arn", id="s3-no-account"),
+    pytest.param(_cache_off(credentialsSecret="hf-token", serviceAccountName="models-irsa"),
+                 "modelCache.credentialsSecret: got 'hf-token'",
+                 "expected credentialsSecret or serviceAccountName, not both, with modelCache.enabled false",
+                 id="secret-and-account"),
+])
+def test_a_model_the_pod_cannot_download_is_refused_before_any_resource(edit, where, allowed, registered):
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("dev", edit=edit)
+    message = str(err.value)
+    assert message.startswith("invalid stack config:") and where in message and allowed in message, message
+    assert "storage initializer downloads it in each predictor pod" in message
+    assert registered == []
+
+
+@pytest.mark.parametrize("edit, account, secret", [
+    pytest.param(_cache_off(credentialsSecret="hf-token"), ACCOUNT, "hf-token", id="gated-hf-secret"),
+    pytest.param(_cache_off(serviceAccountName="hf-reader"), "hf-reader", None, id="gated-hf-own-account"),
+    pytest.param(_both(_cache_off(), _model(public=True)), None, None, id="public-hf"),
+    pytest.param(_both(_cache_off(serviceAccountName="models-irsa"), _model(storageUri="s3://models/l/")),
+                 "models-irsa", None, id="s3-irsa"),
+    pytest.param(_both(_cache_off(credentialsSecret="s3-keys"), _model(storageUri="s3://models/l/")), ACCOUNT,
+                 "s3-keys", id="s3-keys"),
+    pytest.param(_both(_cache_off(), _model(storageUri="gs://models/l/")), None, None, id="gs-anonymous"),
+    pytest.param(_both(_cache_off(credentialsSecret="hf-token"), _model(storageUri="pvc://weights/l")), None, None,
+                 id="pvc-mounted"),
+])
+def test_controls_reach_the_predictor_as_its_service_account(edit, account, secret):
+    """Each rule's control: the config passes, and the predictor runs as the account that holds the credential;
+    the stack creates an account only to list `credentialsSecret`."""
+    r = run_program("dev", edit=edit)
+    assert _predictor(r).get("serviceAccountName") == account
+    assert [s.inputs["secrets"] for s in r.of_type(SA)] == ([[{"name": secret}]] if secret else [])
+
+
+def test_the_stack_account_lists_the_secret_and_the_services_wait_for_it():
+    """KServe reads the account when it creates a predictor pod (CreateSecretVolumeAndEnv); a missing one means no
+    credential at all, so the InferenceService depends on it, and it on the Namespace."""
+    import pulumi_kubernetes as k8s
+
+    r = run_program("dev", edit=_cache_off(credentialsSecret="hf-token"))
+    [sa] = r.of_type(SA)
+    assert sa.inputs["metadata"]["name"] == ACCOUNT and sa.inputs["metadata"]["namespace"] == "kserve-inference"
+    assert sa.inputs["secrets"] == [{"name": "hf-token"}] and sa.inputs["automountServiceAccountToken"] is False
+    assert validation_errors(sa.inputs) == []
+    assert any(isinstance(d, k8s.core.v1.Namespace) for d in r.options["model-download-sa"].depends_on)
+    assert any(isinstance(d, k8s.core.v1.ServiceAccount) for d in r.options["chat-isvc"].depends_on)
+    predictor = _predictor(r)
+    assert predictor["serviceAccountName"] == ACCOUNT and predictor["model"]["storageUri"] == GATED
+    assert predictor["automountServiceAccountToken"] is False  # IRSA's token is mounted by its own webhook
+
+
+def test_knative_admits_the_predictor_service_account():
+    """fieldmask.go PodSpecMask copies serviceAccountName with no feature flag; the ISVC schema has it too."""
+    r = run_program("dev", edit=_cache_off(credentialsSecret="hf-token"))
+    [isvc] = r.of_type(ISVC)
+    assert isvc.inputs["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "Serverless"
+    assert validation_errors(isvc.inputs) == []
+    refusals = admission_refusals([isvc.inputs], ClusterAdmission())  # upstream defaults: tolerations etc. refused
+    assert refusals and not [x for x in refusals if "serviceAccountName" in x.path]
+
+
+def test_standard_mode_services_get_the_account_too():
+    """staging's vision service (Standard mode, s3://) with the cache off runs as the user's IRSA account."""
+    def edit(c):
+        c[f"{P}:modelCache"].update(enabled=False, serviceAccountName="models-irsa")
+        c[f"{P}:modelCache"].pop("credentialsSecret")
+        c[f"{P}:gate"] = {"enabled": False}
+
+    r = run_program("staging", edit=edit)
+    assert {i.inputs["metadata"]["name"]: i.inputs["spec"]["predictor"]["serviceAccountName"]
+            for i in r.of_type(ISVC)} == {"chat": "models-irsa", "vision": "models-irsa"}
+    assert r.of_type(SA) == []  # the user's account: the stack creates none
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_shipped_stacks_with_the_cache_need_no_pod_account(stack):
+    """The cache serves every shipped model (pvc://): no account, no serviceAccountName, manifests as before."""
+    cfg = load_stack(stack)
+    assert model_download_account(cfg) is None
+    assert [predictor_account(cfg, s) for s in cfg.services] == [None] * len(cfg.services)
+    assert not [m for m in render_stack(cfg) if m["kind"] == "ServiceAccount"
+                or "serviceAccountName" in m.get("spec", {}).get("predictor", {})]
+
+
+def test_with_the_cache_both_keys_go_to_the_prefetch_pod():
+    """Control for `secret-and-account`: with the cache on, the DaemonSet takes both (IRSA account + env Secret)."""
+    r = run_program("dev", edit=lambda c: (c[f"{P}:modelCache"].update(serviceAccountName="models-irsa"),
+                                           c.__setitem__(f"{P}:gate", {"enabled": False})))
+    assert r.of_type(SA) == [] and "serviceAccountName" not in _predictor(r)
