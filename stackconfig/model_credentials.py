@@ -10,32 +10,41 @@ Secret its `secrets` lists; manifests/model_download.py renders that account). T
 with huggingface_hub (HF_TOKEN; gated repositories answer 401 without it) and `s3://` with boto3 (AWS_* keys or
 IRSA's web identity; the EKS node role has no S3 read) (`python/kserve/kserve/storage/storage.py`:
 `_download_hf`, `_download_s3`). `gs://` falls back to an anonymous client and is not checked here.
+Without the cache, KServe takes one kind of credential from each Secret, so one `credentialsSecret` cannot serve
+gated `hf://` and `s3://` sources together (`check_one_secret_kind`).
 """
 
 from __future__ import annotations
 
-from stackconfig.types import ModelCacheConfig
+from stackconfig.types import ModelCacheConfig, ServiceConfig
+from validation.errors import Problem
 from validation.fields import Section
 
 _POD_ACCOUNT = ("with modelCache.enabled false, KServe's storage initializer downloads it in each predictor pod and "
                 "reads credentials only from the pod's service account")
 
 
+def needed_credential(storage_uri: str, public: bool) -> str | None:
+    """"hf" for a gated Hugging Face repository, "s3" for a bucket, None when the download needs none."""
+    scheme = storage_uri.split("://", 1)[0] if "://" in storage_uri else ""
+    return "hf" if scheme == "hf" and not public else "s3" if scheme == "s3" else None
+
+
 def check_model_credentials(msec: Section, storage_uri: str, public: bool, cache: ModelCacheConfig) -> None:
     """A gated `hf://` model or an `s3://` model that its downloader could not read is a problem at
     `model.storageUri`, naming the keys that would give it a credential."""
-    scheme = storage_uri.split("://", 1)[0] if "://" in storage_uri else ""
+    needed = needed_credential(storage_uri, public)
     has_secret, has_account = bool(cache.credentials_secret), bool(cache.service_account)
-    if scheme == "hf" and not public and cache.enabled and not has_secret:
+    if needed == "hf" and cache.enabled and not has_secret:
         # The prefetch would retry for ever while every pod of the service waits for the model.
         msec.problem("storageUri", storage_uri, "expected modelCache.credentialsSecret (a Secret with HF_TOKEN) "
                      "for an hf:// model, or model.public: true if the repository is not gated")
-    elif scheme == "hf" and not public and not cache.enabled and not (has_secret or has_account):
+    elif needed == "hf" and not cache.enabled and not (has_secret or has_account):
         msec.problem("storageUri", storage_uri, "expected modelCache.credentialsSecret (a Secret with HF_TOKEN, "
                      "which the stack lists in its ServiceAccount for the predictor) or modelCache."
                      f"serviceAccountName (one whose `secrets` list it): {_POD_ACCOUNT}; or model.public: true if "
                      "the repository is not gated")
-    elif scheme == "s3" and not cache.enabled and not (has_secret or has_account):
+    elif needed == "s3" and not cache.enabled and not (has_secret or has_account):
         msec.problem("storageUri", storage_uri, "expected modelCache.serviceAccountName (an IRSA ServiceAccount "
                      "annotated eks.amazonaws.com/role-arn with read access to the bucket) or modelCache."
                      f"credentialsSecret (a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): {_POD_ACCOUNT}")
@@ -49,3 +58,21 @@ def check_one_account(sec: Section, cache: ModelCacheConfig) -> None:
                     f"serviceAccountName, not both, with modelCache.enabled false: {_POD_ACCOUNT}, and the stack "
                     f"cannot add {cache.credentials_secret!r} to {cache.service_account!r}; list it under that "
                     "account's `secrets` and drop credentialsSecret, or drop serviceAccountName")
+
+
+def check_one_secret_kind(cache: ModelCacheConfig, services: list[ServiceConfig], problems: list[Problem]) -> None:
+    """With the cache off, the stack's account lists the one `credentialsSecret`, and KServe takes one kind of
+    credential from a Secret, S3 keys before HF_TOKEN (`mountSecretCredential`): gated `hf://` and `s3://` sources
+    together need the user's account (IRSA for the buckets, the HF_TOKEN Secret under its `secrets`)."""
+    if cache.enabled or cache.service_account or not cache.credentials_secret:
+        return
+    first: dict[str | None, int] = {}
+    for i, svc in enumerate(services):
+        first.setdefault(needed_credential(svc.storage_uri, svc.model_public), i)
+    if "hf" in first and "s3" in first:
+        problems.append(Problem("modelCache.credentialsSecret", cache.credentials_secret, "expected "
+                                "modelCache.serviceAccountName instead (an IRSA account for the buckets that lists "
+                                "the HF_TOKEN Secret under `secrets`): with modelCache.enabled false, services["
+                                f"{first['hf']}] needs HF_TOKEN and services[{first['s3']}] S3 credentials, but "
+                                "KServe takes one kind from a Secret, S3 keys before HF_TOKEN (kserve "
+                                "pkg/credentials mountSecretCredential), so one download would have none"))

@@ -13,6 +13,7 @@ from stackconfig.autoscaling import traffic_shape
 from stackconfig.catalog_overrides import parse_catalog
 from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
 from stackconfig.knative import parse_knative
+from stackconfig.model_credentials import check_one_secret_kind
 from stackconfig.platform import (check_model_cache, expected_load_s, parse_cold_start, parse_device_plugin,
                                   parse_gate, parse_model_cache)
 from stackconfig.services import PROJECT_ROOT, check_request_budgets, parse_service
@@ -56,6 +57,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
         problems.append(Problem("services", [], "expected at least one service"))
     if model_cache.enabled:
         check_model_cache(model_cache, cluster, services, problems)
+    check_one_secret_kind(model_cache, services, problems)
     min_gpus = sum(s.min_replicas * s.gpus for s in services)
     if min_gpus > node_group.gpu_capacity:
         problems.append(Problem("services[*].minReplicas", min_gpus, f"expected the services' minReplicas to need "

@@ -143,7 +143,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                      + " (or add one under catalog.models)")
     storage_uri = msec.str("storageUri", "", required=True)
     check_storage_uri(msec, "storageUri", storage_uri)
-    check_model_credentials(msec, storage_uri, msec.bool("public", False), ctx.model_cache)
+    public = msec.bool("public", False)
+    check_model_credentials(msec, storage_uri, public, ctx.model_cache)
     msec.done()
     if model is not None and ENGINE_MODEL_KIND.get(engine, model.kind) != model.kind:
         sec.problem("runtime.engine", engine, f"expected an engine that serves {model.kind} models ("
@@ -244,7 +245,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
         workload=workload, client=client, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
         engine_profile=engine_profile,
-        stress=stress,
+        stress=stress, model_public=public,
     )
 
 

@@ -187,6 +187,7 @@ class ServiceConfig:
     prometheus_address: str  # the Prometheus KEDA's trigger queries
     engine_profile: dict = field(default_factory=dict)  # measured engine figures → the simulation's server keys
     stress: StressConfig = StressConfig()  # the gate's stress scenarios (stackconfig/stress.py)
+    model_public: bool = False  # model.public: the hf:// repository is not gated (stackconfig/model_credentials.py)
 
 
 @dataclass(frozen=True)

@@ -116,14 +116,34 @@ def test_knative_admits_the_predictor_service_account():
     assert refusals and not [x for x in refusals if "serviceAccountName" in x.path]
 
 
+def _staging_cache_off(**cache):
+    def edit(c):
+        c[f"{P}:modelCache"].pop("credentialsSecret")
+        c[f"{P}:modelCache"].update(enabled=False, **cache)
+        c[f"{P}:gate"] = {"enabled": False}
+    return edit
+
+
+def test_one_secret_cannot_serve_gated_hf_and_s3_without_the_cache(registered):
+    """staging: chat from a gated hf:// repository, vision from s3://. KServe takes one kind of credential from a
+    Secret (mountSecretCredential: S3 keys first), so the stack's account cannot serve both."""
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("staging", edit=_staging_cache_off(credentialsSecret="hf-token"))
+    message = str(err.value)
+    assert "modelCache.credentialsSecret: got 'hf-token'; expected modelCache.serviceAccountName instead" in message
+    assert "services[0] needs HF_TOKEN and services[1] S3 credentials" in message and registered == []
+
+    def chat_public(c):
+        _staging_cache_off(credentialsSecret="s3-keys")(c)
+        c[f"{P}:services"][0]["model"]["public"] = True
+
+    r = run_program("staging", edit=chat_public)  # control: only the bucket needs the Secret
+    assert {i.inputs["spec"]["predictor"].get("serviceAccountName") for i in r.of_type(ISVC)} == {ACCOUNT}
+
+
 def test_standard_mode_services_get_the_account_too():
     """staging's vision service (Standard mode, s3://) with the cache off runs as the user's IRSA account."""
-    def edit(c):
-        c[f"{P}:modelCache"].update(enabled=False, serviceAccountName="models-irsa")
-        c[f"{P}:modelCache"].pop("credentialsSecret")
-        c[f"{P}:gate"] = {"enabled": False}
-
-    r = run_program("staging", edit=edit)
+    r = run_program("staging", edit=_staging_cache_off(serviceAccountName="models-irsa"))
     assert {i.inputs["metadata"]["name"]: i.inputs["spec"]["predictor"]["serviceAccountName"]
             for i in r.of_type(ISVC)} == {"chat": "models-irsa", "vision": "models-irsa"}
     assert r.of_type(SA) == []  # the user's account: the stack creates none
