@@ -8,7 +8,7 @@ every predictor pod and reads credentials only through the pod's service account
 `CreateSecretVolumeAndEnvFromServiceAccount`: the account's `eks.amazonaws.com/role-arn` annotation, then each
 Secret its `secrets` lists; manifests/model_download.py renders that account). The initializer downloads `hf://`
 with huggingface_hub (HF_TOKEN; gated repositories answer 401 without it) and `s3://` with boto3 (AWS_* keys or
-IRSA's web identity; the EKS node role has no S3 read) (`python/kserve/kserve/storage/storage.py`:
+IRSA's web identity; the node role the stack creates reads no S3) (`python/kserve/kserve/storage/storage.py`:
 `_download_hf`, `_download_s3`). `gs://` falls back to an anonymous client and is not checked here.
 Without the cache, KServe takes one kind of credential from each Secret, so one `credentialsSecret` cannot serve
 gated `hf://` and `s3://` sources together (`check_one_secret_kind`).
