@@ -27,6 +27,7 @@ from typing import Any
 from validation.errors import Problem
 from validation.fields import Section
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
+from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import AutoscalerConfig, HPA_CLASS, from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, HpaSpec, rules_from_manifest
 
@@ -83,11 +84,11 @@ class ServingSpec:
 
     @classmethod
     def from_manifest(cls, manifest: Any, hpa_manifest: Any = None, path: str = "inferenceService",
-                      problems: list[Problem] | None = None) -> "ServingSpec":
-        """Build from the manifest; with `problems` given, mistakes are appended there, else InputError."""
+                      problems: list[Problem] | None = None, cluster: ClusterAutoscaler = CLUSTER_DEFAULT) -> "ServingSpec":
+        """Build from the manifest on a cluster with that config-autoscaler; mistakes go to `problems`, else raise."""
         own = problems is None
         problems = [] if own else problems
-        spec = _from_manifest(manifest, hpa_manifest, path, problems)
+        spec = _from_manifest(manifest, hpa_manifest, path, problems, cluster)
         if own and problems:
             from validation.errors import InputError
             raise InputError(problems, "InferenceService")
@@ -98,7 +99,8 @@ def _probe(sec: Section, key: str) -> tuple[Section, bool]:
     return sec.section(key), sec.has(key)
 
 
-def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[Problem]) -> ServingSpec:
+def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[Problem],
+                   cluster: ClusterAutoscaler) -> ServingSpec:
     top = Section(manifest, path, problems)
     kind = top.raw("kind")
     if kind is not None and kind != "InferenceService":
@@ -178,7 +180,7 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         kpa = from_annotations(annotations, cc, problems, f"{path}.metadata.annotations",
                                min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep,
                                max_scale=max_rep or None, target=scale_target, metric=scale_metric,
-                               check_bounds=False)
+                               check_bounds=False, cluster=cluster)
         # kserve SetAutoScalingAnnotations writes min-scale from minReplicas (overriding an annotation).
         from dataclasses import replace
         kpa = replace(kpa, min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep)
@@ -188,10 +190,12 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
             problems.append(Problem(f"{pred.path}.minReplicas", kpa.min_scale,
                                     f"must not exceed the maximum ({kpa.max_scale}, from maxReplicas or max-scale)"))
         if kpa.autoscaler_class == HPA_CLASS or kpa.metric in ("cpu", "memory"):
+            from_cluster = "autoscaling.knative.dev/class" not in annotations and kpa.autoscaler_class == HPA_CLASS
             problems.append(Problem(f"{path}.metadata.annotations[autoscaling.knative.dev/class]",
                                     kpa.autoscaler_class,
                                     "only the KPA is simulated in Knative mode (metric concurrency or rps); "
-                                    "use deploymentMode Standard for an HPA"))
+                                    "use deploymentMode Standard for an HPA" + (" (the class is the cluster's "
+                                    "default, config-autoscaler pod-autoscaler-class)" if from_cluster else "")))
         if kpa.metric == "rps" and kpa.target is not None and kpa.target < 1:
             problems.append(Problem(f"{pred.path}.scaleTarget", kpa.target, "rps target must be >= 1"))
     else:

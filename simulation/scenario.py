@@ -1,5 +1,9 @@
 """Scenario files: the InferenceService manifest + workload + client + gateway + cluster + model + server.
 
+`config_autoscaler` holds the cluster's knative-serving/config-autoscaler data (its own keys, e.g.
+`max-scale-up-rate: "10"`; simulation/autoscaler/cluster_config.py) for what-if runs of a cluster whose admin
+changed Knative's defaults.
+
 Every mistake becomes a `validation.errors.Problem` naming its key; `load_scenario` raises one `InputError`
 with all of them before anything is simulated. Units are in key names (`_s` seconds, `_gib` GiB,
 `_mib_s` MiB per second, `_gib_s` GiB per second).
@@ -18,6 +22,7 @@ from validation.errors import InputError, Problem
 from validation.fields import Section
 from validation.kubernetes import crd_errors
 from validation.yaml_input import plain, read_yaml
+from simulation.autoscaler.cluster_config import parse_config_autoscaler
 from simulation.budget import DEFAULT_REQUEST_BUDGET, budget_problem
 from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
@@ -273,8 +278,8 @@ def parse_server(sec: Section, model: ModelProfile) -> ServerConfig:
 
 
 TOP_KEYS = ("name", "inferenceService", "inferenceServiceFile", "hpa", "workload", "client", "gateway", "cluster",
-            "model", "server", "duration_s", "warmup_s", "drain_s", "seed", "initial_replicas", "what_if",
-            "series_interval_s", "max_requests")
+            "config_autoscaler", "model", "server", "duration_s", "warmup_s", "drain_s", "seed", "initial_replicas",
+            "what_if", "series_interval_s", "max_requests")
 
 
 def _check_isvc_schema(manifest: Any, path: str, problems: list[Problem]) -> None:
@@ -330,7 +335,9 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
             problems.append(Problem("inferenceServiceFile", isvc_file, "the file holds no document with kind: InferenceService"))
     isvc_path = "inferenceService" if isvc_file is None else f"inferenceServiceFile({isvc_file})"
     _check_isvc_schema(manifest, isvc_path, problems)
-    serving = ServingSpec.from_manifest(manifest or {"spec": {"predictor": {}}}, hpa_manifest, isvc_path, problems)
+    knative = parse_config_autoscaler(top.raw("config_autoscaler"), "config_autoscaler", problems)
+    serving = ServingSpec.from_manifest(manifest or {"spec": {"predictor": {}}}, hpa_manifest, isvc_path, problems,
+                                        knative)
     if top.has("hpa") and serving.mode != "Standard":
         top.problem("hpa", "(HorizontalPodAutoscaler)", "an HPA manifest is only used in Standard (RawDeployment) "
                     "mode; this InferenceService is in Knative mode")

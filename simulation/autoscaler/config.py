@@ -1,7 +1,10 @@
-"""KPA configuration: Knative's `config-autoscaler` defaults overlaid with `autoscaling.knative.dev/*` annotations.
+"""KPA configuration: the cluster's `config-autoscaler` overlaid with a revision's `autoscaling.knative.dev/*`
+annotations.
 
-Defaults follow knative/serving `pkg/autoscaler/config/config.go: defaultConfig` (reference knative-kserve.md §3);
-annotation names and ranges follow `pkg/apis/autoscaling/register.go`; the target resolution follows
+The cluster-wide values come from simulation/autoscaler/cluster_config.py (Knative's defaults unless the stack or
+scenario says otherwise); annotation names and ranges follow `pkg/apis/autoscaling/register.go` and
+`annotation_validation.go`; which setting an annotation overrides follows
+`pkg/reconciler/autoscaling/kpa/resources/decider.go: MakeDecider`; the target resolution follows
 `pkg/reconciler/autoscaling/resources/target.go: ResolveMetricTarget`.
 """
 
@@ -12,12 +15,16 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from simulation.autoscaler.cluster_config import (CONFIG_AUTOSCALER, DEFAULT as CLUSTER_DEFAULT, HPA_CLASS,
+                                                   KPA_CLASS, ClusterAutoscaler)
 from validation.errors import Problem
 from validation.kubernetes import parse_duration
 
 PREFIX = "autoscaling.knative.dev/"
-KPA_CLASS = "kpa.autoscaling.knative.dev"
-HPA_CLASS = "hpa.autoscaling.knative.dev"
+RPS_TARGET_UTILIZATION = 0.70   # config.go defaultConfig TargetUtilization: the rps metric's, no ConfigMap key
+# config-autoscaler keys Knative reads only cluster-wide: no annotation sets them (register.go has none; the
+# decider takes them from the ConfigMap, decider.go MakeDecider).
+CLUSTER_ONLY = ("max-scale-up-rate", "max-scale-down-rate")
 
 
 @dataclass(frozen=True)
@@ -101,16 +108,41 @@ def _num(v: Any, integer: bool = False) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def from_cluster(cluster: ClusterAutoscaler, container_concurrency: int) -> AutoscalerConfig:
+    """A revision without annotations: every setting from the cluster's config-autoscaler."""
+    k = cluster
+    return AutoscalerConfig(
+        autoscaler_class=k.pod_autoscaler_class, container_concurrency=container_concurrency,
+        target_utilization=k.container_concurrency_target_fraction,
+        container_concurrency_target_default=k.container_concurrency_target_default,
+        rps_target_default=k.rps_target_default, target_burst_capacity=k.target_burst_capacity,
+        stable_window_s=k.stable_window_s, panic_window_percentage=k.panic_window_percentage,
+        panic_threshold_percentage=k.panic_threshold_percentage, max_scale_up_rate=k.max_scale_up_rate,
+        max_scale_down_rate=k.max_scale_down_rate, scale_to_zero_grace_period_s=k.scale_to_zero_grace_period_s,
+        scale_to_zero_pod_retention_s=k.scale_to_zero_pod_retention_s, scale_down_delay_s=k.scale_down_delay_s,
+        initial_scale=k.initial_scale, allow_zero_initial_scale=k.allow_zero_initial_scale, min_scale=k.min_scale,
+        max_scale=k.max_scale, enable_scale_to_zero=k.enable_scale_to_zero)
+
+
 def from_annotations(annotations: dict[str, Any], container_concurrency: int, problems: list[Problem],
                      path: str = "metadata.annotations", *, min_scale: int | None = None,
                      max_scale: int | None = None, target: float | None = None, metric: str | None = None,
-                     autoscaler_class: str | None = None, check_bounds: bool = True) -> AutoscalerConfig:
-    """Overlay annotations (and KServe's translated fields passed as keywords) on the defaults.
+                     autoscaler_class: str | None = None, check_bounds: bool = True,
+                     cluster: ClusterAutoscaler = CLUSTER_DEFAULT,
+                     cluster_where: str = "the stack's knative.autoscaler or a scenario's config_autoscaler",
+                     refuse_zero_initial_scale: bool = True) -> AutoscalerConfig:
+    """Overlay annotations (and KServe's translated fields passed as keywords) on the cluster's settings.
 
     Annotation values are strings in Kubernetes (`"60s"`, `"3"`); numbers are accepted too. Every bad value
-    becomes a Problem naming the annotation.
+    becomes a Problem naming the annotation. Knative itself ignores an `autoscaling.knative.dev/*` key it does
+    not know: `ValidateAnnotations` (annotation_validation.go) checks only its own keys and the reconcilers read
+    only those, so a typo or a cluster-wide key set as an annotation is admitted and silently has no effect.
+    This reader refuses both, so the simulation never honours what the cluster would ignore; the cluster-only
+    keys (`CLUSTER_ONLY`) with where they are set instead (`cluster_where`). `initial-scale: "0"` on a cluster
+    without allow-zero-initial-scale is refused unless `refuse_zero_initial_scale` is false (the stack's
+    admission check reports it, as KServe's webhook that acts first).
     """
-    c = AutoscalerConfig(container_concurrency=container_concurrency)
+    c = from_cluster(cluster, container_concurrency)
     ann = {k[len(PREFIX):]: v for k, v in (annotations or {}).items() if isinstance(k, str) and k.startswith(PREFIX)}
     # camelCase legacy keys (register.go) → kebab
     legacy = {"minScale": "min-scale", "maxScale": "max-scale", "initialScale": "initial-scale",
@@ -150,9 +182,12 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     known = {"class", "metric", "target", "target-utilization-percentage", "target-burst-capacity", "min-scale",
              "max-scale", "initial-scale", "activation-scale", "scale-down-delay", "window",
              "panic-window-percentage", "panic-threshold-percentage", "scale-to-zero-pod-retention-period",
-             "metric-aggregation-algorithm", "max-scale-up-rate", "max-scale-down-rate"}
+             "metric-aggregation-algorithm"}
     for k in ann:
-        if k not in known:
+        if k in CLUSTER_ONLY:
+            bad(k, f"not a per-revision annotation in Knative (the cluster ignores it): {k} is a cluster-wide "
+                   f"setting of knative-serving/{CONFIG_AUTOSCALER}; set it in {cluster_where}")
+        elif k not in known:
             import difflib
             close = difflib.get_close_matches(k, sorted(known), n=1)
             bad(k, f"unknown autoscaling annotation; did you mean {PREFIX}{close[0]}?" if close else
@@ -170,12 +205,15 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
         if m not in ("concurrency", "rps", "cpu", "memory"):
             if "metric" in ann:
                 bad("metric", "expected one of 'concurrency', 'rps', 'cpu', 'memory'")
-        elif "metric" in ann and upd.get("autoscaler_class", KPA_CLASS) == KPA_CLASS and m not in ("concurrency", "rps"):
+        elif "metric" in ann and upd.get("autoscaler_class", c.autoscaler_class) == KPA_CLASS and \
+                m not in ("concurrency", "rps"):
             # annotation_validation.go validateMetric: the KPA class scales on concurrency or rps only
             bad("metric", f"expected 'concurrency' or 'rps' with the {KPA_CLASS!r} class ('cpu' and 'memory' need "
                           f"the {HPA_CLASS!r} class)")
         else:
             upd["metric"] = m
+    if upd.get("metric", c.metric) == "rps":  # target.go: only concurrency reads the ConfigMap's percentage
+        upd["target_utilization"] = RPS_TARGET_UTILIZATION
     t = number("target", lo=0.01)
     if t is None:
         t = target
@@ -201,12 +239,6 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     v = number("panic-threshold-percentage", lo=110, hi=1000)
     if v is not None:
         upd["panic_threshold_percentage"] = v
-    v = number("max-scale-up-rate", lo=1.0000001)
-    if v is not None:
-        upd["max_scale_up_rate"] = v
-    v = number("max-scale-down-rate", lo=1.0000001)
-    if v is not None:
-        upd["max_scale_down_rate"] = v
     v = duration("scale-down-delay", 0.0, 3600.0, whole=True)
     if v is not None:
         upd["scale_down_delay_s"] = v
@@ -214,14 +246,22 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     if v is not None:
         upd["scale_to_zero_pod_retention_s"] = v
     v = number("min-scale", lo=0, integer=True)
-    upd["min_scale"] = int(v) if v is not None else (min_scale if min_scale is not None else 0)
+    upd["min_scale"] = int(v) if v is not None else (min_scale if min_scale is not None else c.min_scale)
     v = number("max-scale", lo=0, integer=True)
-    upd["max_scale"] = int(v) if v is not None else (max_scale if max_scale is not None else 0)
+    explicit_max = int(v) if v is not None else max_scale
+    upd["max_scale"] = explicit_max if explicit_max is not None else c.max_scale
+    limit = cluster.max_scale_limit
+    if limit and explicit_max is not None and not 0 < explicit_max <= limit:
+        # annotation_validation.go validateMaxScaleWithinLimit (a max-scale left to the cluster is within it)
+        problems.append(Problem(f"{path}[{PREFIX}max-scale]", explicit_max, f"expected an integer between 1 and "
+                                f"max-scale-limit ({limit}) of knative-serving/{CONFIG_AUTOSCALER}"))
     v = number("initial-scale", lo=0, integer=True)
-    if v is not None:
+    if v == 0 and not cluster.allow_zero_initial_scale and refuse_zero_initial_scale:
+        bad("initial-scale", f"initial-scale 0 needs allow-zero-initial-scale: \"true\" in knative-serving/"
+                             f"{CONFIG_AUTOSCALER} ({cluster_where}); Knative refuses it otherwise "
+                             "(annotation_validation.go validateInitialScale)")
+    elif v is not None and (v or cluster.allow_zero_initial_scale):  # else GetInitialScale keeps the cluster's
         upd["initial_scale"] = int(v)
-        if v == 0:
-            upd["allow_zero_initial_scale"] = True  # an explicit 0 needs allow-zero-initial-scale cluster-wide
     # annotation_validation.go validateMinMaxScale: activation-scale >= 2, and min-scale <= it <= max-scale
     v = number("activation-scale", lo=2, integer=True)
     if v is not None:

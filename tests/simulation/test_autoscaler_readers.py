@@ -52,8 +52,6 @@ ACCEPTED = [
     ("panic-window-percentage", "100", {"panic_window_percentage": 100.0}),
     ("panic-threshold-percentage", "110", {"panic_threshold_percentage": 110.0}),
     ("panic-threshold-percentage", "1000", {"panic_threshold_percentage": 1000.0}),
-    ("max-scale-up-rate", "1.5", {"max_scale_up_rate": 1.5}),
-    ("max-scale-down-rate", "1.5", {"max_scale_down_rate": 1.5}),
     ("scale-down-delay", "0", {}),
     ("scale-down-delay", "0s", {}),
     ("scale-down-delay", "1s", {"scale_down_delay_s": 1.0}),
@@ -66,7 +64,6 @@ ACCEPTED = [
     ("min-scale", "3", {"min_scale": 3}),
     ("max-scale", "0", {}),                                             # 0 = unlimited
     ("max-scale", "12", {"max_scale": 12}),
-    ("initial-scale", "0", {"initial_scale": 0, "allow_zero_initial_scale": True}),
     ("initial-scale", "1", {}),
     ("initial-scale", "5", {"initial_scale": 5}),
     ("activation-scale", "2", {"activation_scale": 2}),                # annotation_validation.go: > 1
@@ -116,8 +113,6 @@ REJECTED = [
     ("panic-window-percentage", "100.5", BETWEEN_1_100),
     ("panic-threshold-percentage", "109.9", "expected a number between 110 and 1000 (as a string)"),
     ("panic-threshold-percentage", "1000.1", "expected a number between 110 and 1000 (as a string)"),
-    ("max-scale-up-rate", "1", "expected a number >= 1.0000001 (as a string)"),     # config.go: must be > 1
-    ("max-scale-down-rate", "1", "expected a number >= 1.0000001 (as a string)"),
     ("scale-down-delay", "-1s", DELAY),
     ("scale-down-delay", "3601s", DELAY),
     ("scale-down-delay", "1h1s", DELAY),
@@ -205,8 +200,7 @@ def test_every_annotation_at_once_lands_in_its_own_attribute():
     """Distinct values for every annotation: a swapped or dropped assignment shows as a wrong attribute."""
     ann = {"class": HPA_CLASS, "metric": "rps", "target": "11", "target-utilization-percentage": "12",
            "target-burst-capacity": "13", "window": "14s", "panic-window-percentage": "15",
-           "panic-threshold-percentage": "116", "max-scale-up-rate": "17", "max-scale-down-rate": "18",
-           "scale-down-delay": "19s", "scale-to-zero-pod-retention-period": "20s", "min-scale": "21",
+           "panic-threshold-percentage": "116", "scale-down-delay": "19s", "scale-to-zero-pod-retention-period": "20s", "min-scale": "21",
            "max-scale": "24", "initial-scale": "23", "activation-scale": "22",
            "metric-aggregation-algorithm": "linear"}
     c, problems = read({P + k: v for k, v in ann.items()}, cc=9)
@@ -214,8 +208,7 @@ def test_every_annotation_at_once_lands_in_its_own_attribute():
     assert changed(c) == {
         "autoscaler_class": HPA_CLASS, "metric": "rps", "container_concurrency": 9, "target": 11.0,
         "target_utilization": 0.12, "target_burst_capacity": 13.0, "stable_window_s": 14.0,
-        "panic_window_percentage": 15.0, "panic_threshold_percentage": 116.0, "max_scale_up_rate": 17.0,
-        "max_scale_down_rate": 18.0, "scale_down_delay_s": 19.0, "scale_to_zero_pod_retention_s": 20.0,
+        "panic_window_percentage": 15.0, "panic_threshold_percentage": 116.0, "scale_down_delay_s": 19.0, "scale_to_zero_pod_retention_s": 20.0,
         "min_scale": 21, "max_scale": 24, "initial_scale": 23, "activation_scale": 22}
 
 
