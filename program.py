@@ -17,7 +17,7 @@ from typing import Any
 
 import pulumi
 
-from manifests import knative_features
+from manifests import knative_autoscaler, knative_features
 from manifests.admission import admission_failure, check_nodes_fit
 from manifests.common import namespace
 from manifests.model_download import model_download_account
@@ -143,7 +143,7 @@ def deploy(cfg: StackConfig, verdicts: list) -> None:
     """Register every resource of a checked config (after the gate)."""
     from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheArgs, NvidiaDevicePlugin,
                             NvidiaDevicePluginArgs, TunedInferenceService, TunedInferenceServiceArgs)
-    from components.knative_features import KnativeFeatures
+    from components.knative_features import KnativeAutoscaler, KnativeFeatures
     from components.kubernetes_object import kubernetes_object
 
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
@@ -162,6 +162,9 @@ def deploy(cfg: StackConfig, verdicts: list) -> None:
     features = knative_features(cfg)
     if features:
         before_services.append(KnativeFeatures("knative-features", features, on_cluster).patch)
+    autoscaler = knative_autoscaler(cfg)
+    if autoscaler:  # the revisions start under the settings the gate simulated
+        before_services.append(KnativeAutoscaler("knative-autoscaler", autoscaler, on_cluster).patch)
     for_services = pulumi.ResourceOptions(provider=provider, depends_on=before_services)
     services = [TunedInferenceService(svc.name, TunedInferenceServiceArgs.from_config(cfg, svc), for_services)
                 for svc in cfg.services]

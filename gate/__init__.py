@@ -85,6 +85,9 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "duration_s": cfg.gate.duration_s,
         "max_requests": cfg.gate.request_budget,
     }
+    knative = cfg.knative.autoscaler.data()  # config-autoscaler as patched or declared: Knative's defaults else
+    if knative:
+        scenario["config_autoscaler"] = knative
     hpa = autoscaler(svc)  # an HPA or a KEDA ScaledObject; the simulation reads either
     if hpa:
         scenario["hpa"] = hpa

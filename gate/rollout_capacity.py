@@ -25,12 +25,13 @@ INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
 DEPLOYMENT_MAX_SURGE = 0.25  # apps/v1 Deployment RollingUpdate default maxSurge
 
 
-def initial_scale(svc: ServiceConfig) -> int:
-    """Pods a new Knative revision starts with: max(min-scale, initial-scale (default 1))."""
+def initial_scale(svc: ServiceConfig, cluster_default: int = 1) -> int:
+    """Pods a new Knative revision starts with: max(min-scale, initial-scale (default: the cluster's
+    config-autoscaler initial-scale, 1 unless knative.autoscaler says otherwise))."""
     try:
-        initial = int(float(svc.annotations.get(INITIAL_SCALE, "1")))
+        initial = int(float(svc.annotations.get(INITIAL_SCALE, cluster_default)))
     except ValueError:
-        initial = 1
+        initial = cluster_default
     return max(svc.min_replicas, initial)
 
 
@@ -39,9 +40,10 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
     capacity, problems = cfg.node_group.gpu_capacity, []
     for i, svc in enumerate(cfg.services):
         others = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
-        expected = max(initial_scale(svc), math.ceil((simulated_replicas or {}).get(svc.name, 0.0)))
+        initial = initial_scale(svc, cfg.knative.autoscaler.initial_scale)
+        expected = max(initial, math.ceil((simulated_replicas or {}).get(svc.name, 0.0)))
         if svc.deployment_mode == "Knative":
-            new = initial_scale(svc)
+            new = initial
             how = (f"old revision at its expected load {expected} + new revision at its initial scale {new} "
                    f"(max(minReplicas, initial-scale))")
         else:

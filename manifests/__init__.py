@@ -5,7 +5,7 @@ from __future__ import annotations
 from manifests.common import namespace
 from manifests.device_plugin import device_plugin_daemonset
 from manifests.inference_service import autoscaler, inference_service, pod_disruption_budget
-from manifests.knative import config_features_patch, required_features
+from manifests.knative import config_autoscaler_patch, config_features_patch, required_features
 from manifests.model_cache import model_cache_daemonset, model_cache_pvc
 from manifests.model_download import model_download_account
 from stackconfig.schema import StackConfig
@@ -28,6 +28,14 @@ def knative_features(cfg: StackConfig) -> dict | None:
     return config_features_patch(required_features(service_manifests(cfg)))
 
 
+def knative_autoscaler(cfg: StackConfig) -> dict | None:
+    """The config-autoscaler patch the stack applies: its `knative.autoscaler` values that differ from Knative's
+    defaults (None when there are none, or the user manages config-autoscaler, `knative.manageAutoscaler: false`)."""
+    if not cfg.knative.manage_autoscaler:
+        return None
+    return config_autoscaler_patch(cfg.knative.autoscaler)
+
+
 def render_stack(cfg: StackConfig) -> list[dict]:
     """All Kubernetes manifests of a stack, in apply order."""
     out = [namespace(cfg.cluster.namespace)]
@@ -38,7 +46,5 @@ def render_stack(cfg: StackConfig) -> list[dict]:
     account = model_download_account(cfg)
     if account:
         out.append(account)
-    features = knative_features(cfg)
-    if features:
-        out.append(features)
+    out += [m for m in (knative_features(cfg), knative_autoscaler(cfg)) if m]
     return out + service_manifests(cfg)

@@ -1,21 +1,26 @@
-"""The Knative features the stack's own services need, and the patch of `knative-serving/config-features` that
-enables them.
+"""The Knative settings the stack owns: the features its own services need (the patch of
+`knative-serving/config-features` that enables them) and the stack's `knative.autoscaler` values (the patch of
+`knative-serving/config-autoscaler`).
 
 Knative refuses pod-spec fields whose feature flag is off (validation/admission.py); the GPU predictors need
 `tolerations` (the node group's taint) and `nodeSelector` (its label). Rather than a list kept by hand, the flags
 are derived from the rendered InferenceServices: whatever a Knative-mode predictor uses is exactly what is
 enabled. The patch is a server-side-apply `ConfigMapPatch` (pulumi-kubernetes ≥ 4) that owns only these keys,
 so the rest of the ConfigMap stays with whoever installed Knative; `pulumi destroy` removes only our keys.
+config-autoscaler gets only the values that differ from Knative's defaults (what the simulation assumes for
+every other key); Knative's config webhook checks the ConfigMap as the stack config was checked at load.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from simulation.autoscaler.cluster_config import ClusterAutoscaler
 from validation.admission import ClusterAdmission, KNATIVE_FEATURE_DEFAULTS, knative_pod_refusals
 
 KNATIVE_NAMESPACE = "knative-serving"
 CONFIG_FEATURES = "config-features"
+CONFIG_AUTOSCALER = "config-autoscaler"
 
 
 def required_features(manifests: Iterable[Mapping]) -> list[str]:
@@ -36,14 +41,23 @@ def required_features(manifests: Iterable[Mapping]) -> list[str]:
 
 def config_features_patch(flags: Iterable[str]) -> dict | None:
     """The ConfigMap keys to own in knative-serving/config-features (None when nothing needs enabling)."""
-    flags = sorted(flags)
-    if not flags:
+    return _patch(CONFIG_FEATURES, {flag: "enabled" for flag in sorted(flags)})
+
+
+def config_autoscaler_patch(autoscaler: ClusterAutoscaler) -> dict | None:
+    """The ConfigMap keys to own in knative-serving/config-autoscaler: the stack's values that differ from
+    Knative's defaults, as given (None when there are none)."""
+    return _patch(CONFIG_AUTOSCALER, dict(sorted(autoscaler.data().items())))
+
+
+def _patch(name: str, data: dict[str, str]) -> dict | None:
+    if not data:
         return None
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": CONFIG_FEATURES, "namespace": KNATIVE_NAMESPACE,
+        "metadata": {"name": name, "namespace": KNATIVE_NAMESPACE,
                      # The Knative operator or installer owns the ConfigMap; take over just these keys.
                      "annotations": {"pulumi.com/patchForce": "true"}},
-        "data": {flag: "enabled" for flag in flags},
+        "data": data,
     }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from simulation.autoscaler.config import from_annotations
+from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
+from simulation.autoscaler.config import CLUSTER_ONLY, PREFIX, from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from validation.fields import Section
 from validation.kubernetes import parse_duration, validation_errors
@@ -37,18 +38,24 @@ DEFAULT_PROMETHEUS_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
 _URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[^\s]*)?$")
 
 
-def parse_annotations(sec: Section, container_concurrency: int | None) -> dict[str, str]:
+def parse_annotations(sec: Section, container_concurrency: int | None,
+                      cluster: ClusterAutoscaler = CLUSTER_DEFAULT) -> dict[str, str]:
     """The service's Knative annotations: only the keys listed above; every value's range is checked by the
-    simulation's own reader (`simulation.autoscaler.config.from_annotations`, Knative's register.go bounds), the
-    one place both the config and the gate read them, so a bad value stops `pulumi up` with the gate off too."""
+    simulation's own reader (`simulation.autoscaler.config.from_annotations`, Knative's register.go bounds, on
+    the stack's `knative.autoscaler`), the one place both the config and the gate read them, so a bad value
+    stops `pulumi up` with the gate off too. A cluster-wide key written as an annotation is refused there with
+    where it belongs."""
     annotations = sec.str_map("annotations", {})
+    cluster_only = {PREFIX + k for k in CLUSTER_ONLY}
     for key, value in annotations.items():
-        if key not in KNATIVE_ANNOTATIONS:
+        if key not in KNATIVE_ANNOTATIONS and key not in cluster_only:
             sec.problem(f"annotations.{key}", value, "expected one of the Knative autoscaling annotations "
                         + ", ".join(sorted(KNATIVE_ANNOTATIONS)) + " (min/max scale, target and metric are "
                         "the service's minReplicas/maxReplicas/scaleTarget/scaleMetric)")
-    known = {k: v for k, v in annotations.items() if k in KNATIVE_ANNOTATIONS and k.startswith("autoscaling.")}
-    from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"))
+    known = {k: v for k, v in annotations.items()
+             if (k in KNATIVE_ANNOTATIONS or k in cluster_only) and k.startswith("autoscaling.")}
+    from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"), cluster=cluster,
+                     cluster_where="the stack's knative.autoscaler", refuse_zero_initial_scale=False)
     deadline = annotations.get(PROGRESS_DEADLINE)
     if deadline is not None and not (parse_duration(deadline) or 0) > 0:
         sec.problem(f"annotations.{PROGRESS_DEADLINE}", deadline, 'expected a positive duration such as "15m" '

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from stackconfig.autoscaling import traffic_shape
 from stackconfig.catalog_overrides import parse_catalog
 from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
-from stackconfig.knative import parse_knative
+from stackconfig.knative import max_scale_problems, parse_knative
 from stackconfig.model_credentials import check_one_secret_kind
 from stackconfig.platform import (check_model_cache, expected_load_s, parse_cold_start, parse_device_plugin,
                                   parse_gate, parse_model_cache)
@@ -43,10 +43,11 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     device_plugin = parse_device_plugin(top.section("devicePlugin"))
     model_cache = parse_model_cache(top.section("modelCache"), cluster.namespace)
     cold_start = parse_cold_start(top.section("coldStart"))
-    ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog)
+    knative = parse_knative(top.section("knative"))  # before the services: their annotations meet its autoscaler
+    ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative)
     services = [parse_service(s, ctx) for s in top.sections("services", required=True)]
     gate = parse_gate(top.section("gate"))
-    knative = parse_knative(top.section("knative"))
+    max_scale_problems(knative, services, problems)
     if not problems:  # the workloads parsed cleanly: estimate what the gate would simulate
         check_request_budgets(services, gate, problems)
     names = [s.name for s in services]

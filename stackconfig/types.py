@@ -232,3 +232,4 @@ class StackConfigContext:
     model_cache: ModelCacheConfig
     cold_start: ColdStartProfile
     catalog: Catalog
+    knative: KnativeConfig = field(default_factory=KnativeConfig)  # the cluster the services' annotations meet
