@@ -213,9 +213,3 @@ def vision_activation_bytes(model: Model, pixels: int, batch: int = 1) -> int:
     scale = pixels / model.reference_pixels if model.reference_pixels else 1.0
     return int(model.activation_mib_per_item * MIB * scale * batch)
 
-
-def vision_memory_bytes(model: Model, pixels_per_item: list[int], *,
-                        overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB) -> int:
-    """Memory in use while a vision batch runs: weights + overhead + Σ per-image activations."""
-    return (naive_base_bytes(model, overhead_gib)
-            + sum(vision_activation_bytes(model, p) for p in pixels_per_item))
