@@ -39,7 +39,7 @@ def engine_args(svc: ServiceConfig) -> list[str]:
 
     vLLM (engine args passed through KServe's huggingfaceserver): `--max-model-len` (prompt + max_tokens above
     it is answered 400), `--max-num-seqs`; TGI launcher: `--max-input-tokens`, `--max-total-tokens`,
-    `--max-batch-size`; the Transformers backend: `--max_length`. Triton takes none (see TRITON_CAP_ANNOTATIONS).
+    `--max-batch-size`, `--max-concurrent-requests`; the Transformers backend: `--max_length`. Triton takes none (see TRITON_CAP_ANNOTATIONS).
     """
     caps, args = svc.caps, []
     total = (caps.max_input_tokens + caps.max_new_tokens) if caps.max_input_tokens and caps.max_new_tokens \
@@ -63,6 +63,8 @@ def engine_args(svc: ServiceConfig) -> list[str]:
             args.append(f"--max-total-tokens={total}")
         if caps.max_batch_size:
             args.append(f"--max-batch-size={caps.max_batch_size}")
+        if caps.max_concurrent_requests:
+            args.append(f"--max-concurrent-requests={caps.max_concurrent_requests}")
     return args + list(svc.args)
 
 

@@ -171,12 +171,19 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     caps = InputCaps(lim.int("maxInputTokens", None, min=1), lim.int("maxNewTokens", None, min=1),
                      lim.int("maxBatchSize", None, min=1, max=4096), lim.int("maxImagePixels", None, min=1),
                      lim.int("maxQueueDelayMicroseconds", None, min=0, max=60_000_000),
-                     lim.int("maxQueueSize", None, min=0, max=1_000_000))
+                     lim.int("maxQueueSize", None, min=0, max=1_000_000),
+                     lim.int("maxConcurrentRequests", None, min=1, max=1_000_000))
     if engine != "triton":
         for key in ("maxQueueDelayMicroseconds", "maxQueueSize"):
             if key in lim.data:
                 lim.problem(key, lim.data[key], "expected only with runtime.engine triton (its config.pbtxt "
                             "dynamic_batching)")
+    if engine != "tgi" and "maxConcurrentRequests" in lim.data:
+        # Only TGI's router has an admission limit (text-generation-launcher --max-concurrent-requests); vLLM and
+        # KServe's Python server queue without one, Triton's is its dynamic batcher's maxQueueSize.
+        lim.problem("maxConcurrentRequests", lim.data["maxConcurrentRequests"], "expected only with "
+                    "runtime.engine tgi (its --max-concurrent-requests); cap the others with maxBatchSize, or "
+                    "maxQueueSize for triton")
     lim.done()
     util = sec.float("gpuMemoryUtilization", 0.9, min=0.1, max=0.99)
     pod_gpu_bytes = ng.gpu.memory_bytes * gpus

@@ -133,6 +133,8 @@ class InputCaps:
     # Triton's dynamic batching as the model's config.pbtxt declares it (dynamic_batching { ... })
     max_queue_delay_us: int | None = None  # max_queue_delay_microseconds
     max_queue_size: int | None = None  # default_queue_policy.max_queue_size (0/unset: unbounded)
+    # TGI's router admission limit (`--max-concurrent-requests`, default 128): one more request is answered 429
+    max_concurrent_requests: int | None = None
 
 
 @dataclass(frozen=True)

@@ -107,3 +107,38 @@ def test_tgi_gets_its_own_health_path_and_port():
     assert {svc.startup_probe.path, svc.readiness_probe.path, svc.liveness_probe.path} == {"/health"}
     assert engine_args(svc)[:2] == ["--port=8080", "--model-id=/mnt/models"]
     assert "--max-total-tokens=5120" in engine_args(svc) and "--max-batch-size=32" in engine_args(svc)
+
+
+def _tgi(limits: dict, engine: str = "tgi") -> dict:
+    image = {"tgi": "ghcr.io/huggingface/text-generation-inference:3.3.4"}.get(engine)
+    runtime = {"engine": engine, **({"image": image} if image else {})}
+    return dict(MINIMAL, services=[dict(MINIMAL["services"][0], runtime=runtime, limits=limits,
+                                        workload={"kind": "poisson", "rate": 1.0})])
+
+
+def test_tgi_admission_limit_is_its_launcher_flag_and_what_the_gate_simulates():
+    """limits.maxConcurrentRequests → `--max-concurrent-requests` (TGI's router answers 429 above it), read back
+    from the rendered InferenceService by the simulation (no second copy of the knob)."""
+    from gate import scenario_for
+    from manifests.inference_service import engine_args
+    from simulation import load_scenario
+
+    cfg = parse_stack_config(_tgi({"maxBatchSize": 32, "maxConcurrentRequests": 48}), "p", "dev")
+    svc = cfg.services[0]
+    assert "--max-concurrent-requests=48" in engine_args(svc)
+    sc = load_scenario(scenario_for(cfg, svc))
+    assert sc.server.spec.max_concurrent_requests == 48
+    default = parse_stack_config(_tgi({"maxBatchSize": 32}), "p", "dev")
+    assert not any(a.startswith("--max-concurrent-requests") for a in engine_args(default.services[0]))
+    assert load_scenario(scenario_for(default, default.services[0])).server.spec.max_concurrent_requests == 128
+
+
+@pytest.mark.parametrize("engine, value, message", [
+    ("vllm", 48, "expected only with runtime.engine tgi"),
+    ("tgi", 0, "expected an integer between 1 and 1000000"),
+])
+def test_max_concurrent_requests_is_tgi_only_and_positive(engine, value, message):
+    with pytest.raises(InputError) as err:
+        parse_stack_config(_tgi({"maxConcurrentRequests": value}, engine), "p", "dev")
+    text = str(err.value)
+    assert "limits.maxConcurrentRequests" in text and str(value) in text and message in text
