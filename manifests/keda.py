@@ -17,15 +17,20 @@ quantity the simulation's HPA scales on. Metric names, as each runtime exports t
   `tgi_queue_size` (queued) and `tgi_batch_current_size` (in the running batch);
 - Triton (docs `user_guide/metrics.md`): no in-flight gauge; `nv_inference_request_duration_us` is the
   cumulative request time (queue + compute), so its rate in seconds per second is the mean number in flight
-  (Little's law), lagging by the rate window;
+  (Little's law), lagging by the rate window: 1 m, or two scrape intervals when longer (`rate` needs two
+  samples in its window, `promql/functions.go: extrapolatedRate`; with 1 m scrapes a 1 m window is empty);
 - the plain Transformers backend (KServe huggingfaceserver without vLLM) exports no request gauge: refused.
 Series are selected by `namespace` and `pod`, the labels a PodMonitor or the usual kubernetes-pods scrape
-config attaches.
+config attaches. The scrape interval the stack assumes (`hpa.scrapeInterval`) rides on the ScaledObject as the
+annotation the simulation reads (`simulation/autoscaler/keda.py`): the HPA sees the gauges as last scraped.
 """
 
 from __future__ import annotations
 
+import math
+
 from manifests.common import labels
+from simulation.autoscaler.keda import SCRAPE_ANNOTATION
 from stackconfig.schema import ServiceConfig
 
 
@@ -37,8 +42,16 @@ def in_flight_query(svc: ServiceConfig) -> str:
     if svc.engine == "tgi":
         return f"sum(tgi_queue_size{sel}) + sum(tgi_batch_current_size{sel})"
     if svc.engine == "triton":
-        return f"sum(rate(nv_inference_request_duration_us{sel}[1m])) / 1e6"
+        window = max(60, math.ceil(2 * svc.prometheus_scrape_interval_s))
+        return f"sum(rate(nv_inference_request_duration_us{sel}[{_duration(window)}])) / 1e6"
     raise ValueError(f"engine {svc.engine!r} exports no in-flight metric (config validation refuses it)")
+
+
+def _duration(seconds: float) -> str:
+    """A Prometheus duration: whole minutes as "1m", else seconds ("90s", "0.5s" as "500ms")."""
+    if seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    return f"{seconds:g}s" if float(seconds).is_integer() else f"{round(seconds * 1000)}ms"
 
 
 def scaled_object_name(svc: ServiceConfig) -> str:
@@ -64,6 +77,7 @@ def scaled_object(svc: ServiceConfig) -> dict:
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
         "metadata": {"name": scaled_object_name(svc), "namespace": svc.namespace,
-                     "labels": labels(svc.name, "autoscaler")},
+                     "labels": labels(svc.name, "autoscaler"),
+                     "annotations": {SCRAPE_ANNOTATION: _duration(svc.prometheus_scrape_interval_s)}},
         "spec": spec,
     }

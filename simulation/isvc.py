@@ -14,8 +14,8 @@ This is the only place the manifest is interpreted. Sources (reference knative-k
   `timeout` → `timeoutSeconds` (nil → Knative's 300 s, `pkg/apis/config/defaults.go`);
 - Standard mode: `reconcilers/hpa/hpa_reconciler.go: createHPA` — HPA min = max(1, minReplicas),
   max = max(maxReplicas, min), CPU target `scaleTarget` or 80 %; CC and timeout unused (no queue-proxy).
-  An accompanying autoscaling/v2 HorizontalPodAutoscaler or KEDA ScaledObject (scenario `hpa:`) overrides
-  min/max/metric/behavior.
+  An accompanying autoscaling/v2 HorizontalPodAutoscaler or KEDA ScaledObject (scenario `hpa:`; the latter read
+  by `autoscaler/keda.py`) overrides min/max/metric/behavior.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from validation.fields import Section
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import AutoscalerConfig, HPA_CLASS, from_annotations
-from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, HpaSpec, rules_from_manifest
+from simulation.autoscaler.hpa import HpaSpec, behavior_rules
+from simulation.autoscaler.keda import from_scaled_object
 
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
@@ -244,7 +245,7 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
     from dataclasses import replace
     top = Section(manifest, path, problems)
     if top.raw("kind") == "ScaledObject":
-        return _scaled_object(base, top, problems)
+        return from_scaled_object(base, top, problems)
     if top.raw("kind") not in (None, "HorizontalPodAutoscaler"):
         top.problem("kind", top.data.get("kind"), "expected 'HorizontalPodAutoscaler' or 'ScaledObject'")
     spec = top.section("spec")
@@ -274,59 +275,8 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
         else:
             problems.append(Problem(mp, m, "simulated metrics: Resource cpu averageUtilization, or a Pods metric "
                                            "(read as in-flight requests per pod)"))
-    up, down = _behavior(spec.raw("behavior"), f"{spec.path}.behavior", problems)
+    up, down = behavior_rules(spec.raw("behavior"), f"{spec.path}.behavior", problems)
     return replace(base, min_replicas=lo, max_replicas=max(hi, lo), metric=metric, target=target,
-                   scale_up=up, scale_down=down)
-
-
-def _behavior(behavior: Any, path: str, problems: list[Problem]) -> tuple:
-    behavior = behavior or {}
-    if not isinstance(behavior, dict):
-        problems.append(Problem(path, behavior, "expected a mapping"))
-        behavior = {}
-    return (rules_from_manifest(behavior.get("scaleUp"), DEFAULT_UP, f"{path}.scaleUp", problems),
-            rules_from_manifest(behavior.get("scaleDown"), DEFAULT_DOWN, f"{path}.scaleDown", problems))
-
-
-def _scaled_object(base: HpaSpec, top: Section, problems: list[Problem]) -> HpaSpec:
-    """A KEDA ScaledObject (keda.sh/v1alpha1) with one `prometheus` trigger, `metricType: AverageValue`, on the
-    runtime's in-flight requests (manifests/keda.py): KEDA creates the HPA `keda-hpa-<name>` with an External
-    metric whose per-pod average target is the trigger's `threshold` (keda `pkg/scaling/executor`,
-    `pkg/scalers/prometheus_scaler.go`) and `advanced.horizontalPodAutoscalerConfig.behavior` as its behavior;
-    simulated as the HPA on mean in-flight requests per pod (running + waiting at the server).
-    Simplified: KEDA's polling interval (30 s) and Prometheus' scrape interval add lag the HPA's 15 s sync
-    does not model; `minReplicaCount` 0 (KEDA's own scale-to-zero) is not simulated."""
-    from dataclasses import replace
-    spec = top.section("spec")
-    lo = spec.int("minReplicaCount", base.min_replicas, min=1)
-    hi = spec.int("maxReplicaCount", 100, min=1)  # KEDA's default maxReplicaCount
-    triggers = spec.raw("triggers")
-    trigger = triggers[0] if isinstance(triggers, list) and len(triggers) == 1 and isinstance(triggers[0], dict) \
-        else None
-    tp = f"{spec.path}.triggers[0]"
-    target = base.target
-    if trigger is None:
-        problems.append(Problem(f"{spec.path}.triggers", triggers, "expected one prometheus trigger (on the "
-                                                                   "runtime's in-flight requests)"))
-    elif trigger.get("type") != "prometheus" or trigger.get("metricType", "AverageValue") != "AverageValue":
-        problems.append(Problem(tp, {k: trigger.get(k) for k in ("type", "metricType")},
-                                "simulated: type prometheus with metricType AverageValue (in-flight per pod)"))
-    else:
-        meta = trigger.get("metadata")
-        threshold = meta.get("threshold") if isinstance(meta, dict) else None
-        try:
-            target = float(threshold)
-            if not target > 0 or math.isinf(target):
-                raise ValueError
-        except (TypeError, ValueError):
-            problems.append(Problem(f"{tp}.metadata.threshold", threshold,
-                                    "expected a number > 0 (in-flight requests per pod)"))
-            target = base.target
-    advanced = spec.raw("advanced") or {}
-    hpa_config = advanced.get("horizontalPodAutoscalerConfig") if isinstance(advanced, dict) else None
-    behavior = hpa_config.get("behavior") if isinstance(hpa_config, dict) else None
-    up, down = _behavior(behavior, f"{spec.path}.advanced.horizontalPodAutoscalerConfig.behavior", problems)
-    return replace(base, min_replicas=lo, max_replicas=max(hi, lo), metric="concurrency", target=target,
                    scale_up=up, scale_down=down)
 
 

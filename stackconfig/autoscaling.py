@@ -7,6 +7,7 @@ import re
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import CLUSTER_ONLY, PREFIX, from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
+from simulation.autoscaler.keda import DEFAULT_SCRAPE_INTERVAL_S, scrape_interval
 from validation.fields import Section
 from validation.kubernetes import parse_duration, validation_errors
 
@@ -97,13 +98,18 @@ def traffic_shape(workload: dict | None) -> str:
     return "spiky"
 
 
-def check_keda(hpa: Section, mode: str, metric: str, engine: str) -> tuple[str, str]:
-    """`hpa.scaler` and `hpa.prometheusAddress`: KEDA is the default for Standard-mode concurrency and scales
-    on the runtime's own in-flight gauge, so it needs a runtime that exports one; cpu/memory stay on the HPA."""
+def check_keda(hpa: Section, mode: str, metric: str, engine: str) -> tuple[str, str, float]:
+    """`hpa.scaler`, `hpa.prometheusAddress` and `hpa.scrapeInterval`: KEDA is the default for Standard-mode
+    concurrency and scales on the runtime's own in-flight gauge, so it needs a runtime that exports one;
+    cpu/memory stay on the HPA. The scrape interval (the simulation's reader checks it) is the one the cluster's
+    Prometheus scrapes the runtime at; the ScaledObject carries it for the simulation (manifests/keda.py)."""
     scaler = hpa.choice("scaler", list(SCALERS), "keda")
     address = hpa.str("prometheusAddress", DEFAULT_PROMETHEUS_ADDRESS)
+    interval = DEFAULT_SCRAPE_INTERVAL_S
+    if hpa.has("scrapeInterval"):
+        interval = scrape_interval(hpa.raw("scrapeInterval"), hpa.key_path("scrapeInterval"), hpa.problems)
     if mode != "Standard":
-        return scaler, address
+        return scaler, address, interval
     if metric != "concurrency":
         if hpa.has("scaler") and scaler == "keda":
             hpa.problem("scaler", scaler, f"expected hpa for scaleMetric {metric}: the HPA scales on {metric} "
@@ -116,9 +122,10 @@ def check_keda(hpa: Section, mode: str, metric: str, engine: str) -> tuple[str, 
     if scaler == "keda" and hpa.has("podsMetric"):
         hpa.problem("podsMetric", hpa.data.get("podsMetric"), "expected none with hpa.scaler keda: KEDA queries "
                     "the runtime's own metric; podsMetric is for hpa.scaler: hpa with a custom-metrics adapter")
-    if scaler == "hpa" and hpa.has("prometheusAddress"):
-        hpa.problem("prometheusAddress", address, "expected none with hpa.scaler hpa: only KEDA queries Prometheus")
-    elif not _URL.match(address):
+    for key in ("prometheusAddress", "scrapeInterval"):
+        if scaler == "hpa" and hpa.has(key):
+            hpa.problem(key, hpa.data[key], "expected none with hpa.scaler hpa: only KEDA queries Prometheus")
+    if scaler == "keda" and not _URL.match(address):
         hpa.problem("prometheusAddress", address, "expected an http(s) URL of the Prometheus server such as "
                     f"{DEFAULT_PROMETHEUS_ADDRESS!r}")
-    return scaler, address
+    return scaler, address, interval

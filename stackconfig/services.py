@@ -132,7 +132,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         check_format(runtime, f"env.{key}", key, ENV_NAME, "expected an environment variable name: letters, "
                      "digits, '_', '-' and '.', not starting with a digit (no spaces)")
     runtime.done()
-    scaler, prometheus = check_keda(hpa, mode, scale_metric, engine)  # needs the engine
+    scaler, prometheus, scrape_interval = check_keda(hpa, mode, scale_metric, engine)  # needs the engine
     hpa.done()
 
     msec = sec.section("model", required=True)
@@ -245,7 +245,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         name=name, namespace=ctx.cluster.namespace, deployment_mode=mode, min_replicas=min_r,
         max_replicas=max_r, container_concurrency=cc, scale_metric=scale_metric, scale_target=scale_target,
         timeout_s=timeout, annotations=annotations, hpa_behavior=behavior, hpa_pods_metric=pods_metric,
-        hpa_scaler=scaler, prometheus_address=prometheus,
+        hpa_scaler=scaler, prometheus_address=prometheus, prometheus_scrape_interval_s=scrape_interval,
         engine=engine, model_format=model_format, image=image, args=args, env=env, model=model,
         storage_uri=storage_uri, gpus=gpus, cpu=cpu, memory=memory, startup_probe=startup,
         readiness_probe=readiness, liveness_probe=liveness, caps=caps, gpu_memory_utilization=util,

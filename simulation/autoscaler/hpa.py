@@ -10,15 +10,20 @@ tolerance 0.1; sync period 15 s.
 Simplification: the metric is the mean over pods that report (ready pods); missing pods are not modelled
 (every ready pod reports). Unready pods (Pending — waiting for a node or pulling — or started and not Ready;
 `groupPods` puts Pending pods there) count as 0 usage when scaling up.
+A KEDA ScaledObject's HPA (`HpaSpec.keda` set) reads an External metric with an AverageValue target instead:
+`GetExternalPerPodMetricReplicas` — the total over the Deployment's status replicas, no readiness grouping.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from validation.errors import Problem
+
+if TYPE_CHECKING:
+    from simulation.autoscaler.keda import PrometheusMetric
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class HpaSpec:
     cpu_request_cores: float = 0.0
     cpu_busy_cores: float = 1.0
     cpu_idle_cores: float = 0.1
+    keda: "PrometheusMetric | None" = None   # a KEDA ScaledObject's External metric from Prometheus (keda.py)
 
     def cpu_percent(self, busy_fraction: float) -> float:
         """Per-pod CPU utilisation (% of the request) for a pod busy this fraction of the sync period."""
@@ -89,6 +95,14 @@ class HpaCalculator:
         new = int(math.ceil(new_ratio * (ready + unready)))
         # GetResourceReplicas: a rebalanced scale-up that would shrink the workload keeps it as it is.
         return current if new_ratio > 1.0 and new < current else new
+
+    def replicas_for_external(self, status_replicas: int, usage: float) -> int:
+        """`GetExternalPerPodMetricReplicas`: the metric's total against target × status replicas (all the
+        Deployment's pods, ready or not); outside the tolerance, ceil(total / target)."""
+        s = self.spec
+        if status_replicas > 0 and abs(1.0 - usage / (s.target * status_replicas)) <= s.tolerance:
+            return status_replicas
+        return int(math.ceil(usage / s.target))
 
     def decide(self, now: float, current: int, desired: int) -> int:
         """`normalizeDesiredReplicasWithBehaviors`: stabilize, rate-limit, clamp to [min, max]."""
@@ -137,6 +151,16 @@ class HpaCalculator:
             return current
         # `Max` picks the most permissive limit: the highest going up, the lowest going down.
         return max(limits) if (rules.select == "Max") == up else min(limits)
+
+
+def behavior_rules(behavior: Any, path: str, problems: list[Problem]) -> tuple[Rules, Rules]:
+    """(scaleUp, scaleDown) rules of an autoscaling/v2 `behavior` mapping (absent → the defaults)."""
+    behavior = behavior or {}
+    if not isinstance(behavior, dict):
+        problems.append(Problem(path, behavior, "expected a mapping"))
+        behavior = {}
+    return (rules_from_manifest(behavior.get("scaleUp"), DEFAULT_UP, f"{path}.scaleUp", problems),
+            rules_from_manifest(behavior.get("scaleDown"), DEFAULT_DOWN, f"{path}.scaleDown", problems))
 
 
 def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Problem]) -> Rules:

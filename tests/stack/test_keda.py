@@ -94,6 +94,15 @@ def _vision(c):
                  id="prometheus-address-not-a-url"),
     pytest.param(lambda c: _vision(c)["hpa"].update(scaler="kedaa"), "services[1].hpa.scaler: got 'kedaa'",
                  "keda", id="unknown-scaler"),
+    pytest.param(lambda c: _vision(c)["hpa"].update(scrapeInterval="30"),
+                 "services[1].hpa.scrapeInterval: got '30'", "expected a duration like '30s'", id="scrape-no-unit"),
+    pytest.param(lambda c: _vision(c)["hpa"].update(scrapeInterval="10m"),
+                 "services[1].hpa.scrapeInterval: got '10m'", "between 0.1s and 300s", id="scrape-past-lookback"),
+    pytest.param(lambda c: _vision(c)["hpa"].update(scrapeInterval=30),
+                 "services[1].hpa.scrapeInterval: got 30", "expected a duration", id="scrape-a-number"),
+    pytest.param(lambda c: _vision(c)["hpa"].update(scaler="hpa", scrapeInterval="15s"),
+                 "services[1].hpa.scrapeInterval: got '15s'", "expected none with hpa.scaler hpa",
+                 id="scrape-without-keda"),
 ])
 def test_bad_keda_config_is_refused_before_any_resource(edit, where, allowed, registered):
     with pytest.raises(pulumi.RunError) as err:
@@ -143,3 +152,56 @@ def test_simulation_reports_a_malformed_trigger_without_a_traceback(staging, tri
     scenario["hpa"]["spec"]["triggers"] = [trigger]
     with pytest.raises(InputError, match="threshold"):
         load_scenario(scenario, base_dir=ROOT)
+
+
+def test_scrape_interval_reaches_the_simulation_through_the_scaled_object(staging):
+    from simulation.autoscaler.keda import SCRAPE_ANNOTATION
+    cfg, vision = staging
+    so = autoscaler(vision)
+    assert so["metadata"]["annotations"] == {SCRAPE_ANNOTATION: "30s"}   # the default, prometheus-operator's
+    keda = load_scenario(scenario_for(cfg, vision), base_dir=ROOT).serving.hpa.keda
+    assert (keda.kind, keda.window_s, keda.scrape_interval_s, keda.polling_interval_s, keda.cached) == \
+        ("rate", 60.0, 30.0, 30.0, False)
+    # 1 m scrapes (Prometheus' own default): the rate window widens to two intervals, else rate() sees one sample.
+    slow = replace(vision, prometheus_scrape_interval_s=60.0)
+    assert autoscaler(slow)["metadata"]["annotations"] == {SCRAPE_ANNOTATION: "1m"}
+    assert "[2m]" in in_flight_query(slow)
+    keda = load_scenario(scenario_for(cfg, slow), base_dir=ROOT).serving.hpa.keda
+    assert (keda.window_s, keda.scrape_interval_s) == (120.0, 60.0)
+
+
+def test_the_stack_setting_is_read(staging):
+    r = run_program("staging", edit=lambda c: _vision(c)["hpa"].update(scrapeInterval="15s"))
+    [so] = r.of_type(SCALED_OBJECT)
+    assert so.inputs["metadata"]["annotations"] == {"preflight.kserve.io/prometheus-scrape-interval": "15s"}
+
+
+@pytest.mark.parametrize("edit, where, allowed", [
+    (lambda so: so["metadata"]["annotations"].update({"preflight.kserve.io/prometheus-scrape-interval": "soon"}),
+     "hpa.metadata.annotations[preflight.kserve.io/prometheus-scrape-interval]", "expected a duration like '30s'"),
+    (lambda so: so["spec"].update(pollingInterval=0), "hpa.spec.pollingInterval", "expected an integer >= 1"),
+    (lambda so: so["spec"]["triggers"][0].update(useCachedMetrics="yes"), "hpa.spec.triggers[0].useCachedMetrics",
+     "expected true or false"),
+    (lambda so: so["spec"]["triggers"][0]["metadata"].update(query="sum(irate(x[1m]))"),
+     "hpa.spec.triggers[0].metadata.query", "irate() is not simulated"),
+    (lambda so: so["spec"]["triggers"][0]["metadata"].pop("query"), "hpa.spec.triggers[0].metadata.query",
+     "expected a PromQL query"),
+])
+def test_simulation_refuses_a_metric_pipeline_it_cannot_model(staging, edit, where, allowed):
+    from validation.errors import InputError
+    cfg, vision = staging
+    scenario = scenario_for(cfg, vision)
+    edit(scenario["hpa"])
+    with pytest.raises(InputError) as err:
+        load_scenario(scenario, base_dir=ROOT)
+    assert where in str(err.value) and allowed in str(err.value), str(err.value)
+
+
+def test_simulation_reads_polling_and_cached_metrics(staging):
+    cfg, vision = staging
+    scenario = scenario_for(cfg, vision)
+    scenario["hpa"]["spec"]["pollingInterval"] = 10
+    scenario["hpa"]["spec"]["triggers"][0]["useCachedMetrics"] = True
+    del scenario["hpa"]["metadata"]["annotations"]                      # absent: 30 s
+    keda = load_scenario(scenario, base_dir=ROOT).serving.hpa.keda
+    assert (keda.polling_interval_s, keda.cached, keda.scrape_interval_s) == (10.0, True, 30.0)
