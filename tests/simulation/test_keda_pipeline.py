@@ -159,3 +159,33 @@ def test_external_metric_counts_every_pod_of_the_deployment():
     assert c.replicas_for_external(4, 0.0) == 0           # (the HPA's minimum clamps it later)
     assert c.replicas_for_external(0, 3.0) == 2
 
+
+
+def _keda_example(interval: str, seed: int) -> tuple[float, str]:
+    """examples/scenarios/standard-keda.yaml with this scrape interval: (first scale-up after the spike at
+    600 s, the report's JSON)."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from simulation import load_scenario, run_simulation
+    from simulation.autoscaler.keda import SCRAPE_ANNOTATION
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+    data = yaml.safe_load((root / "standard-keda.yaml").read_text())
+    isvc, so = yaml.safe_load_all((root / data.pop("inferenceServiceFile")).read_text())
+    so["metadata"]["annotations"][SCRAPE_ANNOTATION] = interval
+    data.update(inferenceService=isvc, hpa=so, duration_s=900, series_interval_s=1.0)
+    text = run_simulation(load_scenario(data, base_dir=root), seed=seed).to_json()
+    rs = json.loads(text)["replica_series"]
+    before = [k for t, k in zip(rs["t"], rs["desired"]) if t <= 600][-1]
+    return next(t for t, k in zip(rs["t"], rs["desired"]) if t > 600 and k > before), text
+
+
+def test_the_whole_simulation_reacts_later_with_slower_scrapes():
+    seeds = range(4)
+    slow = [_keda_example("1m", s)[0] for s in seeds]
+    fast = [_keda_example("100ms", s)[0] for s in seeds]
+    assert all(t >= 615.0 for t in fast) and sum(slow) / 4 - sum(fast) / 4 >= 10.0, (slow, fast)
+    assert _keda_example("30s", 1)[1] == _keda_example("30s", 1)[1]     # seeded runs are byte-identical
