@@ -151,7 +151,10 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                     # Every Linux node, GPU nodes included: the cache fills with the GPU group at zero.
                     "nodeSelector": {"kubernetes.io/os": "linux"},
                     "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in ng.taints],
-                    "automountServiceAccountToken": bool(mc.service_account),  # IRSA needs its projected token
+                    # No API token: the download never calls the API, and EKS's pod identity webhook projects
+                    # IRSA's web-identity token as its own volume whatever this says (amazon-eks-pod-identity-
+                    # webhook pkg/handler/handler.go: the `aws-iam-token` ServiceAccountToken projection).
+                    "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 30,  # the TERM trap runs after the current `sleep 5`
                     "containers": [{
                         "name": "prefetch",
@@ -168,7 +171,8 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                         **({"envFrom": [{"secretRef": {"name": mc.credentials_secret}}]}
                            if mc.credentials_secret else {}),
                     }],
-                    # s3:// with IRSA: the pod identity webhook injects AWS_ROLE_ARN / token for this account
+                    # s3:// with IRSA: the pod identity webhook injects AWS_ROLE_ARN and
+                    # AWS_WEB_IDENTITY_TOKEN_FILE for this account; boto3 prefers env keys from the Secret
                     **({"serviceAccountName": mc.service_account} if mc.service_account else {}),
                     "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": mc.pvc_name}}],
                 },

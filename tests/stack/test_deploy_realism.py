@@ -88,7 +88,7 @@ def test_security_defaults_a_restricted_namespace_admits():
     [cache] = [d for d in r.of_type("kubernetes:apps/v1:DaemonSet") if d.name == "model-cache-prefetch"]
     pod = cache.inputs["spec"]["template"]["spec"]
     assert pod["containers"][0]["securityContext"]["runAsNonRoot"] is True
-    assert pod["automountServiceAccountToken"] is False  # no IRSA account configured
+    assert pod["automountServiceAccountToken"] is False  # IRSA's token comes from EKS's webhook, not this
 
 
 def test_prod_multi_replica_services_get_a_disruption_budget_and_zone_spread():
