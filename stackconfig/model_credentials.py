@@ -10,6 +10,13 @@ Secret its `secrets` lists; manifests/model_download.py renders that account). T
 with huggingface_hub (HF_TOKEN; gated repositories answer 401 without it) and `s3://` with boto3 (AWS_* keys or
 IRSA's web identity; the node role the stack creates reads no S3) (`python/kserve/kserve/storage/storage.py`:
 `_download_hf`, `_download_s3`). `gs://` falls back to an anonymous client and is not checked here.
+For `s3://` the stack does not count on the last link of boto3's default chain (environment keys, then IRSA's web
+identity, …, then the node's instance role from instance metadata): the node role it creates reads no S3
+(manifests/node_group.py NODE_POLICIES), an existing `cluster.nodeRoleArn`'s policies cannot be read offline, and
+the prefetch DaemonSet runs on every Linux node, not only that group. So an `s3://` model needs
+`modelCache.serviceAccountName` (IRSA, the EKS way), unless `modelCache.s3Credentials: secret` states that
+`credentialsSecret` holds AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: offline nobody reads a Secret's keys, so the
+user says which of the two carries S3 credentials, cache on or off (`check_s3_credentials`).
 Without the cache, KServe takes one kind of credential from each Secret, so one `credentialsSecret` cannot serve
 gated `hf://` and `s3://` sources together (`check_one_secret_kind`).
 """
@@ -20,8 +27,12 @@ from stackconfig.types import ModelCacheConfig, ServiceConfig
 from validation.errors import Problem
 from validation.fields import Section
 
+S3_CREDENTIALS = ("serviceAccount", "secret")  # modelCache.s3Credentials: which key carries S3 credentials
+
 _POD_ACCOUNT = ("with modelCache.enabled false, KServe's storage initializer downloads it in each predictor pod and "
                 "reads credentials only from the pod's service account")
+_PREFETCH = ("with modelCache.enabled true, the prefetch DaemonSet downloads it with boto3 on every Linux node, "
+             "which without either falls back to that node's instance role, one the stack gives no S3 read")
 
 
 def needed_credential(storage_uri: str, public: bool) -> str | None:
@@ -44,10 +55,22 @@ def check_model_credentials(msec: Section, storage_uri: str, public: bool, cache
                      "which the stack lists in its ServiceAccount for the predictor) or modelCache."
                      f"serviceAccountName (one whose `secrets` list it): {_POD_ACCOUNT}; or model.public: true if "
                      "the repository is not gated")
-    elif needed == "s3" and not cache.enabled and not (has_secret or has_account):
+    elif needed == "s3" and cache.s3_credentials == "serviceAccount" and not has_account:
+        secret = (f"modelCache.s3Credentials: secret if credentialsSecret {cache.credentials_secret!r} holds"
+                  if has_secret else "modelCache.credentialsSecret with modelCache.s3Credentials: secret, a Secret "
+                  "with")
         msec.problem("storageUri", storage_uri, "expected modelCache.serviceAccountName (an IRSA ServiceAccount "
-                     "annotated eks.amazonaws.com/role-arn with read access to the bucket) or modelCache."
-                     f"credentialsSecret (a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): {_POD_ACCOUNT}")
+                     "annotated eks.amazonaws.com/role-arn whose role may s3:ListBucket and s3:GetObject on the "
+                     f"bucket), or {secret} AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: "
+                     + (_PREFETCH if cache.enabled else _POD_ACCOUNT))
+
+
+def check_s3_credentials(sec: Section, cache: ModelCacheConfig) -> None:
+    """`s3Credentials: secret` says `credentialsSecret` carries the AWS keys, so it needs one."""
+    if cache.s3_credentials == "secret" and not cache.credentials_secret:
+        sec.problem("s3Credentials", cache.s3_credentials, "expected 'serviceAccount' (the default: "
+                    "serviceAccountName is an IRSA account), or 'secret' with modelCache.credentialsSecret naming "
+                    "the Secret that holds AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 
 
 def check_one_account(sec: Section, cache: ModelCacheConfig) -> None:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from catalog import Model
 from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_image, check_k8s_name
-from stackconfig.model_credentials import check_one_account
+from stackconfig.model_credentials import S3_CREDENTIALS, check_one_account, check_s3_credentials
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
                                ServiceConfig)
 from validation.errors import Problem
@@ -36,6 +36,7 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
         prefetch_image=sec.str("prefetchImage", "kserve/storage-initializer:v0.15.2"),
         service_account=sec.str("serviceAccountName"),
         credentials_secret=sec.str("credentialsSecret"),
+        s3_credentials=sec.choice("s3Credentials", S3_CREDENTIALS, S3_CREDENTIALS[0]),
         throughput_mib_s=sec.float("throughputMiBps", 1500.0, min=1, max=100000),
     )
     for key, value in (("serviceAccountName", out.service_account), ("credentialsSecret", out.credentials_secret)):
@@ -46,6 +47,7 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
         check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
     check_k8s_name(sec, "pvcName", out.pvc_name, DNS_SUBDOMAIN, "object name")
     check_one_account(sec, out)
+    check_s3_credentials(sec, out)
     sec.done()
     return out
 

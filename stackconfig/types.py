@@ -98,6 +98,9 @@ class ModelCacheConfig:
     # cache off, the predictors' account (manifests/model_download.py; stackconfig/model_credentials.py).
     service_account: str | None = None
     credentials_secret: str | None = None
+    # Which of the two carries S3 credentials for s3:// models: "serviceAccount" (IRSA) or "secret" (the user
+    # states credentialsSecret holds AWS keys; offline the stack cannot read a Secret).
+    s3_credentials: str = "serviceAccount"
     # Per-client throughput of the cache's storage, reading and writing: Amazon EFS (Elastic) tops out near
     # 1,500 MiB/s per client (AWS EFS performance table); a model loads from the PVC no faster than this.
     throughput_mib_s: float = 1500.0

@@ -158,6 +158,7 @@ def test_user_catalog_entries_reach_the_simulation():
         v["catalog"] = {"models": {"my-3b": {"paramsB": 3.2, "layers": 28, "kvHeads": 8, "headDim": 128,
                                              "maxContext": 8192, "hiddenSize": 3072, "vocabSize": 128256}}}
         v["services"][0]["model"] = {"name": "my-3b", "storageUri": "s3://models/my-3b/"}
+        v["modelCache"]["serviceAccountName"] = "model-cache-reader"  # the bucket's IRSA account
 
     cfg = _config("dev", custom)
     scenario = gate.scenario_for(cfg, cfg.services[0])

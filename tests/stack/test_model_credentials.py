@@ -59,6 +59,10 @@ def _predictor(r):
                  "modelCache.credentialsSecret: got 'hf-token'",
                  "expected credentialsSecret or serviceAccountName, not both, with modelCache.enabled false",
                  id="secret-and-account"),
+    pytest.param(_both(_cache_off(credentialsSecret="hf-token"), _model(storageUri="s3://models/l/")),
+                 "services[0].model.storageUri: got 's3://models/l/'",
+                 "or modelCache.s3Credentials: secret if credentialsSecret 'hf-token' holds AWS_ACCESS_KEY_ID and "
+                 "AWS_SECRET_ACCESS_KEY", id="s3-secret-not-said-to-hold-aws-keys"),
 ])
 def test_a_model_the_pod_cannot_download_is_refused_before_any_resource(edit, where, allowed, registered):
     with pytest.raises(pulumi.RunError) as err:
@@ -75,8 +79,8 @@ def test_a_model_the_pod_cannot_download_is_refused_before_any_resource(edit, wh
     pytest.param(_both(_cache_off(), _model(public=True)), None, None, id="public-hf"),
     pytest.param(_both(_cache_off(serviceAccountName="models-irsa"), _model(storageUri="s3://models/l/")),
                  "models-irsa", None, id="s3-irsa"),
-    pytest.param(_both(_cache_off(credentialsSecret="s3-keys"), _model(storageUri="s3://models/l/")), ACCOUNT,
-                 "s3-keys", id="s3-keys"),
+    pytest.param(_both(_cache_off(credentialsSecret="s3-keys", s3Credentials="secret"),
+                       _model(storageUri="s3://models/l/")), ACCOUNT, "s3-keys", id="s3-keys"),
     pytest.param(_both(_cache_off(), _model(storageUri="gs://models/l/")), None, None, id="gs-anonymous"),
     pytest.param(_both(_cache_off(credentialsSecret="hf-token"), _model(storageUri="pvc://weights/l")), None, None,
                  id="pvc-mounted"),
@@ -119,6 +123,7 @@ def test_knative_admits_the_predictor_service_account():
 def _staging_cache_off(**cache):
     def edit(c):
         c[f"{P}:modelCache"].pop("credentialsSecret")
+        c[f"{P}:modelCache"].pop("serviceAccountName")
         c[f"{P}:modelCache"].update(enabled=False, **cache)
         c[f"{P}:gate"] = {"enabled": False}
     return edit
@@ -134,7 +139,7 @@ def test_one_secret_cannot_serve_gated_hf_and_s3_without_the_cache(registered):
     assert "services[0] needs HF_TOKEN and services[1] S3 credentials" in message and registered == []
 
     def chat_public(c):
-        _staging_cache_off(credentialsSecret="s3-keys")(c)
+        _staging_cache_off(credentialsSecret="s3-keys", s3Credentials="secret")(c)
         c[f"{P}:services"][0]["model"]["public"] = True
 
     r = run_program("staging", edit=chat_public)  # control: only the bucket needs the Secret
@@ -164,3 +169,91 @@ def test_with_the_cache_both_keys_go_to_the_prefetch_pod():
     r = run_program("dev", edit=lambda c: (c[f"{P}:modelCache"].update(serviceAccountName="models-irsa"),
                                            c.__setitem__(f"{P}:gate", {"enabled": False})))
     assert r.of_type(SA) == [] and "serviceAccountName" not in _predictor(r)
+
+
+# With the cache on, the prefetch DaemonSet downloads s3:// models with boto3's default chain (kserve
+# storage `_download_s3`: boto3.resource("s3") with no keys of its own), whose last resort is the node's instance
+# role, which reads no S3 unless someone granted it; the stack does not count on that.
+BUCKET = "s3://models/llama-3-8b/"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+
+
+def _cache_on(**cache):
+    """dev with the cache on, the gate off, its model from a bucket and `cache` merged into modelCache
+    (None removes a key: dev sets credentialsSecret hf-token)."""
+    def edit(c):
+        mc = c[f"{P}:modelCache"]
+        mc.update(cache)
+        for key in [k for k, v in mc.items() if v is None]:
+            del mc[key]
+        c[f"{P}:services"][0]["model"]["storageUri"] = BUCKET
+        c[f"{P}:gate"] = {"enabled": False}
+    return edit
+
+
+def _prefetch_pod(r):
+    [ds] = [d for d in r.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
+    assert validation_errors(ds.inputs) == []
+    return ds.inputs["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("edit, where, allowed", [
+    pytest.param(_cache_on(), f"services[0].model.storageUri: got '{BUCKET}'",
+                 "expected modelCache.serviceAccountName (an IRSA ServiceAccount annotated eks.amazonaws.com/role-arn "
+                 "whose role may s3:ListBucket and s3:GetObject on the bucket), or modelCache.s3Credentials: secret "
+                 "if credentialsSecret 'hf-token' holds AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: with "
+                 "modelCache.enabled true, the prefetch DaemonSet downloads it with boto3 on every Linux node, which "
+                 "without either falls back to that node's instance role", id="s3-hf-token-only"),
+    pytest.param(_cache_on(credentialsSecret=None), f"services[0].model.storageUri: got '{BUCKET}'",
+                 "or modelCache.credentialsSecret with modelCache.s3Credentials: secret, a Secret with "
+                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: with modelCache.enabled true", id="s3-no-credential"),
+    pytest.param(_cache_on(credentialsSecret=None, serviceAccountName="models-irsa", s3Credentials="secret"),
+                 "modelCache.s3Credentials: got 'secret'", "expected 'serviceAccount' (the default: "
+                 "serviceAccountName is an IRSA account), or 'secret' with modelCache.credentialsSecret naming the "
+                 "Secret that holds AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", id="secret-said-none-named"),
+    pytest.param(_cache_on(serviceAccountName="models-irsa", s3Credentials="irsa"),
+                 "modelCache.s3Credentials: got 'irsa'", "expected one of 'serviceAccount', 'secret'",
+                 id="unknown-kind"),
+])
+def test_a_cached_s3_model_without_a_credential_is_refused(edit, where, allowed, registered):
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("dev", edit=edit)
+    message = str(err.value)
+    assert message.startswith("invalid stack config:") and where in message and allowed in message, message
+    assert registered == []
+
+
+@pytest.mark.parametrize("cache, account, secret", [
+    pytest.param({"serviceAccountName": "models-irsa"}, "models-irsa", "hf-token", id="irsa"),
+    pytest.param({"credentialsSecret": "s3-keys", "s3Credentials": "secret"}, None, "s3-keys", id="aws-keys"),
+    pytest.param({"serviceAccountName": "models-irsa", "s3Credentials": "secret"}, "models-irsa", "hf-token",
+                 id="both"),
+])
+def test_a_cached_s3_model_with_a_credential_reaches_the_prefetch_pod(cache, account, secret):
+    """Controls: the prefetch pod runs as the IRSA account (the pod identity webhook projects its token itself, so
+    no API token) and/or takes the Secret as environment; the predictor reads the cache and needs neither."""
+    r = run_program("dev", edit=_cache_on(**cache))
+    pod = _prefetch_pod(r)
+    assert pod.get("serviceAccountName") == account and pod["automountServiceAccountToken"] is False
+    assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": secret}}]
+    assert _predictor(r)["model"]["storageUri"].startswith("pvc://") and "serviceAccountName" not in _predictor(r)
+    assert r.of_type(SA) == []
+
+
+def test_staging_vision_bucket_is_read_through_an_irsa_account(registered):
+    """staging's vision model is s3://example-models/…: without its IRSA account the stack is refused, naming the
+    service; with it (the shipped stack) the prefetch pod has both the HF_TOKEN Secret and the account."""
+    def no_account(c):
+        del c[f"{P}:modelCache"]["serviceAccountName"]
+        c[f"{P}:gate"] = {"enabled": False}
+
+    with pytest.raises(pulumi.RunError) as err:
+        run_program("staging", edit=no_account)
+    assert ("services[1].model.storageUri: got 's3://example-models/vit-large-16/'; expected "
+            "modelCache.serviceAccountName") in str(err.value) and registered == []
+
+    cfg = load_stack("staging")
+    assert (cfg.model_cache.service_account, cfg.model_cache.credentials_secret) == ("model-cache-reader", "hf-token")
+    pod = _prefetch_pod(run_program("staging", edit=lambda c: c.__setitem__(f"{P}:gate", {"enabled": False})))
+    assert pod["serviceAccountName"] == "model-cache-reader" and pod["automountServiceAccountToken"] is False
+    assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "hf-token"}}]

@@ -68,7 +68,7 @@ def test_user_catalog_entries_extend_the_built_in_tables():
         "models": {"my-3b": {"paramsB": 3.2, "layers": 28, "kvHeads": 8, "headDim": 128, "maxContext": 8192,
                              "hiddenSize": 3072, "vocabSize": 128256}},
         "instanceTypes": {"x9.gpu": {"gpu": "H100-80GB", "gpus": 2}}},
-        gpuNodeGroup={"instanceTypes": ["x9.gpu"], "maxSize": 2},
+        gpuNodeGroup={"instanceTypes": ["x9.gpu"], "maxSize": 2}, modelCache={"serviceAccountName": "b-reader"},
         services=[dict(MINIMAL["services"][0], model={"name": "my-3b", "storageUri": "s3://b/m"})])
     parsed = parse_stack_config(cfg, "p", "dev")
     assert parsed.services[0].model.kv_bytes_per_token == 2 * 28 * 8 * 128 * 2
