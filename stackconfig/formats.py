@@ -51,7 +51,9 @@ _BUCKET = r"[a-z0-9][a-z0-9.\-_]{0,222}"  # S3 and GCS need 3-63; loose so place
 STORAGE_URI = {
     "s3": re.compile(rf"^s3://{_BUCKET}(/\S*)?$"),
     "gs": re.compile(rf"^gs://{_BUCKET}(/\S*)?$"),
-    "hf": re.compile(r"^hf://[\w.-]+/[\w.-]+(:[\w.-]+)?/?$"),  # hf://<org>/<model>[:<revision>]
+    # hf://<org>/<model>[:<revision>], nothing after: kserve_storage `_download_hf` splits on "/" and refuses
+    # anything but exactly two parts (so a trailing "/" fails the download on the cluster)
+    "hf": re.compile(r"^hf://[\w.-]+/[\w.-]+(:[\w.-]+)?$"),
     "https": re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/\S*)?$"),
     "http": re.compile(r"^http://[A-Za-z0-9.-]+(:\d+)?(/\S*)?$"),
     "pvc": re.compile(r"^pvc://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/\S*)?$"),
@@ -92,7 +94,7 @@ def check_storage_uri(sec: Section, key: str, uri: str | None) -> None:
     if pattern is None:
         sec.problem(key, uri, "expected an s3://, gs://, hf://, https://, pvc:// or oci:// URI")
     elif not pattern.match(uri):
-        shape = {"s3": "s3://<bucket>/<prefix>", "gs": "gs://<bucket>/<prefix>", "hf": "hf://<org>/<model>",
-                 "https": "https://<host>/<path>", "http": "http://<host>/<path>", "pvc": "pvc://<claim>/<path>",
+        shape = {"s3": "s3://<bucket>/<prefix>", "gs": "gs://<bucket>/<prefix>",
+                 "hf": "hf://<org>/<model>[:<revision>] (no trailing /)", "https": "https://<host>/<path>", "http": "http://<host>/<path>", "pvc": "pvc://<claim>/<path>",
                  "oci": "oci://<registry>/<image>:<tag>"}[scheme]
         sec.problem(key, uri, f"expected {shape} with no spaces")

@@ -121,6 +121,11 @@ CASES = [
      "s3://<bucket>/<prefix>"),
     ("dev", lambda c: _svc(c)["model"].update(storageUri="hf://a b"), "services[0].model.storageUri: got 'hf://a b'",
      "hf://<org>/<model>"),
+    # kserve_storage `_download_hf`: exactly owner/model[:revision]; a trailing "/" fails the download on the cluster
+    ("dev", lambda c: _svc(c)["model"].update(storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct/"),
+     "services[0].model.storageUri: got 'hf://meta-llama/Meta-Llama-3-8B-Instruct/'", "(no trailing /)"),
+    ("dev", lambda c: _svc(c)["model"].update(storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct/original"),
+     "services[0].model.storageUri", "hf://<org>/<model>[:<revision>]"),
     ("dev", lambda c: c.__setitem__("coldStart", {"imageGib": 10 ** 310}), "coldStart.imageGib",
      "expected a number >= 0"),
     ("staging", lambda c: _svc(c, "vision").pop("runtime"), "services[1].runtime.engine: got 'vllm'",
