@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Iterator
 
 from policy.resources import (ADVISORY, Context, MANDATORY, NODE_GROUP_TYPE, RECOMMENDED_LABELS, Resource, _map,
                               containers, fmt, gpus_per_node, has_pods, is_device_plugin, is_gpu_isvc,
                               is_gpu_node_group, is_kubernetes, is_model_cache_daemonset, is_model_cache_pvc,
-                              isvc_gpus, metadata, node_group_capacity, node_group_taints, num, pod_spec,
-                              predictor)
+                              is_isvc, isvc_gpus, metadata, node_group_capacity, node_group_taints, num,
+                              pod_spec, predictor, _args)
 from policy.registry import rule
 from validation.kubernetes import GPU_RESOURCE, image_pinned
 
@@ -123,6 +124,38 @@ def _cache_ready(res: Resource, ctx: Context) -> Iterator[str]:
         yield (f"{res.label}: no readinessProbe, so the cache looks ready while models are still downloading. "
                "Add a readinessProbe (exec: test -f /models/<model>/.complete) that fails until every download "
                "has finished.")
+
+
+# --- Model sources ---------------------------------------------------------------------------------------------
+HF_SOURCE = re.compile(r"hf://[\w.-]+/[\w.-]+(?::[\w.-]+)?")
+
+
+def model_sources(res: Resource) -> list[str]:
+    """The model URIs a resource downloads: an InferenceService's storageUri, the model-cache prefetch's list."""
+    if is_isvc(res):
+        pred = predictor(res)
+        return [u for u in (_map(pred.get("model")).get("storageUri"), pred.get("storageUri")) if isinstance(u, str)]
+    return [m.group(0) for c in containers(res) for a in _args(c) for m in HF_SOURCE.finditer(a)]
+
+
+def _downloads_models(res: Resource) -> bool:
+    return is_isvc(res) or is_model_cache_daemonset(res)
+
+
+@rule("model-revision-pinned", MANDATORY,
+      "In prod, every hf:// model names its revision (hf://<owner>/<model>:<revision>)",
+      "001 §6; kserve_storage _download_hf (revision after ':')", _downloads_models, stack=True)
+def _revision_pinned(res: Resource, ctx: Context) -> Iterator[str]:
+    """KServe's storage initializer passes the part after ':' to `snapshot_download(revision=...)`; without it,
+    the repository's default branch as it is at download time."""
+    if ctx.environment != "prod":
+        return
+    for uri in model_sources(res):
+        if uri.startswith("hf://") and ":" not in uri[len("hf://"):]:
+            yield (f"{res.label}: {uri} names no revision, so every download takes the repository's main branch as "
+                   "it is that day: a pod that starts after the owner pushes serves other weights, tokenizer or "
+                   "chat template than the ones you validated, and the model cache keeps whichever copy it fetched "
+                   f"first. Pin a commit: {uri}:<commit> (the repository's history on Hugging Face).")
 
 
 # --- General Kubernetes hygiene ---------------------------------------------------------------------------------

@@ -120,6 +120,8 @@ BAD: dict[str, tuple[Mutation, str]] = {
     "device-plugin-not-privileged": (lambda s: s.container("nvidia-ds")["securityContext"].update(privileged=True),
                                      "is privileged"),
     "model-cache-pvc-protected": (lambda s: s.set_options("model-cache-pvc", protect=False), "not protected"),
+    "model-revision-pinned": (lambda s: s.model("chat-isvc").update(storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct"),
+                              "hf://meta-llama/Meta-Llama-3-8B-Instruct names no revision"),
     "model-cache-readiness": (lambda s: s.container("model-cache-prefetch").pop("readinessProbe"),
                               "no readinessProbe, so the cache looks ready"),
     "k8s-resources": (lambda s: s.container("model-cache-prefetch")["resources"].pop("limits"),

@@ -197,6 +197,21 @@ def test_image_pinning_rules():
     assert any("InferenceService/vision" in m for m in _fired(s.resources, "image-tag-pinned"))
 
 
+def test_model_revision_pinning_reads_the_cache_prefetch_list_and_applies_in_prod_only():
+    """With the cache on, the source URI is in the prefetch DaemonSet's fetch list, not the InferenceService's
+    storageUri (pvc://): an unpinned source fires there; a pinned one, or the same outside prod, does not."""
+    s = Stack(shipped("prod"))
+    ds = s.container("model-cache-prefetch")
+    pinned = "hf://mistralai/Mistral-7B-Instruct-v0.3:c170c708c41dac9275d15a8fff4eca08d52bab71"
+    assert any(pinned in a for a in ds["command"])          # sh -c <script>: `fetch '<uri>' <dir> &` per model
+    assert not _fired(s.resources, "model-revision-pinned")
+    ds["command"] = [a.replace(pinned, "hf://mistralai/Mistral-7B-Instruct-v0.3") for a in ds["command"]]
+    [msg] = _fired(s.resources, "model-revision-pinned")
+    assert "model-cache-prefetch" in msg and "hf://mistralai/Mistral-7B-Instruct-v0.3 names no revision" in msg
+    dev = Stack(shipped("dev"))                            # dev's chat is unpinned: allowed outside prod
+    assert "hf://" in str(dev.container("model-cache-prefetch")) and not _fired(dev.resources, "model-revision-pinned")
+
+
 def test_node_group_capacity_below_warm_replicas():
     s = Stack(shipped("staging"))
     s.props("gpu-ng")["scalingConfig"].update(minSize=1.0, maxSize=1.0)
