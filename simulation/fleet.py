@@ -15,7 +15,8 @@ A fleet mapping (what `gate.stress` generates, JSON-able so replications can run
     cluster: {...}                 # the node group: a scenario's `cluster:` keys
     node_loss: {at_s: 120, detect_s: 40}
     services:
-      - scenario: {...}            # a scenario mapping (simulation/scenario.py) without cluster/duration
+      - scenario: {...}            # a scenario mapping (simulation/scenario.py) without cluster/duration;
+                                   # its config_autoscaler, if any, the same in every service (one cluster)
         spike: {factor: 3, at_s: 120, duration_s: 120}
         rollout: {at_s: 60, progress_deadline_s: 600}
         from_zero: true            # starts at zero replicas (scale from zero)
@@ -111,6 +112,7 @@ def load_fleet(mapping: Any, *, base_dir: Any = None) -> Fleet:
         top.problem("services", raw_services, "expected a non-empty list of {scenario, spike, rollout, from_zero}")
         raw_services = []
     names: set[str] = set()
+    knative: dict = {}  # the first service's config_autoscaler: one cluster, one ConfigMap
     for i, raw in enumerate(raw_services):
         sec = Section(raw, f"services[{i}]", problems)
         sc_raw = sec.raw("scenario")
@@ -131,6 +133,10 @@ def load_fleet(mapping: Any, *, base_dir: Any = None) -> Fleet:
             continue
         if scenario.name in names:
             sec.problem("scenario.name", scenario.name, "expected a name no other service of the fleet has")
+        knative.setdefault("first", sc_raw.get("config_autoscaler"))
+        if sc_raw.get("config_autoscaler") != knative["first"]:
+            sec.problem("scenario.config_autoscaler", sc_raw.get("config_autoscaler"), "expected the first service's: "
+                        "the services share one cluster and its one knative-serving/config-autoscaler")
         names.add(scenario.name)
         if rollout is not None and scenario.serving.mode != "Knative":
             sec.problem("rollout", raw.get("rollout"), "expected only on Knative services (a Deployment's rolling "

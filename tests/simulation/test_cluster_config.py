@@ -8,8 +8,10 @@ say what is allowed. The cluster-only keys written as annotations are refused wi
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from simulation.autoscaler.cluster_config import DEFAULT, HPA_CLASS, KEYS, parse_config_autoscaler
+from simulation.autoscaler.cluster_config import DEFAULT, HPA_CLASS, KEYS, _violations, parse_config_autoscaler
 from simulation.autoscaler.config import AutoscalerConfig, from_annotations, from_cluster
 from validation.errors import InputError
 
@@ -225,3 +227,25 @@ def test_the_cli_exits_2_on_a_bad_config_autoscaler(scn, tmp_path, capsys):
     assert exc.value.code == 2
     assert "config_autoscaler[max-scale-down-rate]: got '1'; expected a number greater than 1.0" in \
         capsys.readouterr().err
+
+
+# -- fuzz: any input is a settings object or problems, never an exception ------------------------------------------
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**4), st.integers(), st.floats(),
+                   st.sampled_from(["0", "1", "2", "1.5", "100", "-1", "0s", "30s", "90s", "1h", "2h", "500ms", "true",
+                                    "false", "t", "nan", "inf", " 3", "1_0", "", HPA_CLASS]),
+                   st.text(max_size=8), st.lists(st.integers(), max_size=2))
+DATA = st.dictionaries(st.sampled_from(list(KEYS) + ["max-scale-up-rat", "window"]), VALUES, max_size=6)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(DATA)
+def test_any_config_autoscaler_parses_or_names_its_problems(data):
+    c, problems = read(data)
+    if problems:
+        assert c == DEFAULT and all(p.path.startswith(f"{PATH}[") for p in problems)
+        return
+    assert list(_violations(c, set(data))) == []
+    # The patch's data, read back as the cluster would, is the same cluster: what is simulated is what is applied.
+    again, problems = read(c.data())
+    assert problems == [] and again == c

@@ -113,3 +113,12 @@ def test_a_bad_fleet_names_every_problem_with_its_key_path():
     assert "services[0].spike.durtion_s" in text and "did you mean 'duration_s'" in text
     assert "services[1].scenario.workload.kind: got 'possion'" in text
     assert "node_loss.at_s: got -1" in text
+
+
+def test_the_services_of_a_fleet_share_one_config_autoscaler():
+    """One cluster, one knative-serving/config-autoscaler: a fleet whose services disagree is refused."""
+    ca = {"config_autoscaler": {"max-scale-up-rate": "2"}}
+    load_fleet(_fleet({"scenario": {**_svc("a", 0.5), **ca}}, {"scenario": {**_svc("b", 0.5), **ca}}))  # control
+    with pytest.raises(InputError) as err:
+        load_fleet(_fleet({"scenario": {**_svc("a", 0.5), **ca}}, {"scenario": _svc("b", 0.5)}))
+    assert [(p.path, p.value) for p in err.value.problems] == [("services[1].scenario.config_autoscaler", None)]

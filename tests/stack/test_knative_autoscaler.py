@@ -95,6 +95,15 @@ def test_the_patch_owns_exactly_the_non_default_keys():
     assert r.of_type("kserve-preflight:serving:KnativeAutoscaler")
 
 
+def test_the_rendered_patch_is_a_valid_config_map():
+    from validation.kubernetes import validation_errors
+
+    cfg = parse(knative(autoscaler={"stable-window": "90s", "enable-scale-to-zero": False}))
+    [patch] = [m for m in render_stack(cfg) if m["metadata"]["name"] == "config-autoscaler"]
+    assert patch["kind"] == "ConfigMap" and validation_errors(patch, cfg.cluster.kubernetes_version) == []
+    assert patch["data"] == {"enable-scale-to-zero": "false", "stable-window": "90s"}
+
+
 def test_no_patch_for_defaults_or_when_not_managed():
     for block in ({"knative": {"autoscaler": {"stable-window": "60s"}}},
                   {"knative": {"manageAutoscaler": False, "autoscaler": {"max-scale-up-rate": "10"}}}):
@@ -148,3 +157,13 @@ def test_the_rollout_check_starts_new_revisions_at_the_clusters_initial_scale():
     assert rollout_problems(parse(lambda c: None)) == []  # control: dev rolls out at initial-scale 1
     problems = rollout_problems(parse(knative(autoscaler={"initial-scale": "3"})))
     assert [p.path for p in problems] == ["services[0]"] and "initial scale 3" in problems[0].allowed
+
+
+def test_what_if_sets_reach_the_cluster_settings():
+    """`preflight whatif --set knative.autoscaler.max-scale-up-rate=2`: the same schema, the same scenario key."""
+    from preflight.overrides import apply_sets
+
+    cfg = parse(lambda c: c.update(apply_sets(c, ["knative.autoscaler.max-scale-up-rate=2"])))
+    assert scenario_for(cfg, cfg.services[0])["config_autoscaler"] == {"max-scale-up-rate": "2"}
+    with pytest.raises(InputError, match=r"knative\.autoscaler\[max-scale-up-rate\]: got 1"):
+        parse(lambda c: c.update(apply_sets(c, ["knative.autoscaler.max-scale-up-rate=1"])))
