@@ -9,7 +9,7 @@ Every service of the stack runs in every scenario on the one GPU node group, so 
 | `steady` | the services' own workloads for `gate.durationS` | the `slo` itself |
 | `spike` | each service's traffic × `factor` (3) for `durationS` (120 s) from `atS` (120 s), at the same time (correlated spikes are the case that exhausts a shared node group) | latency limits × 2, rate limits as steady, no cold-start limit |
 | `rollout` | at `atS` (60 s) each Knative service's new revision starts at max(minReplicas, initial-scale) cold pods on the GPUs actually free, while the old one serves | as steady without the cold-start limit, and the new revision Ready within the progress deadline |
-| `scaleFromZero` | services that may scale to zero (minReplicas 0) start at zero pods while their traffic arrives | as steady |
+| `scaleFromZero` | services that may scale to zero (minReplicas 0, and `knative.autoscaler` leaves enable-scale-to-zero on) start at zero pods while their traffic arrives | as steady |
 | `nodeLoss` | at `atS` (120 s) the busiest GPU node disappears; the node group replaces it | latency limits × 2, rate limits × 10, no cold-start limit |
 
 Stress scenarios run for `STRESS_DURATION_S` (600 s; a rollout: its start + the progress deadline + 60 s).
@@ -134,7 +134,8 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
                 members.append({"scenario": sc})
         out.append(GateScenario("rollout", fleet("rollout", end, members),
                                 {s.name: stress_slo(s, "rollout") for s in rolling}, extra))
-    zero = [s for s in on["scaleFromZero"] if s.min_replicas == 0 and s.deployment_mode == "Knative"]
+    zero = [s for s in on["scaleFromZero"] if s.min_replicas == 0 and s.deployment_mode == "Knative"
+            and cfg.knative.autoscaler.enable_scale_to_zero]  # config-autoscaler enable-scale-to-zero: else >= 1
     if "scaleFromZero" in kinds and zero:
         members = [{"scenario": sc, **({"from_zero": True} if svc in zero else {})} for svc, sc in base]
         out.append(GateScenario("scaleFromZero", fleet("scaleFromZero", STRESS_DURATION_S, members),

@@ -167,3 +167,13 @@ def test_what_if_sets_reach_the_cluster_settings():
     assert scenario_for(cfg, cfg.services[0])["config_autoscaler"] == {"max-scale-up-rate": "2"}
     with pytest.raises(InputError, match=r"knative\.autoscaler\[max-scale-up-rate\]: got 1"):
         parse(lambda c: c.update(apply_sets(c, ["knative.autoscaler.max-scale-up-rate=1"])))
+
+
+def test_no_scale_from_zero_scenario_where_the_cluster_never_scales_to_zero():
+    """enable-scale-to-zero false: Knative keeps a revision at one pod at least (kpa/scaler.go handleScaleToZero),
+    so the gate does not start dev's minReplicas-0 chat at zero."""
+    from gate import stack_scenarios
+
+    kinds = ("scaleFromZero",)
+    assert [s.kind for s in stack_scenarios(parse(lambda c: None), kinds)] == ["scaleFromZero"]  # control
+    assert stack_scenarios(parse(knative(autoscaler={"enable-scale-to-zero": "false"})), kinds) == []
