@@ -330,6 +330,16 @@ def hpas_for(res: Resource, ctx: Context) -> list[Resource]:
     return out
 
 
+def knative_autoscaler_data(ctx: Context) -> Mapping:
+    """The knative-serving/config-autoscaler keys the stack patches (`knative.autoscaler`; manifests/knative.py):
+    what every Knative revision without the matching annotation runs with. Empty: Knative's defaults."""
+    for patch in ctx.of_type("kubernetes:core/v1:ConfigMapPatch"):
+        meta = metadata(patch)
+        if meta.get("name") == "config-autoscaler" and meta.get("namespace") == "knative-serving":
+            return _map(patch.props.get("data"))
+    return {}
+
+
 def autoscaler_behavior(hpa: Resource) -> Mapping:
     """An HPA's `spec.behavior`, or a ScaledObject's `spec.advanced.horizontalPodAutoscalerConfig.behavior`
     (which KEDA copies into the HPA it creates)."""

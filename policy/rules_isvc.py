@@ -10,8 +10,8 @@ from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, Conte
                               PYTORCH_ENGINES, PYTORCH_FORMATS, Resource, SCALED_OBJECT_TYPE, _args, _env,
                               _has_flag, _list, _map, annotations, autoscaler_behavior, containers,
                               deployment_mode, duration_s, fmt, gpu_limit, hpas_for, is_device_plugin, is_gpu_isvc,
-                              is_model_cache_daemonset, isvc_gpus, isvc_name, metadata, num, pod_spec, predictor,
-                              tolerations)
+                              is_model_cache_daemonset, isvc_gpus, isvc_name, knative_autoscaler_data, metadata, num,
+                              pod_spec, predictor, tolerations)
 from policy.registry import rule
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S, tolerates
 
@@ -294,8 +294,9 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
     as spiky). A GPU replica takes minutes to bring back, so removing it right after a burst makes it flap."""
     ann = annotations(res)
     if deployment_mode(res) == "Knative":
-        delay = duration_s(ann.get("autoscaling.knative.dev/scale-down-delay"))
-        window = duration_s(ann.get("autoscaling.knative.dev/window"))
+        cluster = knative_autoscaler_data(ctx)  # the stack's config-autoscaler values count for every revision
+        delay = duration_s(ann.get("autoscaling.knative.dev/scale-down-delay", cluster.get("scale-down-delay")))
+        window = duration_s(ann.get("autoscaling.knative.dev/window", cluster.get("stable-window")))
         if not delay and not window:
             yield (f"{res.label}: neither autoscaling.knative.dev/scale-down-delay nor autoscaling.knative.dev/window "
                    "is set, so a GPU replica is removed ~60 s after a spike and the next spike pays a cold start "
