@@ -29,7 +29,7 @@ from validation.fields import Section
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import AutoscalerConfig, HPA_CLASS, from_annotations
-from simulation.autoscaler.hpa import HpaSpec, behavior_rules
+from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
 from simulation.autoscaler.keda import from_scaled_object
 
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
@@ -249,8 +249,8 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
     if top.raw("kind") not in (None, "HorizontalPodAutoscaler"):
         top.problem("kind", top.data.get("kind"), "expected 'HorizontalPodAutoscaler' or 'ScaledObject'")
     spec = top.section("spec")
-    lo = spec.int("minReplicas", base.min_replicas, min=1)
-    hi = spec.int("maxReplicas", base.max_replicas, min=1)
+    lo = spec.int("minReplicas", base.min_replicas, min=1, max=MAX_REPLICAS)
+    hi = spec.int("maxReplicas", base.max_replicas, min=1, max=MAX_REPLICAS)
     metric, target = base.metric, base.target
     metrics = spec.raw("metrics")
     if isinstance(metrics, list) and metrics:

@@ -41,6 +41,7 @@ class Rules:
 
 
 INT32_MAX = 2**31 - 1   # `value` is an int32 in autoscaling/v2
+MAX_REPLICAS = 10_000   # the simulator's bound on an autoscaler's replica limits (every pod is simulated)
 DEFAULT_UP = Rules(0.0, (Policy("Pods", 4, 15.0), Policy("Percent", 100, 15.0)), "Max")
 DEFAULT_DOWN = Rules(300.0, (Policy("Percent", 100, 15.0),), "Max")
 

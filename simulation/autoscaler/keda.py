@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulation.autoscaler.hpa import HpaSpec, behavior_rules
+from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
 from simulation.autoscaler.promql import query_kind
 from validation.errors import Problem
 from validation.fields import Section
@@ -62,8 +62,8 @@ def from_scaled_object(base: HpaSpec, top: Section, problems: list[Problem]) -> 
     """The HPA of a ScaledObject with one `prometheus` trigger, `metricType: AverageValue`, on the runtime's
     in-flight requests (manifests/keda.py), read as that metric per pod."""
     spec = top.section("spec")
-    lo = spec.int("minReplicaCount", base.min_replicas, min=1)
-    hi = spec.int("maxReplicaCount", DEFAULT_MAX_REPLICAS, min=1)
+    lo = spec.int("minReplicaCount", base.min_replicas, min=1, max=MAX_REPLICAS)
+    hi = spec.int("maxReplicaCount", DEFAULT_MAX_REPLICAS, min=1, max=MAX_REPLICAS)
     polling = spec.int("pollingInterval", DEFAULT_POLLING_INTERVAL_S, min=1)
     annotations = top.section("metadata").raw("annotations") or {}
     interval = DEFAULT_SCRAPE_INTERVAL_S

@@ -129,3 +129,12 @@ def test_cpu_target_is_never_reached_by_a_gpu_bound_server():
         < saturated_pods  # even all four pods fully busy ask for fewer pods, never more
     unknown = HpaSpec()  # no request in the manifest: the busy fraction stands in, as before
     assert unknown.cpu_percent(0.5) == 50.0
+
+
+def test_hpa_replica_limits_are_bounded_for_the_simulator():
+    # Every pod is simulated: a 10^6 minimum would run for hours; 10 000 is the bound (as initial_replicas).
+    with pytest.raises(InputError, match=r"hpa\.spec\.minReplicas.*between 1 and 10000"):
+        ServingSpec.from_manifest(manifest({}), {"kind": "HorizontalPodAutoscaler", "spec": {"minReplicas": 10**6}})
+    ok = ServingSpec.from_manifest(manifest({}), {"kind": "HorizontalPodAutoscaler",
+                                                  "spec": {"minReplicas": 2, "maxReplicas": 10000}})
+    assert (ok.hpa.min_replicas, ok.hpa.max_replicas) == (2, 10000)

@@ -189,3 +189,13 @@ def test_the_whole_simulation_reacts_later_with_slower_scrapes():
     fast = [_keda_example("100ms", s)[0] for s in seeds]
     assert all(t >= 615.0 for t in fast) and sum(slow) / 4 - sum(fast) / 4 >= 10.0, (slow, fast)
     assert _keda_example("30s", 1)[1] == _keda_example("30s", 1)[1]     # seeded runs are byte-identical
+
+
+def test_a_rate_window_of_one_scrape_interval_never_scales():
+    # rate(x[1m]) with 1 m scrapes holds one sample per window: empty, read as 0 — the HPA never sees the load
+    # (why the stack widens Triton's window to two intervals). Two intervals: the load is seen.
+    one = PrometheusMetric(kind="rate", window_s=60.0, scrape_interval_s=60.0)
+    moves, loop, _ = run_step(100.0, 10, one, seed=1)
+    assert moves == [] and loop.prometheus.query(399.0) == 0.0
+    two = PrometheusMetric(kind="rate", window_s=120.0, scrape_interval_s=60.0)
+    assert run_step(100.0, 10, two, seed=1)[0] != []

@@ -180,6 +180,7 @@ def test_the_stack_setting_is_read(staging):
     (lambda so: so["metadata"]["annotations"].update({"preflight.kserve.io/prometheus-scrape-interval": "soon"}),
      "hpa.metadata.annotations[preflight.kserve.io/prometheus-scrape-interval]", "expected a duration like '30s'"),
     (lambda so: so["spec"].update(pollingInterval=0), "hpa.spec.pollingInterval", "expected an integer >= 1"),
+    (lambda so: so["spec"].update(minReplicaCount=14126), "hpa.spec.minReplicaCount", "between 1 and 10000"),
     (lambda so: so["spec"]["triggers"][0].update(useCachedMetrics="yes"), "hpa.spec.triggers[0].useCachedMetrics",
      "expected true or false"),
     (lambda so: so["spec"]["triggers"][0]["metadata"].update(query="sum(irate(x[1m]))"),
