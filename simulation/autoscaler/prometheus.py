@@ -67,9 +67,15 @@ class PrometheusScraper:
     def _discover(self) -> None:
         now = self.env._now
         interval = self.metric.scrape_interval_s
-        for pod in self.sim.pods:
-            if pod.id > self.discovered and pod.state != GONE:
-                self.discovered = pod.id
+        new = []
+        for pod in reversed(self.sim.pods):           # in creation order: the new ones are at the end
+            if pod.id <= self.discovered:
+                break
+            new.append(pod)
+        if new:
+            self.discovered = new[0].id
+        for pod in reversed(new):
+            if pod.state != GONE:
                 s = Series(pod)
                 self.series.append(s)
                 phase = self.offset(pod)
