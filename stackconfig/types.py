@@ -190,7 +190,7 @@ class ServiceConfig:
     expected_load_s: float  # cold-start estimate the probes were sized from
     hpa_scaler: str  # Standard-mode concurrency: "keda" (ScaledObject) or "hpa" (adapter's Pods metric)
     prometheus_address: str  # the Prometheus KEDA's trigger queries
-    prometheus_scrape_interval_s: float = 30.0  # how often it scrapes the runtime (hpa.scrapeInterval)
+    prometheus_scrape_interval_s: float  # how often it scrapes the runtime (hpa.scrapeInterval)
     engine_profile: dict = field(default_factory=dict)  # measured engine figures → the simulation's server keys
     stress: StressConfig = StressConfig()  # the gate's stress scenarios (stackconfig/stress.py)
     model_public: bool = False  # model.public: the hf:// repository is not gated (stackconfig/model_credentials.py)
