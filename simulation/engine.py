@@ -23,6 +23,7 @@ from typing import Any, Callable
 import simpy
 
 from simulation.activator import Activator
+from simulation.autoscaler.hpa import MAX_REPLICAS
 from simulation.autoscaler.loop import HpaLoop, KpaLoop
 from simulation.client import Client
 from simulation.clock import call_later
@@ -100,6 +101,7 @@ class Sim:
         self.restarts = 0
         self.restart_reasons: dict[str, int] = {}
         self.pods_created = 0
+        self.desired_over_cap = 0     # the highest desired scale above MAX_REPLICAS (0: never)
         self.servers: list[Any] = []  # every pod's model server, gone ones too (the report sums their stats)
         self.snap_sys: list[float] = []
         self.snap_ready: list[float] = []
@@ -219,6 +221,12 @@ class Sim:
             self.proxy_since = self.env.now if proxy else None
 
     def set_replicas(self, n: int) -> None:
+        """The autoscaler's desired scale. Above MAX_REPLICAS (an unbounded max-scale under a queue that keeps
+        growing: Knative would create that many pods, nearly all Pending) the simulator keeps MAX_REPLICAS pods
+        and the report says so (`replica_cap`): every pod is simulated, so the run stays bounded."""
+        if n > MAX_REPLICAS:
+            self.desired_over_cap = max(self.desired_over_cap, n)
+            n = MAX_REPLICAS
         cur = self.n_live
         self.replicas = n
         if n == cur:

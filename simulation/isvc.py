@@ -28,7 +28,7 @@ from validation.errors import Problem
 from validation.fields import Section
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
-from simulation.autoscaler.config import AutoscalerConfig, HPA_CLASS, from_annotations
+from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, from_annotations
 from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
 from simulation.autoscaler.keda import from_scaled_object
 
@@ -121,8 +121,8 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         mode = "Knative"
     spec_sec = top.section("spec", required=True)
     pred = spec_sec.section("predictor", required=True)
-    min_rep = pred.int("minReplicas", None, min=0)
-    max_rep = pred.int("maxReplicas", 0, min=0)
+    min_rep = pred.int("minReplicas", None, min=0, max=MAX_REPLICAS)   # every pod is simulated: bounded
+    max_rep = pred.int("maxReplicas", 0, min=0, max=MAX_REPLICAS)
     cc = pred.int("containerConcurrency", 0, min=0, max=1000)
     timeout = pred.float("timeout", None, min=1, max=KNATIVE_MAX_TIMEOUT_S)
     scale_metric = pred.choice("scaleMetric", ["concurrency", "rps", "cpu", "memory"], None)
@@ -187,6 +187,12 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         kpa = replace(kpa, min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep)
         if max_rep:
             kpa = replace(kpa, max_scale=max_rep)   # likewise max-scale from a non-zero maxReplicas
+        for key, value in (("initial-scale", kpa.initial_scale), ("max-scale", kpa.max_scale)):
+            if value > MAX_REPLICAS:   # from the annotation, else the cluster's config-autoscaler default
+                where = (f"{path}.metadata.annotations[{PREFIX}{key}]" if PREFIX + key in annotations
+                         else f"config_autoscaler.{key}")
+                problems.append(Problem(where, value, f"expected at most {MAX_REPLICAS:,} replicas: the simulator "
+                                                      "runs every pod"))
         if kpa.max_scale and kpa.min_scale > kpa.max_scale:
             problems.append(Problem(f"{pred.path}.minReplicas", kpa.min_scale,
                                     f"must not exceed the maximum ({kpa.max_scale}, from maxReplicas or max-scale)"))

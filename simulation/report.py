@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from simulation.analytic import batch_means_ci, wilson
+from simulation.autoscaler.hpa import MAX_REPLICAS
 from simulation.request import status_label
 
 
@@ -230,6 +231,10 @@ def build_report(sim: Any) -> Report:
         "pod_restarts": sim.restarts,
         "restart_reasons": dict(sorted(sim.restart_reasons.items())),
         "pods_created": sim.pods_created,
+        **({"replica_cap": {"limit": MAX_REPLICAS, "desired_max": sim.desired_over_cap,
+                            "note": "the autoscaler wanted more pods than the simulator runs; the ones above the "
+                                    "limit were not created (on a cluster they would be Pending)"}}
+           if sim.desired_over_cap else {}),
         "nodes_provisioned": sim.cluster.nodes_provisioned,
         "replicas": {"min": sim.ready_min if sim.ready_min is not None else 0, "mean": ready_mean,
                      "max": sim.ready_max},

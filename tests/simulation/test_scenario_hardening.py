@@ -55,13 +55,40 @@ def _pred(d):
      "expected a token count between 1 and 10,000,000"),
     (lambda d: d["workload"].update(input_tokens=float("nan")), "workload.input_tokens: got nan",
      "expected a token count between 1 and 10,000,000"),
+    # every pod is simulated: replica counts are bounded (hpa.MAX_REPLICAS)
+    (lambda d: _pred(d).update(minReplicas=1_000_000), "predictor.minReplicas: got 1000000",
+     "expected an integer between 0 and 10000"),
+    (lambda d: _pred(d).update(maxReplicas=10_001), "predictor.maxReplicas: got 10001",
+     "expected an integer between 0 and 10000"),
+    (lambda d: _meta(d)["annotations"].update({"autoscaling.knative.dev/initial-scale": "1000000"}),
+     "annotations[autoscaling.knative.dev/initial-scale]: got 1000000", "expected at most 10,000 replicas"),
 ], ids=["annotations-list", "mode-mapping", "engine-mapping", "metadata-list", "typo-in-isvc", "fractional-target",
         "activation-scale-0", "over-budget", "budget-0",
-        "tokens-inf", "tokens-nan"])  # the last two found by the long fuzz run
+        "tokens-inf", "tokens-nan",  # these two found by the long fuzz run
+        "min-replicas-huge", "max-replicas-huge", "initial-scale-huge"])
 def test_scenario_mistake_is_an_input_error(edit, where, allowed):
     with pytest.raises(InputError) as err:
         load_scenario(_edited(edit), base_dir=EXAMPLES)
     assert where in str(err.value) and allowed in str(err.value), str(err.value)
+
+
+def test_a_desired_scale_above_the_simulators_bound_keeps_the_run_bounded_and_says_so(monkeypatch):
+    """An unbounded max-scale under a queue that keeps growing: Knative would create that many (Pending) pods;
+    the simulator stops at MAX_REPLICAS (here lowered to 3) and reports the highest desired scale."""
+    import simulation.engine as engine
+    import simulation.report as report
+
+    monkeypatch.setattr(engine, "MAX_REPLICAS", 3)
+    monkeypatch.setattr(report, "MAX_REPLICAS", 3)
+    sc = load_scenario(_edited(lambda d: (_pred(d).update(minReplicas=1, maxReplicas=0),
+                                          d["workload"].update(rate=20.0), d.update(duration_s=120))),
+                       base_dir=EXAMPLES)
+    rep = run_simulation(sc, seed=1).to_dict()
+    assert max(rep["replica_series"]["pods"]) == 3 and rep["replica_cap"]["limit"] == 3
+    assert rep["replica_cap"]["desired_max"] > 3
+    monkeypatch.undo()
+    calm = load_scenario(copy.deepcopy(CC1), base_dir=EXAMPLES)
+    assert "replica_cap" not in run_simulation(calm, seed=1).to_dict()      # control: no key when it never binds
 
 
 def test_the_typo_no_longer_flips_the_prediction_silently():
