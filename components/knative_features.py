@@ -19,8 +19,8 @@ class KnativeFeatures(pulumi.ComponentResource):
 
 
 class KnativeAutoscaler(pulumi.ComponentResource):
-    """A `ConfigMapPatch` of manifests.knative.config_autoscaler_patch(): the stack's non-default
-    config-autoscaler values, and only those keys."""
+    """A `ConfigMapPatch` of manifests.knative.config_autoscaler_patch(): the config-autoscaler keys the stack
+    gives, as given, and only those keys."""
 
     def __init__(self, name: str, patch: dict, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("kserve-preflight:serving:KnativeAutoscaler", name, {}, opts)

@@ -7,8 +7,9 @@ Knative refuses pod-spec fields whose feature flag is off (validation/admission.
 are derived from the rendered InferenceServices: whatever a Knative-mode predictor uses is exactly what is
 enabled. The patch is a server-side-apply `ConfigMapPatch` (pulumi-kubernetes ≥ 4) that owns only these keys,
 so the rest of the ConfigMap stays with whoever installed Knative; `pulumi destroy` removes only our keys.
-config-autoscaler gets only the values that differ from Knative's defaults (what the simulation assumes for
-every other key); Knative's config webhook checks the ConfigMap as the stack config was checked at load.
+config-autoscaler gets every key `knative.autoscaler` gives, as given, even one at Knative's default (the
+simulation assumes that value, which the cluster's admin may have changed); Knative's config webhook checks the
+ConfigMap as the stack config was checked at load.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def config_features_patch(flags: Iterable[str]) -> dict | None:
 
 
 def config_autoscaler_patch(autoscaler: ClusterAutoscaler) -> dict | None:
-    """The ConfigMap keys to own in knative-serving/config-autoscaler: the stack's values that differ from
-    Knative's defaults, as given (None when there are none)."""
+    """The ConfigMap keys to own in knative-serving/config-autoscaler: every key the stack gives, as given
+    (None when there are none)."""
     return _patch(CONFIG_AUTOSCALER, dict(sorted(autoscaler.data().items())))
 
 

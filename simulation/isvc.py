@@ -189,10 +189,11 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
             kpa = replace(kpa, max_scale=max_rep)   # likewise max-scale from a non-zero maxReplicas
         for key, value in (("initial-scale", kpa.initial_scale), ("max-scale", kpa.max_scale)):
             if value > MAX_REPLICAS:   # from the annotation, else the cluster's config-autoscaler default
-                where = (f"{path}.metadata.annotations[{PREFIX}{key}]" if PREFIX + key in annotations
-                         else f"config_autoscaler.{key}")
+                own = PREFIX + key in annotations
+                where = f"{path}.metadata.annotations[{PREFIX}{key}]" if own else f"config_autoscaler[{key}]"
                 problems.append(Problem(where, value, f"expected at most {MAX_REPLICAS:,} replicas: the simulator "
-                                                      "runs every pod"))
+                                        "runs every pod" + ("" if own else f" (the cluster's {key}: set in the "
+                                        f"stack's knative.autoscaler[{key}] or a scenario's config_autoscaler)")))
         if kpa.max_scale and kpa.min_scale > kpa.max_scale:
             problems.append(Problem(f"{pred.path}.minReplicas", kpa.min_scale,
                                     f"must not exceed the maximum ({kpa.max_scale}, from maxReplicas or max-scale)"))

@@ -8,8 +8,9 @@ before any resource when a service uses a field whose flag is off.
 `autoscaler` holds `knative-serving/config-autoscaler` keys, named and written as in that ConfigMap
 (`max-scale-up-rate: "10"`, `stable-window: 120s`), like `features` holds config-features keys: checked at load
 as Knative's `validate()` does (simulation/autoscaler/cluster_config.py), read by the simulation, and, with
-`manageAutoscaler` (true), the values that differ from Knative's defaults are patched into the ConfigMap. With
-`manageAutoscaler: false` they must say what the cluster has; keys not given must be at Knative's defaults.
+`manageAutoscaler` (true), every given key is patched into the ConfigMap as given (a value equal to Knative's
+default too: the admin may have changed it). With `manageAutoscaler: false` they must say what the cluster has;
+keys not given must be at Knative's defaults.
 `allowZeroInitialScale` is the older spelling of `autoscaler: {allow-zero-initial-scale: "true"}`.
 """
 
@@ -46,13 +47,12 @@ def parse_knative(sec: Section) -> KnativeConfig:
             sec.problem(f"features.{key}", value, "expected one of " + ", ".join(FEATURE_VALUES))
     raw = sec.raw("autoscaler")
     allow_zero = sec.bool("allowZeroInitialScale")
-    if allow_zero is not None:
-        given = raw.get("allow-zero-initial-scale") if isinstance(raw, dict) else None
-        if given is not None:
+    if allow_zero is not None and (raw is None or isinstance(raw, dict)):  # else parse_config_autoscaler refuses raw
+        if raw is not None and raw.get("allow-zero-initial-scale") is not None:
             sec.problem("allowZeroInitialScale", allow_zero, "expected it only once: drop it and keep "
                         "autoscaler.allow-zero-initial-scale")
         else:
-            raw = {**(raw if isinstance(raw, dict) else {}), "allow-zero-initial-scale": allow_zero}
+            raw = {**(raw or {}), "allow-zero-initial-scale": allow_zero}
     autoscaler = parse_config_autoscaler(raw, sec.key_path("autoscaler"), sec.problems)
     out = KnativeConfig(manage_features=sec.bool("manageFeatures", True), features=features,
                         manage_autoscaler=sec.bool("manageAutoscaler", True), autoscaler=autoscaler)

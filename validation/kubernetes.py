@@ -73,7 +73,7 @@ def validation_errors(manifest: dict, kubernetes_version: str = "1.31") -> list[
     return []
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)", re.ASCII)  # Go reads ASCII digits only
 _DURATION_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 

@@ -61,8 +61,9 @@ class ClusterAutoscaler:
     given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def data(self) -> dict[str, str]:
-        """The given keys whose value differs from Knative's default: the ConfigMap data a patch must own."""
-        return {k: v for k, v in self.given if getattr(self, KEYS[k][0]) != getattr(DEFAULT, KEYS[k][0])}
+        """Every given key as given, a default value too: the ConfigMap data a patch must own (a cluster whose
+        admin changed a key keeps that value unless the patch writes the one the simulation assumed)."""
+        return dict(self.given)
 
 
 # ConfigMap key → (attribute, parser kind), in NewConfigFromMap's order.
@@ -120,7 +121,7 @@ def _read(kind: str, value: Any) -> tuple[Any, str] | None:
         except ValueError:
             n = None
         return (n, text) if n is not None and -INT32_MAX - 1 <= n <= INT32_MAX else None
-    if text != text.strip() or "_" in text:  # strconv.ParseFloat takes neither spaces nor underscores
+    if text != text.strip() or "_" in text or not text.isascii():  # strconv.ParseFloat: ASCII, no spaces or _
         return None
     try:
         f = float(text)

@@ -96,10 +96,12 @@ _GO_INT = re.compile(r"[+-]?[0-9]+")
 
 def _num(v: Any, integer: bool = False) -> float | None:
     """An annotation value as Knative parses it: `strconv.ParseInt(v, 10, 32)` for integers (so "2.0", "1e1"
-    and " 3" are refused), `strconv.ParseFloat` for numbers (no spaces or underscores); None when refused."""
+    and " 3" are refused), `strconv.ParseFloat` for numbers (ASCII only — Python's float("１０") is 10, Go's is an
+    error — with no spaces or underscores); None when refused."""
     if isinstance(v, bool):  # YAML `true` is no annotation value (Kubernetes annotations are strings)
         return None
-    if isinstance(v, str) and (not _GO_INT.fullmatch(v) if integer else (v != v.strip() or "_" in v)):
+    if isinstance(v, str) and (not _GO_INT.fullmatch(v) if integer else
+                               (v != v.strip() or "_" in v or not v.isascii())):
         return None
     try:
         f = float(v)

@@ -106,10 +106,13 @@ def test_not_a_mapping():
     assert [p.path for p in problems] == [PATH] and c == DEFAULT
 
 
-def test_data_holds_exactly_the_non_default_keys_as_given():
+def test_data_holds_every_given_key_as_given():
+    """Values at Knative's defaults too: the patch must overwrite an admin's other value with the simulated one."""
     c, problems = read({"max-scale-up-rate": "10", "stable-window": "60s", "container-concurrency-target-percentage": "70",
                         "enable-scale-to-zero": False, "scale-down-delay": "0s"})
-    assert problems == [] and c.data() == {"max-scale-up-rate": "10", "enable-scale-to-zero": "false"}
+    assert problems == [] and c.data() == {"max-scale-up-rate": "10", "stable-window": "60s", "scale-down-delay": "0s",
+                                           "container-concurrency-target-percentage": "70",
+                                           "enable-scale-to-zero": "false"}
     assert DEFAULT.data() == {}
 
 

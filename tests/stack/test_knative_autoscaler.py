@@ -70,9 +70,10 @@ def test_cluster_wide_keys_are_refused_as_service_annotations(key):
                                         "set it in the stack's knative.autoscaler")
 
 
-def test_the_patch_owns_exactly_the_non_default_keys():
-    """Under the mocks: a ConfigMapPatch of knative-serving/config-autoscaler with the keys whose value differs
-    from Knative's default (as written), registered before the services; config-features keeps its own patch."""
+def test_the_patch_owns_exactly_the_given_keys():
+    """Under the mocks: a ConfigMapPatch of knative-serving/config-autoscaler with every given key as written (a
+    value at Knative's default too: a cluster whose admin changed it must get the value simulated), registered
+    before the services; config-features keeps its own patch."""
     import pulumi_kubernetes as k8s
 
     block = {"max-scale-up-rate": "10", "stable-window": "60s", "scale-down-delay": "0s",
@@ -88,8 +89,8 @@ def test_the_patch_owns_exactly_the_non_default_keys():
     patch = patches["config-autoscaler"]
     assert patch["metadata"]["namespace"] == "knative-serving"
     assert patch["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}
-    assert patch["data"] == {"enable-scale-to-zero": "false", "max-scale-up-rate": "10",
-                             "scale-to-zero-grace-period": "45s"}
+    assert patch["data"] == {"enable-scale-to-zero": "false", "max-scale-up-rate": "10", "scale-down-delay": "0s",
+                             "scale-to-zero-grace-period": "45s", "stable-window": "60s"}
     deps = r.options["chat-isvc"].depends_on
     assert sum(isinstance(d, k8s.core.v1.ConfigMapPatch) for d in deps) == 2
     assert r.of_type("kserve-preflight:serving:KnativeAutoscaler")
@@ -104,9 +105,15 @@ def test_the_rendered_patch_is_a_valid_config_map():
     assert patch["data"] == {"enable-scale-to-zero": "false", "stable-window": "90s"}
 
 
-def test_no_patch_for_defaults_or_when_not_managed():
-    for block in ({"knative": {"autoscaler": {"stable-window": "60s"}}},
-                  {"knative": {"manageAutoscaler": False, "autoscaler": {"max-scale-up-rate": "10"}}}):
+def test_a_value_at_knatives_default_is_patched_but_nothing_when_not_managed():
+    """An explicit `stable-window: 60s` is written: an admin's 120s would otherwise stay while the gate
+    simulated 60s. Control: `manageAutoscaler: false` patches nothing; no `autoscaler` patches nothing."""
+    cfg = parse(knative(autoscaler={"stable-window": "60s"}))
+    [patch] = [m for m in render_stack(cfg) if m["metadata"]["name"] == "config-autoscaler"]
+    assert patch["data"] == {"stable-window": "60s"}
+    assert scenario_for(cfg, cfg.services[0])["config_autoscaler"] == {"stable-window": "60s"}
+    for block in ({"knative": {"manageAutoscaler": False, "autoscaler": {"max-scale-up-rate": "10"}}},
+                  {"knative": {}}):
         cfg = parse(lambda c: c.update(block))
         assert [m["metadata"]["name"] for m in render_stack(cfg) if m["kind"] == "ConfigMap"] == ["config-features"]
 
@@ -177,3 +184,53 @@ def test_no_scale_from_zero_scenario_where_the_cluster_never_scales_to_zero():
     kinds = ("scaleFromZero",)
     assert [s.kind for s in stack_scenarios(parse(lambda c: None), kinds)] == ["scaleFromZero"]  # control
     assert stack_scenarios(parse(knative(autoscaler={"enable-scale-to-zero": "false"})), kinds) == []
+
+
+@pytest.mark.parametrize("raw", ["max-scale-up-rate: 10", ["max-scale-up-rate"], 3])
+def test_a_malformed_autoscaler_is_refused_beside_allow_zero_initial_scale(raw):
+    """A string or list `autoscaler` is reported, not replaced by {} because allowZeroInitialScale is set."""
+    for block in ({"autoscaler": raw, "allowZeroInitialScale": True}, {"autoscaler": raw}):
+        problems = refused(knative(**block))
+        assert [(p.path, p.value) for p in problems] == [(f"{P}:knative.autoscaler", raw)]
+        assert "expected a mapping of knative-serving/config-autoscaler keys" in problems[0].allowed
+    # control: a mapping (or none) merges with the older spelling
+    for block in ({"autoscaler": {"max-scale-up-rate": "10"}, "allowZeroInitialScale": True},
+                  {"allowZeroInitialScale": True}):
+        assert parse(knative(**block)).knative.allow_zero_initial_scale
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("max-scale-up-rate", "\uff11\uff10", "expected a number"),          # fullwidth 10: float() reads it, Go not
+    ("target-burst-capacity", "2\u0661\u0661", "expected a number"),    # Arabic-Indic digits
+    ("stable-window", "\uff16\uff10s", "expected a Go duration"),
+    ("initial-scale", "\uff13", "expected a 32-bit integer"),
+])
+def test_non_ascii_digits_are_refused_as_knative_refuses_them(key, value, fragment):
+    """strconv.ParseFloat/ParseInt and time.ParseDuration read ASCII digits only; nothing is rendered."""
+    problems = refused(knative(autoscaler={key: value}))
+    assert [(p.path, p.value) for p in problems] == [(f"{P}:knative.autoscaler[{key}]", value)]
+    assert fragment in problems[0].allowed
+    ascii_value = value.translate({c: str(int(chr(c))) for c in map(ord, value) if chr(c).isdigit()})
+    assert parse(knative(autoscaler={key: ascii_value})).knative.autoscaler.data() == {key: ascii_value}  # control
+
+
+@pytest.mark.parametrize("key,value", [("window", "\uff11\uff12" + "0s"), ("window", "\uff16" + "0s"),
+                                       ("target-burst-capacity", "\uff11\uff10"), ("panic-window-percentage", "\u0661\u0660")])
+def test_non_ascii_digits_in_annotations_are_refused(key, value):
+    problems = refused(lambda c: c["services"][0]["annotations"].update({KN + key: value}))
+    assert [(p.path, p.value) for p in problems] == [(f"{P}:services[0].annotations[{KN}{key}]", value)]
+    assert "expected a" in problems[0].allowed
+    ascii_value = value.translate({c: str(int(chr(c))) for c in map(ord, value) if chr(c).isdigit()})
+    parse(lambda c: c["services"][0]["annotations"].update({KN + key: ascii_value}))  # control: loads
+
+
+def test_a_cluster_initial_scale_past_the_simulators_bound_names_the_stacks_key():
+    """The gate's replica bound on the cluster's initial-scale names knative.autoscaler[initial-scale], where a
+    stack user sets it (the scenario's own key is config_autoscaler[initial-scale]). Control: 3 is simulated."""
+    cfg = parse(knative(autoscaler={"initial-scale": "20000"}))
+    with pytest.raises(InputError) as err:
+        trials(cfg, ("steady",))
+    [p] = {(p.path, p.value, p.allowed) for p in err.value.problems}
+    assert p[0].endswith("/config_autoscaler[initial-scale]") and p[1] == 20000
+    assert "expected at most 10,000 replicas" in p[2] and "the stack's knative.autoscaler[initial-scale]" in p[2]
+    assert trials(parse(knative(autoscaler={"initial-scale": "3"})), ("steady",))
