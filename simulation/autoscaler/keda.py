@@ -33,7 +33,11 @@ SCRAPE_ANNOTATION = "preflight.kserve.io/prometheus-scrape-interval"
 DEFAULT_SCRAPE_INTERVAL_S = 30.0     # prometheus-operator Prometheus CR spec.scrapeInterval default
 DEFAULT_POLLING_INTERVAL_S = 30      # keda withtriggers_types.go defaultPollingInterval
 DEFAULT_MAX_REPLICAS = 100           # keda: maxReplicaCount default
-SCRAPE_RANGE_S = (0.1, 300.0)        # at most Prometheus' 5 min lookback: else the series is stale between scrapes
+# At least 1 s: Prometheus' own default is 1m (docs/configuration `scrape_interval`), prometheus-operator's 30 s,
+# and sub-second scrapes are not a realistic cluster setting, while the simulation's cost grows with
+# pods × duration / interval, which its request budget does not count. At most the 5 min lookback: else the series
+# is stale between scrapes.
+SCRAPE_RANGE_S = (1.0, 300.0)
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,6 @@ def _metric(metric: PrometheusMetric, trigger: dict, meta: dict, tp: str,
     query = meta.get("query")
     kind = query_kind(query) if isinstance(query, str) and query.strip() else "expected a PromQL query"
     if isinstance(kind, str):
-        problems.append(Problem(f"{tp}.metadata.query", query, f"{kind}: simulated queries are sums of the "
-                                "runtime's in-flight gauges, or rate(counter[window]) of its request time"))
+        problems.append(Problem(f"{tp}.metadata.query", query, kind))
         return replace(metric, cached=cached)
     return replace(metric, kind=kind[0], window_s=kind[1], cached=cached)

@@ -9,7 +9,7 @@ Sources (prometheus/prometheus):
   between the first and last sample (a drop is a counter reset), extrapolated to the window's edges when a
   sample lies within 1.1 average sample gaps of them (else by half a gap), never below a counter's zero,
   divided by w; fewer than two samples give nothing.
-The query's shape is read from the ScaledObject's text (`query_kind`); it is not evaluated as PromQL.
+The query is matched against the forms the stack renders (`query_kind`); it is not evaluated as PromQL.
 """
 
 from __future__ import annotations
@@ -20,23 +20,42 @@ from typing import Sequence
 from validation.kubernetes import parse_duration
 
 LOOKBACK_S = 300.0   # promql/engine.go defaultLookbackDelta
-_RATE = re.compile(r"\brate\s*\(")
-_RANGE = re.compile(r"\[([0-9a-z]+)\]")
-_OTHER_RANGE_FUNCTIONS = re.compile(r"\b(irate|increase|delta|idelta|deriv|[a-z_]+_over_time)\s*\(")
+
+# The in-flight queries manifests/keda.in_flight_query renders, per engine; the label selectors and the Triton
+# rate window may vary, nothing else: any other query (avg(), vector(5), a request rate, a subquery, the request
+# time without `/ 1e6`) would be simulated as something it is not.
+_MATCHER = r'[A-Za-z_]\w*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"'
+_LABELS = rf"(?:\{{\s*(?:{_MATCHER}(?:\s*,\s*{_MATCHER})*\s*,?\s*)?\}})?"
+_GAUGES = {"vLLM": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
+           "TGI": ("tgi_queue_size", "tgi_batch_current_size")}
+_RATE_METRIC = "nv_inference_request_duration_us"
+
+
+def _sum(metric: str) -> str:
+    return rf"sum\s*\(\s*{re.escape(metric)}\s*{_LABELS}\s*\)"
+
+
+_GAUGE_QUERIES = [re.compile(rf"^\s*{_sum(a)}\s*\+\s*{_sum(b)}\s*$")
+                  for first, second in _GAUGES.values() for a, b in ((first, second), (second, first))]
+_RATE_QUERY = re.compile(rf"^\s*sum\s*\(\s*rate\s*\(\s*{_RATE_METRIC}\s*{_LABELS}\s*\[\s*([0-9a-z]+)\s*\]\s*\)"
+                         rf"\s*\)\s*/\s*(?:1e6|1000000)\s*$")
+ALLOWED = ("; ".join(f"sum({a}{{…}}) + sum({b}{{…}}) ({engine})" for engine, (a, b) in _GAUGES.items())
+           + f"; sum(rate({_RATE_METRIC}{{…}}[window])) / 1e6 (Triton); label selectors and the window may vary "
+           "(manifests/keda.in_flight_query)")
 
 
 def query_kind(query: str) -> tuple[str, float] | str:
-    """("gauge", 0) for a query on instant vectors, ("rate", window_s) for `rate(counter[window])`; else the
-    reason it cannot be simulated (a message)."""
-    windows = [parse_duration(m.group(1)) for m in _RANGE.finditer(query)]
-    other = _OTHER_RANGE_FUNCTIONS.search(query)
-    if other:
-        return f"{other.group(1)}() is not simulated"
-    if not windows:
+    """("gauge", 0) for the sum of a runtime's in-flight gauges, ("rate", window_s) for Triton's request time
+    per second; else the reason it cannot be simulated (a message naming what is allowed)."""
+    if any(q.match(query) for q in _GAUGE_QUERIES):
         return "gauge", 0.0
-    if not _RATE.search(query) or len(set(windows)) != 1 or not windows[0] or windows[0] < 0:
-        return "expected one range, in rate(counter[window]) with a window like '1m'"
-    return "rate", float(windows[0])
+    m = _RATE_QUERY.match(query)
+    if m is None:
+        return f"expected one of the in-flight queries: {ALLOWED}"
+    window = parse_duration(m.group(1))
+    if not window or window <= 0:
+        return f"expected a rate window like '1m', not {m.group(1)!r}"
+    return "rate", float(window)
 
 
 def instant(series: Sequence[tuple[float, float]], stale_at: float | None, t: float,

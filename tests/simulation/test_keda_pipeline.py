@@ -186,7 +186,7 @@ def _keda_example(interval: str, seed: int) -> tuple[float, str]:
 def test_the_whole_simulation_reacts_later_with_slower_scrapes():
     seeds = range(4)
     slow = [_keda_example("1m", s)[0] for s in seeds]
-    fast = [_keda_example("100ms", s)[0] for s in seeds]
+    fast = [_keda_example("1s", s)[0] for s in seeds]
     assert all(t >= 615.0 for t in fast) and sum(slow) / 4 - sum(fast) / 4 >= 10.0, (slow, fast)
     assert _keda_example("30s", 1)[1] == _keda_example("30s", 1)[1]     # seeded runs are byte-identical
 

@@ -73,12 +73,35 @@ def test_query_kind_of_the_rendered_queries():
         assert query_kind(in_flight_query(replace(vision, engine=engine))) == ("gauge", 0.0)
 
 
+SEL = '{namespace="ml",pod=~"chat-predictor-.*"}'
+
+
+@pytest.mark.parametrize("query, kind", [
+    (f"sum(vllm:num_requests_running{SEL}) + sum(vllm:num_requests_waiting{SEL})", ("gauge", 0.0)),
+    ("sum( vllm:num_requests_waiting ) + sum(vllm:num_requests_running{pod!~'x', a = \"b\" ,})".replace("'x'", '"x"'),
+     ("gauge", 0.0)),                                          # order, spacing and selectors may vary
+    ("sum(tgi_batch_current_size{a=\"b\"}) + sum(tgi_queue_size)", ("gauge", 0.0)),
+    (f"sum(rate(nv_inference_request_duration_us{SEL}[90s])) / 1e6", ("rate", 90.0)),
+    ("sum(rate(nv_inference_request_duration_us[5m]))/1000000", ("rate", 300.0)),
+])
+def test_query_kind_accepts_the_rendered_forms_with_other_selectors_and_windows(query, kind):
+    assert query_kind(query) == kind
+
+
 @pytest.mark.parametrize("query, message", [
-    ("sum(irate(x[1m]))", "irate() is not simulated"),
-    ("avg_over_time(x[5m])", "avg_over_time() is not simulated"),
-    ("sum(rate(x[1m])) + sum(rate(y[2m]))", "expected one range"),
-    ("sum(x[1m])", "expected one range"),
-    ("sum(rate(x[5d]))", "expected one range"),
+    ("avg(vllm:num_requests_running)", "expected one of the in-flight queries"),          # shape-alike gauges
+    ("vector(5)", "expected one of the in-flight queries"),
+    ("count(up)", "expected one of the in-flight queries"),
+    ("sum(vllm:num_requests_running)", "expected one of the in-flight queries"),          # the queue left out
+    ("sum(vllm:num_requests_running) + sum(tgi_queue_size)", "expected one of the in-flight queries"),
+    ("sum(vllm:num_requests_running{a=\"b\" c=\"d\"}) + sum(vllm:num_requests_waiting)",
+     "expected one of the in-flight queries"),                                         # a bad selector
+    ("sum(rate(nv_inference_request_success[1m]))", "expected one of the in-flight queries"),  # a request rate
+    ("sum(rate(nv_inference_request_duration_us[1m]))", "expected one of the in-flight queries"),  # µs, not s
+    ("sum(rate(nv_inference_request_duration_us[5m:30s])) / 1e6", "expected one of the in-flight queries"),
+    ("sum(irate(nv_inference_request_duration_us[1m])) / 1e6", "expected one of the in-flight queries"),
+    ("sum(rate(nv_inference_request_duration_us[0s])) / 1e6", "expected a rate window like '1m', not '0s'"),
+    ("sum(rate(nv_inference_request_duration_us[5d])) / 1e6", "expected a rate window like '1m', not '5d'"),
 ])
 def test_query_kind_names_what_it_cannot_simulate(query, message):
     kind = query_kind(query)
