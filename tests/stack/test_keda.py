@@ -172,10 +172,11 @@ def test_scrape_interval_reaches_the_simulation_through_the_scaled_object(stagin
     assert (keda.window_s, keda.scrape_interval_s) == (120.0, 60.0)
 
 
-def test_the_stack_setting_is_read(staging):
-    r = run_program("staging", edit=lambda c: _vision(c)["hpa"].update(scrapeInterval="15s"))
+@pytest.mark.parametrize("interval", ["15s", "1s"])      # 1 s: the floor itself is allowed
+def test_the_stack_setting_is_read(staging, interval):
+    r = run_program("staging", edit=lambda c: _vision(c)["hpa"].update(scrapeInterval=interval))
     [so] = r.of_type(SCALED_OBJECT)
-    assert so.inputs["metadata"]["annotations"] == {"preflight.kserve.io/prometheus-scrape-interval": "15s"}
+    assert so.inputs["metadata"]["annotations"] == {"preflight.kserve.io/prometheus-scrape-interval": interval}
 
 
 @pytest.mark.parametrize("edit, where, allowed", [
