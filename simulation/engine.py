@@ -85,6 +85,7 @@ class Sim:
         self.proxy = True
         self.proxy_since: float | None = 0.0
         self.autoscaler: Any = None
+        self.prometheus: Any = None    # a KEDA trigger's scraper (autoscaler/prometheus.py), told of Ready pods
         self._rid = 0
         self._origin = 0
         self._pid = 0
@@ -266,6 +267,8 @@ class Sim:
         self.kpa_ready.remove(pod)
 
     def on_pod_ready(self, pod: Pod) -> None:
+        if self.prometheus is not None:
+            self.prometheus.on_ready(pod)
         self._ready_acc()
         self.endpoints.append(pod)
         self._ready_changed()

@@ -12,7 +12,9 @@ What the HPA of a KEDA ScaledObject sees at a sync is the trigger's query evalua
   requests much shorter than the interval); only a pod whose server answers is scraped (Ready; the model server
   opens its port once the model is loaded, and stops taking connections on SIGTERM): at the first scrape when it
   does not, the series gets a staleness marker (`scrape/scrape.go`), at once for instant queries, while a `rate`
-  window still holds its earlier samples;
+  window still holds its earlier samples; after that the pod gets no scrape events until it is Ready again
+  (`Sim.on_pod_ready` → `on_ready`), then resumes on its grid: the same samples as trying every interval, at
+  no cost for Pending or starting pods;
 - the query runs at the HPA's request (KEDA `ExecutePromQuery`, time = now) or, with `useCachedMetrics`, at KEDA's
   polls; an empty result is 0 (`ignoreNullValues`).
 Simplified: the counter does not reset when a container restarts (its samples go stale meanwhile); scrapes take
@@ -36,13 +38,15 @@ DISCOVERY_S = 5.0   # discovery/manager.go updatert
 class Series:
     """One pod's scraped samples (time, value) and its staleness marker."""
 
-    __slots__ = ("pod", "samples", "stale_at", "done")
+    __slots__ = ("pod", "samples", "stale_at", "done", "at", "parked")
 
-    def __init__(self, pod: Any) -> None:
+    def __init__(self, pod: Any, at: float) -> None:
         self.pod = pod
         self.samples: list[tuple[float, float]] = []
         self.stale_at: float | None = None
-        self.done = False   # the pod is gone: no more scrapes
+        self.done = False    # the pod is gone: no more scrapes
+        self.at = at         # the pod's next scrape time on its grid
+        self.parked = False  # not Ready at its last scrape: no scrape is scheduled until it is Ready again
 
 
 class PrometheusScraper:
@@ -55,6 +59,8 @@ class PrometheusScraper:
         self.series: list[Series] = []
         self.discovered = -1             # the highest pod id handed to the scrape manager
         self.cache = 0.0                 # KEDA's last polled value (useCachedMetrics)
+        self.parked: dict[int, Series] = {}   # pod id → series of a pod that cannot answer
+        sim.prometheus = self            # told when a pod becomes Ready (Sim.on_pod_ready)
         call_later(self.env, 0.0, self._discover)
         if metric.cached:
             call_later(self.env, 0.0, self._poll)
@@ -76,16 +82,34 @@ class PrometheusScraper:
             self.discovered = new[0].id
         for pod in reversed(new):
             if pod.state != GONE:
-                s = Series(pod)
-                self.series.append(s)
                 phase = self.offset(pod)
                 first = phase + math.ceil((now - phase) / interval) * interval
-                call_later(self.env, max(0.0, first - now), self._scrape, s)
+                s = Series(pod, now + max(0.0, first - now))
+                self.series.append(s)
+                if pod.state == READY:
+                    call_later(self.env, s.at - now, self._scrape, s)
+                else:
+                    s.parked = True
+                    self.parked[pod.id] = s
         call_later(self.env, DISCOVERY_S, self._discover)
+
+    def on_ready(self, pod: Any) -> None:
+        """The pod became Ready: its series is scraped again from the next time on its grid (the times are
+        advanced by the same additions as scraping each interval would make, so they are the same floats)."""
+        s = self.parked.pop(pod.id, None)
+        if s is None:
+            return
+        s.parked = False
+        now = self.env._now
+        interval = self.metric.scrape_interval_s
+        while s.at < now:
+            s.at += interval
+        call_later(self.env, s.at - now, self._scrape, s)
 
     def _scrape(self, s: Series) -> None:
         pod = s.pod
         now = self.env._now
+        s.at = now + self.metric.scrape_interval_s
         if pod.state == READY:
             if self.metric.kind == "gauge":
                 s.samples = [(now, float(pod.n))]          # an instant query reads the latest sample only
@@ -96,12 +120,15 @@ class PrometheusScraper:
                 while len(s.samples) > 1 and s.samples[0][0] <= horizon:
                     s.samples.pop(0)
             s.stale_at = None
-        elif s.samples and s.stale_at is None:
+            call_later(self.env, self.metric.scrape_interval_s, self._scrape, s)
+            return
+        if s.samples and s.stale_at is None:
             s.stale_at = now
         if pod.state == GONE:
             s.done = True
-        else:
-            call_later(self.env, self.metric.scrape_interval_s, self._scrape, s)
+        else:                                         # scraped again once Ready (`on_ready`)
+            s.parked = True
+            self.parked[pod.id] = s
 
     # -- querying -------------------------------------------------------------------------------------
     def query(self, t: float) -> float:
@@ -113,7 +140,10 @@ class PrometheusScraper:
             v = extrapolated_rate(s.samples, t, self.metric.window_s) if rate else instant(s.samples, s.stale_at, t)
             if v is not None:
                 total += v
-            if not s.done or (rate and s.samples and s.samples[-1][0] > t - self.metric.window_s):
+            done = s.done or (s.parked and s.pod.state == GONE)
+            if done:
+                self.parked.pop(s.pod.id, None)
+            if not done or (rate and s.samples and s.samples[-1][0] > t - self.metric.window_s):
                 keep.append(s)
         self.series = keep
         return total

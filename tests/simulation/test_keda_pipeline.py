@@ -199,3 +199,49 @@ def test_a_rate_window_of_one_scrape_interval_never_scales():
     assert moves == [] and loop.prometheus.query(399.0) == 0.0
     two = PrometheusMetric(kind="rate", window_s=120.0, scrape_interval_s=60.0)
     assert run_step(100.0, 10, two, seed=1)[0] != []
+
+
+def test_only_pods_that_can_answer_are_scraped(monkeypatch):
+    # standard-keda's spike at 40 req/s on one 4-GPU node: up to 6 pods, 2 wait Pending for GPUs. A scrape event runs only for a
+    # Ready pod or, once, for a pod that just stopped answering (its staleness marker); each pod is scraped on
+    # its own grid (offset + k × interval), also after it is Ready again.
+    import yaml
+    from pathlib import Path
+
+    from simulation import load_scenario, run_simulation
+    from simulation.autoscaler.keda import SCRAPE_ANNOTATION
+    from simulation.autoscaler import prometheus
+    from simulation.autoscaler.prometheus import PrometheusScraper
+
+    seen: dict = {}
+    scrape = PrometheusScraper._scrape
+
+    def counting(self, s):
+        seen.setdefault(s.pod.id, []).append((self.env.now, s.pod.state, self.offset(s.pod)))
+        scrape(self, s)
+    monkeypatch.setattr(PrometheusScraper, "_scrape", counting)
+    root = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+    data = yaml.safe_load((root / "standard-keda.yaml").read_text())
+    isvc, so = yaml.safe_load_all((root / data.pop("inferenceServiceFile")).read_text())
+    so["metadata"]["annotations"][SCRAPE_ANNOTATION] = "1s"
+    data.update(inferenceService=isvc, hpa=so, duration_s=1200)
+    data["workload"].update(peak_rate=40.0)
+    data["cluster"].update(max_nodes=1)
+    discovered: list = []
+    series_init = prometheus.Series.__init__
+
+    def collecting(self, pod, *rest):
+        discovered.append(pod)
+        series_init(self, pod, *rest)
+    monkeypatch.setattr(prometheus.Series, "__init__", collecting)
+    run_simulation(load_scenario(data, base_dir=root), seed=0)
+    never_ready = [p for p in discovered if p.ready_t < 0]
+    assert never_ready and not any(p.id in seen for p in never_ready)     # Pending to the end: never scraped
+    for p in discovered:
+        assert all(t >= p.ready_t for t, _, _ in seen.get(p.id, []))      # nothing before it is Ready
+    for pid, scrapes in seen.items():
+        unready = [i for i, (_, state, _) in enumerate(scrapes) if state != READY]
+        assert all(i == len(scrapes) - 1 or scrapes[i + 1][1] == READY for i in unready), (pid, scrapes)
+        for t, _, offset in scrapes:
+            k = (t - offset) / 1.0
+            assert abs(k - round(k)) < 1e-6
