@@ -143,6 +143,13 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                      + " (or add one under catalog.models)")
     storage_uri = msec.str("storageUri", "", required=True)
     check_storage_uri(msec, "storageUri", storage_uri)
+    if storage_uri.startswith("oci://") and ctx.model_cache.enabled:
+        # An oci:// model is a KServe modelcar (an image the pod pulls); the prefetch runs KServe's storage
+        # initializer, whose Storage.download has no oci branch ("Cannot recognize storage type"): it would
+        # retry for ever and the cache DaemonSet would never be Ready.
+        msec.problem("storageUri", storage_uri, "expected an s3://, gs://, hf://, https:// or pvc:// URI while "
+                     "modelCache.enabled is true (the cache cannot prefetch an oci:// modelcar), or "
+                     "modelCache.enabled: false to serve it as a modelcar")
     public = msec.bool("public", False)
     check_model_credentials(msec, storage_uri, public, ctx.model_cache)
     msec.done()

@@ -126,6 +126,10 @@ CASES = [
      "services[0].model.storageUri: got 'hf://meta-llama/Meta-Llama-3-8B-Instruct/'", "(no trailing /)"),
     ("dev", lambda c: _svc(c)["model"].update(storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct/original"),
      "services[0].model.storageUri", "hf://<org>/<model>[:<revision>]"),
+    # the cache's prefetch runs KServe's storage initializer, which cannot download an oci:// modelcar
+    ("dev", lambda c: _svc(c)["model"].update(storageUri="oci://registry.example.com/models/llama:v1"),
+     "services[0].model.storageUri: got 'oci://registry.example.com/models/llama:v1'",
+     "the cache cannot prefetch an oci:// modelcar"),
     ("dev", lambda c: c.__setitem__("coldStart", {"imageGib": 10 ** 310}), "coldStart.imageGib",
      "expected a number >= 0"),
     ("staging", lambda c: _svc(c, "vision").pop("runtime"), "services[1].runtime.engine: got 'vllm'",
@@ -153,6 +157,10 @@ def test_mistake_is_an_input_error_at_load(stack, edit, where, allowed):
     ("dev", lambda c: c["cluster"].update(subnetIds=["subnet-0a1b2c3d"])),
     ("dev", lambda c: c["cluster"].update(createNodeRole=False,
                                            nodeRoleArn="arn:aws:iam::123456789012:role/eks/gpu-node")),
+    ("dev", lambda c: (c["modelCache"].update(enabled=False),   # a modelcar is served without the cache
+                       _svc(c)["model"].update(storageUri="oci://registry.example.com/models/llama:v1"))),
+    ("dev", lambda c: _svc(c)["model"].update(
+        storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct:5f0b02c75b57c5855da9ae460ce51323ea669d8a")),
     ("dev", lambda c: _svc(c)["workload"].update(rate=2000)),  # 1.8e6 requests: just inside the default budget
     ("dev", lambda c: (_svc(c)["workload"].update(rate=1e4), c.__setitem__("gate", {"requestBudget": 10 ** 7}))),
 ], ids=lambda v: "" if callable(v) else v)
