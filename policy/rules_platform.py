@@ -128,6 +128,7 @@ def _cache_ready(res: Resource, ctx: Context) -> Iterator[str]:
 
 # --- Model sources ---------------------------------------------------------------------------------------------
 HF_SOURCE = re.compile(r"hf://[\w.-]+/[\w.-]+(?::[\w.-]+)?")
+COMMIT = re.compile(r"[0-9a-f]{40}")   # a Hugging Face commit id; a branch or tag name can move
 
 
 def model_sources(res: Resource) -> list[str]:
@@ -143,7 +144,7 @@ def _downloads_models(res: Resource) -> bool:
 
 
 @rule("model-revision-pinned", MANDATORY,
-      "In prod, every hf:// model names its revision (hf://<owner>/<model>:<revision>)",
+      "In prod, every hf:// model names its commit (hf://<owner>/<model>:<40-hex commit>)",
       "001 §6; kserve_storage _download_hf (revision after ':')", _downloads_models, stack=True)
 def _revision_pinned(res: Resource, ctx: Context) -> Iterator[str]:
     """KServe's storage initializer passes the part after ':' to `snapshot_download(revision=...)`; without it,
@@ -151,11 +152,16 @@ def _revision_pinned(res: Resource, ctx: Context) -> Iterator[str]:
     if ctx.environment != "prod":
         return
     for uri in model_sources(res):
-        if uri.startswith("hf://") and ":" not in uri[len("hf://"):]:
-            yield (f"{res.label}: {uri} names no revision, so every download takes the repository's main branch as "
-                   "it is that day: a pod that starts after the owner pushes serves other weights, tokenizer or "
-                   "chat template than the ones you validated, and the model cache keeps whichever copy it fetched "
-                   f"first. Pin a commit: {uri}:<commit> (the repository's history on Hugging Face).")
+        if not uri.startswith("hf://"):
+            continue
+        repo, _, revision = uri[len("hf://"):].partition(":")
+        if not COMMIT.fullmatch(revision):
+            named = f"names the revision {revision!r}, a branch or tag that can move" if revision else \
+                "names no revision"
+            yield (f"{res.label}: {uri} {named}, so every download takes that revision as it is that day: a pod "
+                   "that starts after the owner pushes serves other weights, tokenizer or chat template than the "
+                   "ones you validated, and the model cache keeps whichever copy it fetched first. Pin a commit: "
+                   f"hf://{repo}:<40-hex commit> (the repository's history on Hugging Face).")
 
 
 # --- General Kubernetes hygiene ---------------------------------------------------------------------------------

@@ -208,6 +208,9 @@ def test_model_revision_pinning_reads_the_cache_prefetch_list_and_applies_in_pro
     ds["command"] = [a.replace(pinned, "hf://mistralai/Mistral-7B-Instruct-v0.3") for a in ds["command"]]
     [msg] = _fired(s.resources, "model-revision-pinned")
     assert "model-cache-prefetch" in msg and "hf://mistralai/Mistral-7B-Instruct-v0.3 names no revision" in msg
+    s.model("chat-isvc")["storageUri"] = "hf://meta-llama/Meta-Llama-3-8B-Instruct:main"   # a branch moves
+    assert any("names the revision 'main', a branch or tag that can move" in m
+               for m in _fired(s.resources, "model-revision-pinned"))
     dev = Stack(shipped("dev"))                            # dev's chat is unpinned: allowed outside prod
     assert "hf://" in str(dev.container("model-cache-prefetch")) and not _fired(dev.resources, "model-revision-pinned")
 
