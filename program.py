@@ -18,7 +18,7 @@ from typing import Any
 import pulumi
 
 from manifests import knative_autoscaler, knative_features
-from manifests.admission import admission_failure, check_nodes_fit
+from manifests.admission import admission_failure, check_pods_can_run
 from manifests.common import namespace
 from manifests.model_download import model_download_account
 from validation.cli import unexpected_error_line
@@ -114,7 +114,7 @@ def run_gate(cfg: StackConfig) -> list:
 def check_cluster_admits(cfg: StackConfig) -> None:
     """Pods that fit no node, and what the webhooks would refuse, before any resource is registered."""
     try:
-        check_nodes_fit(cfg)
+        check_pods_can_run(cfg)
     except InputError as err:
         raise pulumi.RunError(f"invalid stack config: {err}") from None
     failure = admission_failure(cfg)

@@ -4,6 +4,7 @@ the stack targets is configured: Knative's upstream feature defaults plus the fl
 from __future__ import annotations
 
 from manifests import knative_features, render_stack
+from manifests.inference_service import repeated_flags
 from stackconfig.schema import StackConfig
 from manifests.node_fit import node_fit_problems
 from validation.admission import KNATIVE_FEATURE_DEFAULTS, ClusterAdmission, Refusal, admission_refusals
@@ -32,8 +33,13 @@ def admission_failure(cfg: StackConfig) -> str | None:
             + "\n".join(f"  - {r}" for r in refusals))
 
 
-def check_nodes_fit(cfg: StackConfig) -> None:
-    """Raise InputError (key paths under the project namespace) when a pod cannot fit its nodes."""
+def check_pods_can_run(cfg: StackConfig) -> None:
+    """Raise InputError (key paths under the project namespace) when a pod cannot fit its nodes, or a server would
+    not start on its rendered args (a flag given twice: `inference_service.repeated_flags`)."""
     problems = node_fit_problems(cfg)
+    for i, svc in enumerate(cfg.services):
+        problems += [Problem(f"services[{i}].runtime.args", arg, "expected no flag the stack already renders from "
+                             "the service's settings (limits, gpuMemoryUtilization, its name and port): set the value "
+                             "there, not twice") for arg in repeated_flags(svc)]
     if problems:
         raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems])

@@ -35,11 +35,29 @@ TRITON_CAP_ANNOTATIONS = {"max_batch_size": ANNOTATION_PREFIX + "triton-max-batc
 
 
 def engine_args(svc: ServiceConfig) -> list[str]:
+    """The stack's flags (`stack_args`), then the user's `runtime.args`."""
+    return stack_args(svc) + list(svc.args)
+
+
+def _flag(arg: str) -> str:
+    return arg.split("=", 1)[0].replace("_", "-")
+
+
+def repeated_flags(svc: ServiceConfig) -> list[str]:
+    """The user's `runtime.args` entries that give a flag the stack already renders. TGI's launcher (clap) refuses
+    a repeated flag at start-up; vLLM's argparse keeps the last one, so the cap the gate simulated would not be
+    the one the server runs with: refused either way (manifests/admission.py)."""
+    ours = {_flag(a) for a in stack_args(svc)}
+    return [a for a in svc.args if a.startswith("--") and _flag(a) in ours]
+
+
+def stack_args(svc: ServiceConfig) -> list[str]:
     """Input, batch and memory caps as the runtime's own flags, the only place a runtime reads them.
 
     vLLM (engine args passed through KServe's huggingfaceserver): `--max-model-len` (prompt + max_tokens above
     it is answered 400), `--max-num-seqs`; TGI launcher: `--max-input-tokens`, `--max-total-tokens`,
-    `--max-batch-size`, `--max-concurrent-requests`; the Transformers backend: `--max_length`. Triton takes none (see TRITON_CAP_ANNOTATIONS).
+    `--max-batch-size`, `--max-concurrent-requests`; the Transformers backend: `--max_length`. Triton takes none
+    (see TRITON_CAP_ANNOTATIONS).
     """
     caps, args = svc.caps, []
     total = (caps.max_input_tokens + caps.max_new_tokens) if caps.max_input_tokens and caps.max_new_tokens \
@@ -65,7 +83,7 @@ def engine_args(svc: ServiceConfig) -> list[str]:
             args.append(f"--max-batch-size={caps.max_batch_size}")
         if caps.max_concurrent_requests:
             args.append(f"--max-concurrent-requests={caps.max_concurrent_requests}")
-    return args + list(svc.args)
+    return args
 
 
 def engine_env(svc: ServiceConfig) -> list[dict]:

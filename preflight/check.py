@@ -83,10 +83,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     """
     timings = timings if timings is not None else Timings()
     with timings.stage(f"{stack}: config, node fit, admission"):
-        from manifests.admission import admission_problems, check_nodes_fit
+        from manifests.admission import admission_problems, check_pods_can_run
 
         cfg = load_stack(stack)
-        check_nodes_fit(cfg)
+        check_pods_can_run(cfg)
         result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)], cfg=cfg)
     if result.admission:  # the program would stop here too, before registering anything
         return result

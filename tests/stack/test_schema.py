@@ -113,6 +113,7 @@ def _tgi(limits: dict, engine: str = "tgi") -> dict:
     image = {"tgi": "ghcr.io/huggingface/text-generation-inference:3.3.4"}.get(engine)
     runtime = {"engine": engine, **({"image": image} if image else {})}
     return dict(MINIMAL, services=[dict(MINIMAL["services"][0], runtime=runtime, limits=limits,
+                                        resources={"cpu": "2", "memory": "16Gi"},   # fits a g6e.xlarge
                                         workload={"kind": "poisson", "rate": 1.0})])
 
 
@@ -142,3 +143,20 @@ def test_max_concurrent_requests_is_tgi_only_and_positive(engine, value, message
         parse_stack_config(_tgi({"maxConcurrentRequests": value}, engine), "p", "dev")
     text = str(err.value)
     assert "limits.maxConcurrentRequests" in text and str(value) in text and message in text
+
+
+@pytest.mark.parametrize("engine, limits, user_arg", [
+    ("tgi", {"maxBatchSize": 32, "maxConcurrentRequests": 64}, "--max-concurrent-requests=4"),  # clap refuses it
+    ("vllm", {"maxBatchSize": 16}, "--max_num_seqs=4"),        # vLLM's argparse would keep 4, the gate read 16
+])
+def test_a_flag_the_stack_renders_cannot_be_given_again_in_runtime_args(engine, limits, user_arg):
+    from manifests.admission import check_pods_can_run
+
+    cfg = _tgi(limits, engine)
+    cfg["services"][0]["runtime"]["args"] = [user_arg]
+    with pytest.raises(InputError) as err:
+        check_pods_can_run(parse_stack_config(cfg, "p", "dev"))
+    assert f"services[0].runtime.args: got '{user_arg}'" in str(err.value)
+    assert "expected no flag the stack already renders" in str(err.value)
+    cfg["services"][0]["runtime"]["args"] = ["--enable-prefix-caching"] if engine == "vllm" else ["--sharded=false"]
+    check_pods_can_run(parse_stack_config(cfg, "p", "dev"))     # control: a flag the stack does not render
