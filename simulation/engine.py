@@ -222,12 +222,9 @@ class Sim:
             self.proxy_since = self.env.now if proxy else None
 
     def set_replicas(self, n: int) -> None:
-        """The autoscaler's desired scale. Above MAX_REPLICAS (an unbounded max-scale under a queue that keeps
-        growing: Knative would create that many pods, nearly all Pending) the simulator keeps MAX_REPLICAS pods
-        and the report says so (`replica_cap`): every pod is simulated, so the run stays bounded."""
+        """The desired scale, at most MAX_REPLICAS pods (every pod is simulated; the report says `replica_cap`)."""
         if n > MAX_REPLICAS:
-            self.desired_over_cap = max(self.desired_over_cap, n)
-            n = MAX_REPLICAS
+            self.desired_over_cap, n = max(self.desired_over_cap, n), MAX_REPLICAS
         cur = self.n_live
         self.replicas = n
         if n == cur:

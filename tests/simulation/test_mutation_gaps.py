@@ -17,7 +17,7 @@ from simulation.autoscaler.hpa import HpaCalculator, HpaSpec
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
 from simulation.gpu.memory import DEFAULT_GPU_MEMORY_UTILIZATION, prefill_activation_bytes, vllm_budget
 from simulation.queue_proxy import QueueProxy
-from simulation.request import Request
+from path_fakes import FakePod, FakeServer, activator, queue_proxy, req as make_req
 
 
 def spec(target=10.0, tbc=100.0, activation=1, delay=0.0) -> DeciderSpec:
@@ -82,25 +82,9 @@ def test_update_replaces_the_spec_and_restarts_the_delay_window_only_when_the_de
 
 # -- activator load balancing (pkg/activator/net/lb_policy.go) and stats ------------------------------------------
 
-class _Pod:
-    def __init__(self, pid: int):
-        self.id, self.act_n, self.act_ready, self.got = pid, 0, True, []
-        self.qp = SimpleNamespace(accept=lambda req: self.got.append(req))
-
-
-def _activator(cc: int, pods: int) -> tuple[Activator, list[_Pod]]:
-    env = simpy.Environment()
-    sim = SimpleNamespace(env=env, rng_lb=__import__("random").Random(1), autoscaler=SimpleNamespace(poke=lambda: None),
-                          scrape_due=float("inf"))
-    act = Activator(sim, cc)
-    ps = [_Pod(i) for i in range(pods)]
-    for p in ps:
-        act.add_pod(p)
-    return act, ps
-
-
-def _req(i: int) -> Request:
-    return Request(i, i, 0.0, 0, 0.0, 10, 10, True)
+def _activator(cc: int, pods: int) -> tuple[Activator, list[FakePod]]:
+    ps = [FakePod(i) for i in range(pods)]
+    return activator(cc, ps), ps
 
 
 @pytest.mark.parametrize("cc, order", [
@@ -113,7 +97,7 @@ def test_activator_balancing_by_container_concurrency(cc, order):
     act, pods = _activator(cc, 3)
     picked = []
     for i in range(len(order)):
-        act.accept(_req(i))
+        act.accept(make_req(i))
         picked.append(next(p.id for p in pods if p.got and p.got[-1].id == i))
     assert picked == order
 
@@ -121,14 +105,14 @@ def test_activator_balancing_by_container_concurrency(cc, order):
 def test_activator_buffers_when_every_pod_is_full_at_the_boundary():
     act, pods = _activator(3, 1)
     for i in range(4):
-        act.accept(_req(i))
+        act.accept(make_req(i))
     assert [len(p.got) for p in pods] == [3] and act.nwait == 1
 
 
 def test_activator_had_activity_stat():
     act, pods = _activator(4, 1)
     assert act.scrape(1.0)[2] is False                     # nothing happened
-    act.accept(_req(0))
+    act.accept(make_req(0))
     assert act.scrape(1.0)[2] is True                      # a request arrived and is in flight
     req = pods[0].got[0]
     req.pod = pods[0]
@@ -139,31 +123,9 @@ def test_activator_had_activity_stat():
 
 # -- queue-proxy (pkg/queue/breaker.go, pkg/http/handler/timeout.go) -----------------------------------------------
 
-class _Server:
-    def __init__(self):
-        self.running, self.cancelled = [], []
-
-    def check(self, req):
-        return None
-
-    def submit(self, req, done):
-        self.running.append((req, done))
-
-    def cancel(self, req):
-        self.cancelled.append(req)
-
-
-def _queue_proxy(cc: int):
-    done = []
-    sim = SimpleNamespace(env=simpy.Environment(), complete=lambda req, status, comp: done.append((req.id, status, comp)))
-    pod = SimpleNamespace(enter=lambda req: None)
-    server = _Server()
-    return QueueProxy(sim, pod, server, cc, 10), server, done
-
-
 def test_a_request_that_times_out_while_queued_leaves_the_queue():
-    qp, server, done = _queue_proxy(cc=1)
-    first, queued, third = _req(1), _req(2), _req(3)
+    qp, server, done = queue_proxy(cc=1)
+    first, queued, third = make_req(1), make_req(2), make_req(3)
     qp.accept(first)
     qp.accept(queued)
     assert (qp.running, qp.nwait) == (1, 1)
@@ -178,8 +140,8 @@ def test_a_request_that_times_out_while_queued_leaves_the_queue():
 
 
 def test_a_request_that_times_out_while_running_is_cancelled_and_the_queue_moves():
-    qp, server, done = _queue_proxy(cc=1)
-    running, queued = _req(1), _req(2)
+    qp, server, done = queue_proxy(cc=1)
+    running, queued = make_req(1), make_req(2)
     qp.accept(running)
     qp.accept(queued)
     running.status = 504
@@ -189,9 +151,9 @@ def test_a_request_that_times_out_while_running_is_cancelled_and_the_queue_moves
 
 @pytest.mark.parametrize("cc, accepted", [(1, 11), (2, 22), (4, 44)])
 def test_queue_proxy_answers_503_past_eleven_times_cc(cc, accepted):
-    qp, server, done = _queue_proxy(cc)
+    qp, server, done = queue_proxy(cc)
     for i in range(accepted + 1):
-        qp.accept(_req(i))
+        qp.accept(make_req(i))
     assert qp.in_flight == accepted and done == [(accepted, 503, "queue-proxy")]
 
 
@@ -242,7 +204,7 @@ def test_prefill_activation_estimate_splits_over_tensor_parallel_ranks_and_skips
 
 # -- second round: what the mutmut run of kpa/activator/queue_proxy showed unpinned -------------------------------
 
-class _CrashServer(_Server):
+class _CrashServer(FakeServer):
     def __init__(self):
         super().__init__()
         self.failed_with = None
@@ -259,7 +221,7 @@ def test_queue_proxy_fail_all_answers_the_queue_with_502_once_and_stops():
     sim = SimpleNamespace(env=simpy.Environment(), complete=lambda req, status, comp: done.append((req.id, status, comp)))
     server = _CrashServer()
     qp = QueueProxy(sim, SimpleNamespace(enter=lambda req: None), server, 1, 10)
-    running, waiting, answered = _req(1), _req(2), _req(3)
+    running, waiting, answered = make_req(1), make_req(2), make_req(3)
     for r in (running, waiting, answered):
         qp.accept(r)
     answered.status = 504                       # timed out already: not answered twice
@@ -270,8 +232,8 @@ def test_queue_proxy_fail_all_answers_the_queue_with_502_once_and_stops():
 
 
 def test_queue_proxy_abandon_of_a_running_request_frees_exactly_one_slot():
-    qp, server, done = _queue_proxy(cc=2)
-    reqs = [_req(i) for i in range(4)]
+    qp, server, done = queue_proxy(cc=2)
+    reqs = [make_req(i) for i in range(4)]
     for r in reqs:
         qp.accept(r)
     assert (qp.running, qp.nwait) == (2, 2)
@@ -282,7 +244,7 @@ def test_queue_proxy_abandon_of_a_running_request_frees_exactly_one_slot():
 
 def test_activator_counts_requests_and_frees_first_available_slots_in_address_order():
     act, pods = _activator(1, 2)
-    a, b, c = _req(1), _req(2), _req(3)
+    a, b, c = make_req(1), make_req(2), make_req(3)
     act.accept(a)
     act.accept(b)
     act.accept(c)                               # both pods full: buffered
@@ -298,7 +260,7 @@ def test_activator_counts_requests_and_frees_first_available_slots_in_address_or
 
 def test_activator_drain_skips_answered_requests_and_abandon_forgets_them():
     act, pods = _activator(1, 1)
-    first, timed_out, third = _req(1), _req(2), _req(3)
+    first, timed_out, third = make_req(1), make_req(2), make_req(3)
     for r in (first, timed_out, third):
         act.accept(r)
     assert act.nwait == 2

@@ -1,6 +1,5 @@
 """Third round of boundary tests: what a mutmut run of simulation/activator.py and simulation/queue_proxy.py
-(2026-12-02) showed no test would notice. Each names the Knative code it pins; the helpers are the same small
-fakes as tests/simulation/test_mutation_gaps.py's.
+(2026-12-02) showed no test would notice. Each names the Knative code it pins; the fakes are tests/path_fakes.py.
 """
 
 from __future__ import annotations
@@ -11,29 +10,8 @@ from types import SimpleNamespace
 import pytest
 import simpy
 
-from simulation.activator import Activator
-from simulation.queue_proxy import QueueProxy
-from simulation.request import Request
+from path_fakes import FakePod, activator, queue_proxy, req as make_req
 from simulation.server import SimpleServer, SimpleServerSpec
-
-
-class _Pod:
-    def __init__(self, pid: int, act_n: int = 0):
-        self.id, self.act_n, self.act_ready, self.got = pid, act_n, True, []
-        self.qp = SimpleNamespace(accept=lambda req: self.got.append(req))
-
-
-def _activator(cc: int, pods: list[_Pod], env: simpy.Environment | None = None, seed: int = 1) -> Activator:
-    sim = SimpleNamespace(env=env or simpy.Environment(), rng_lb=random.Random(seed),
-                          autoscaler=SimpleNamespace(poke=lambda: None), scrape_due=float("inf"))
-    act = Activator(sim, cc)
-    for p in pods:
-        act.add_pod(p)
-    return act
-
-
-def _req(i: int) -> Request:
-    return Request(i, i, 0.0, 0, 0.0, 10, 10, True)
 
 
 def _at(env: simpy.Environment, t: float) -> None:
@@ -46,9 +24,9 @@ def test_activator_stat_is_the_time_average_of_requests_in_it_per_period():
     """Two requests from t = 0, one answered at 0.5: 2 × 0.5 + 1 × 0.5 = 1.5 request-seconds in the first second;
     the same 1.5 over a 2 s period is 0.75 (the area is divided by the period, not multiplied)."""
     env = simpy.Environment()
-    pod = _Pod(0)
-    act = _activator(4, [pod], env)
-    a, b = _req(1), _req(2)
+    pod = FakePod(0)
+    act = activator(4, [pod], env)
+    a, b = make_req(1), make_req(2)
     act.accept(a)
     act.accept(b)
     _at(env, 0.5)
@@ -64,9 +42,9 @@ def test_activator_stat_is_the_time_average_of_requests_in_it_per_period():
 def test_activator_had_activity_when_a_request_came_and_went_in_no_time():
     """A request accepted and answered at the same instant adds no area but counts: the period had activity."""
     env = simpy.Environment()
-    pod = _Pod(0)
-    act = _activator(4, [pod], env)
-    r = _req(1)
+    pod = FakePod(0)
+    act = activator(4, [pod], env)
+    r = make_req(1)
     act.accept(r)
     r.pod = pod
     act.leave(r)
@@ -77,11 +55,11 @@ def test_activator_had_activity_when_a_request_came_and_went_in_no_time():
 
 def test_cc0_takes_the_less_loaded_of_two_random_pods_and_the_first_drawn_on_a_tie():
     """randomChoice2Policy: two pods drawn at random, the one with fewer requests in flight; on a tie the first."""
-    busy, idle = _Pod(0, act_n=5), _Pod(1, act_n=1)
-    act = _activator(0, [busy, idle])
+    busy, idle = FakePod(0, act_n=5), FakePod(1, act_n=1)
+    act = activator(0, [busy, idle])
     assert all(act._pick() is idle for _ in range(20))
-    tie = [_Pod(0, act_n=2), _Pod(1, act_n=2), _Pod(2, act_n=2)]
-    act = _activator(0, tie, seed=7)
+    tie = [FakePod(0, act_n=2), FakePod(1, act_n=2), FakePod(2, act_n=2)]
+    act = activator(0, tie, seed=7)
     draws = random.Random(7)
     for _ in range(20):
         first, _second = draws.sample(act.pods, 2)
@@ -90,11 +68,11 @@ def test_cc0_takes_the_less_loaded_of_two_random_pods_and_the_first_drawn_on_a_t
 
 def test_round_robin_skips_a_full_pod_and_goes_on_after_the_one_it_took():
     """CC > 3: round robin from the last pick, skipping pods at capacity (`lb_policy.go: newRoundRobinPolicy`)."""
-    pods = [_Pod(0), _Pod(1, act_n=4), _Pod(2)]          # pod 1 full at CC 4
-    act = _activator(4, pods)
+    pods = [FakePod(0), FakePod(1, act_n=4), FakePod(2)]          # pod 1 full at CC 4
+    act = activator(4, pods)
     picked = []
     for i in range(4):
-        act.accept(_req(i))
+        act.accept(make_req(i))
         picked.append(next(p.id for p in pods if p.got and p.got[-1].id == i))
     assert picked == [0, 2, 0, 2]
     act._rr = 1                                           # the cursor on the full pod: the next one with room
@@ -103,18 +81,18 @@ def test_round_robin_skips_a_full_pod_and_goes_on_after_the_one_it_took():
 
 @pytest.mark.parametrize("cc", [4, 5])
 def test_round_robin_buffers_when_every_pod_is_at_capacity(cc):
-    pod = _Pod(0)
-    act = _activator(cc, [pod])
+    pod = FakePod(0)
+    act = activator(cc, [pod])
     for i in range(cc + 1):
-        act.accept(_req(i))
+        act.accept(make_req(i))
     assert len(pod.got) == cc and act.nwait == 1
 
 
 def test_drain_fills_a_pod_to_capacity_and_no_further():
     """Two requests buffered behind a full CC 2 pod; one answered: exactly one moves to the pod."""
-    pod = _Pod(0)
-    act = _activator(2, [pod])
-    reqs = [_req(i) for i in range(4)]
+    pod = FakePod(0)
+    act = activator(2, [pod])
+    reqs = [make_req(i) for i in range(4)]
     for r in reqs:
         act.accept(r)
     assert act.nwait == 2 and pod.act_n == 2
@@ -124,8 +102,8 @@ def test_drain_fills_a_pod_to_capacity_and_no_further():
 
 
 def test_remove_pod_forgets_it_and_tolerates_a_second_removal():
-    a, b = _Pod(0), _Pod(1)
-    act = _activator(4, [a, b])
+    a, b = FakePod(0), FakePod(1)
+    act = activator(4, [a, b])
     act.remove_pod(a)
     act.remove_pod(a)
     assert act.pods == [b]
@@ -133,45 +111,18 @@ def test_remove_pod_forgets_it_and_tolerates_a_second_removal():
 
 # -- queue-proxy (pkg/queue) ---------------------------------------------------------------------------------------
 
-class _Server:
-    def __init__(self):
-        self.running, self.cancelled = [], []
-
-    def check(self, req):
-        return None
-
-    def submit(self, req, done):
-        self.running.append((req, done))
-
-    def cancel(self, req):
-        self.cancelled.append(req)
-
-    def first_byte_at(self, req):
-        return 100.0 + req.id
-
-
-def _queue_proxy(cc: int, server=None, fused=None):
-    done = []
-    sim = SimpleNamespace(env=simpy.Environment(), complete=lambda req, status, comp: done.append((req.id, status, comp)))
-    if fused is not None:
-        sim.fused = fused
-    pod = SimpleNamespace(enter=lambda req: None)
-    server = server or _Server()
-    return QueueProxy(sim, pod, server, cc, 10), server, done
-
-
-def test_a_queued_request_is_held_by_the_queue_proxy():
+def test_a_queued_request_is_held_by_thequeue_proxy():
     """`where` is what a timeout asks to let go of the request (`engine._expire` → `where.abandon`)."""
-    qp, _, _ = _queue_proxy(cc=1)
-    running, queued = _req(1), _req(2)
+    qp, _, _ = queue_proxy(cc=1)
+    running, queued = make_req(1), make_req(2)
     qp.accept(running)
     qp.accept(queued)
     assert running.where is qp and queued.where is qp and qp.nwait == 1
 
 
 def test_a_200_without_a_first_byte_time_has_its_first_byte_at_the_start():
-    qp, server, done = _queue_proxy(cc=1)
-    req = _req(1)
+    qp, server, done = queue_proxy(cc=1)
+    req = make_req(1)
     qp.accept(req)
     r, finish = server.running[0]
     finish(r, 200, None)
@@ -181,9 +132,9 @@ def test_a_200_without_a_first_byte_time_has_its_first_byte_at_the_start():
 def test_a_retry_queued_behind_a_running_request_is_waiting_not_running():
     """A request object that ran before (an earlier pod, t_start ≥ 0) and now waits in this queue-proxy
     (t_start < t_qp) is taken out of the queue on a timeout, not cancelled at the server, and has no first byte."""
-    qp, server, _ = _queue_proxy(cc=1)
-    qp.accept(_req(1))
-    again = _req(2)
+    qp, server, _ = queue_proxy(cc=1)
+    qp.accept(make_req(1))
+    again = make_req(2)
     again.t_start = 0.0
     qp.env.run(until=5.0)
     qp.accept(again)                                       # queued at t = 5 behind request 1
@@ -195,8 +146,8 @@ def test_a_retry_queued_behind_a_running_request_is_waiting_not_running():
 
 
 def test_first_byte_is_asked_of_the_server_for_that_request():
-    qp, _, _ = _queue_proxy(cc=2)
-    a, b = _req(1), _req(2)
+    qp, _, _ = queue_proxy(cc=2)
+    a, b = make_req(1), make_req(2)
     qp.accept(a)
     qp.accept(b)
     assert (qp.first_byte_at(a), qp.first_byte_at(b)) == (101.0, 102.0)
@@ -209,10 +160,10 @@ def test_the_fused_path_engages_for_a_plain_simple_server_only():
     fused = SimpleNamespace(done_cb=("fused-done",))
     plain = SimpleServer(env, None, SimpleServerSpec(), random.Random(1))
     capped = SimpleServer(env, None, SimpleServerSpec(max_concurrent=4), random.Random(1))
-    qp, _, _ = _queue_proxy(1, plain, fused)
+    qp, _, _ = queue_proxy(1, plain, fused)
     assert qp.plain is True and qp._plain_done == ("fused-done",)
-    assert _queue_proxy(1, capped, fused)[0].plain is False
-    assert _queue_proxy(1, plain, None)[0].plain is False
+    assert queue_proxy(1, capped, fused)[0].plain is False
+    assert queue_proxy(1, plain, None)[0].plain is False
 
 
 def test_a_plain_request_started_from_the_queue_is_answered_when_the_pod_dies():
@@ -221,8 +172,8 @@ def test_a_plain_request_started_from_the_queue_is_answered_when_the_pod_dies():
     env = simpy.Environment()
     fused = SimpleNamespace(done_cb=(lambda req: None,))
     server = SimpleServer(env, None, SimpleServerSpec(base_s=10.0), random.Random(1))
-    qp, _, done = _queue_proxy(1, server, fused)
-    first, queued = _req(1), _req(2)
+    qp, _, done = queue_proxy(1, server, fused)
+    first, queued = make_req(1), make_req(2)
     qp.accept(first)
     qp.accept(queued)
     server.cancel(first)                                   # first leaves (timed out) ...
