@@ -188,3 +188,23 @@ def test_local_submit_runs_beside_the_caller_with_the_map_results():
         assert pool.submit(_double_but_die_in_a_worker, [1, 2]).result() == [2, 4] and pool.workers == 1
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize("df, expected", [(1, 12.7062), (4, 2.7764), (19, 2.0930), (21, 2.0796), (30, 2.0423),
+                                          (45, 2.0141), (60, 2.0003), (120, 1.9799), (999, 1.9623),
+                                          (5000, 1.9604)])
+def test_t_quantile_is_exact_for_every_degree_of_freedom(df, expected):
+    # Student t 0.975 quantiles (published tables; scipy.stats.t.ppf agrees): a df between tabulated ones or
+    # above 59 (replications up to gate.replications.max 1000) is not rounded to a neighbour's or to 1.96
+    from simulation.analytic import t975
+
+    assert t975(df) == pytest.approx(expected, abs=5e-5)
+    assert t975(df) > t975(df + 1) > 1.959963984540054
+
+
+def test_t_two_sided_probability_matches_the_closed_forms():
+    from simulation.analytic import t_two_sided
+
+    assert t_two_sided(1.0, 1) == pytest.approx(0.5)                          # Cauchy: atan(1)·2/π
+    assert t_two_sided(1.0, 2) == pytest.approx(1 / math.sqrt(3))             # t/√(2 + t²)
+    assert t_two_sided(2.0422724563012378, 30) == pytest.approx(0.95, abs=1e-12)
