@@ -18,6 +18,7 @@ from typing import Any
 import pulumi
 
 from manifests import knative_autoscaler, knative_features
+from manifests.kserve_config import inferenceservice_config_patch
 from manifests.admission import admission_failure, check_pods_can_run
 from manifests.common import namespace
 from manifests.model_download import model_download_account
@@ -47,6 +48,7 @@ def import_components() -> None:
     """The providers and the components (what `deploy` uses): imported while the gate simulates."""
     import components  # noqa: F401  (pulumi-aws, pulumi-kubernetes)
     import components.knative_features  # noqa: F401
+    import components.kserve_config  # noqa: F401
 
 
 def kubernetes_provider(cfg: StackConfig) -> Any:
@@ -144,6 +146,7 @@ def deploy(cfg: StackConfig, verdicts: list) -> None:
     from components import (GpuNodeGroup, GpuNodeGroupArgs, ModelCache, ModelCacheArgs, NvidiaDevicePlugin,
                             NvidiaDevicePluginArgs, TunedInferenceService, TunedInferenceServiceArgs)
     from components.knative_features import KnativeAutoscaler, KnativeFeatures
+    from components.kserve_config import KServeConfig
     from components.kubernetes_object import kubernetes_object
 
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
@@ -165,6 +168,9 @@ def deploy(cfg: StackConfig, verdicts: list) -> None:
     autoscaler = knative_autoscaler(cfg)
     if autoscaler:  # the revisions start under the settings the gate simulated
         before_services.append(KnativeAutoscaler("knative-autoscaler", autoscaler, on_cluster).patch)
+    kserve = inferenceservice_config_patch(cfg)
+    if kserve:  # before the services: KServe reads the list when it first reconciles them
+        before_services.append(KServeConfig("kserve-config", kserve, on_cluster).patch)
     for_services = pulumi.ResourceOptions(provider=provider, depends_on=before_services)
     services = [TunedInferenceService(svc.name, TunedInferenceServiceArgs.from_config(cfg, svc), for_services)
                 for svc in cfg.services]

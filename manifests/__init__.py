@@ -6,6 +6,7 @@ from manifests.common import namespace
 from manifests.device_plugin import device_plugin_daemonset
 from manifests.inference_service import autoscaler, inference_service, pod_disruption_budget
 from manifests.knative import config_autoscaler_patch, config_features_patch, required_features
+from manifests.kserve_config import inferenceservice_config_patch
 from manifests.model_cache import model_cache_daemonset, model_cache_pvc
 from manifests.model_download import model_download_account
 from stackconfig.schema import StackConfig
@@ -46,5 +47,5 @@ def render_stack(cfg: StackConfig) -> list[dict]:
     account = model_download_account(cfg)
     if account:
         out.append(account)
-    out += [m for m in (knative_features(cfg), knative_autoscaler(cfg)) if m]
+    out += [m for m in (knative_features(cfg), knative_autoscaler(cfg), inferenceservice_config_patch(cfg)) if m]
     return out + service_manifests(cfg)

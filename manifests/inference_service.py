@@ -121,6 +121,16 @@ def hpa_name(svc: ServiceConfig) -> str:
     return f"{svc.name}-predictor-hpa"
 
 
+# Annotations for the gate, the policies (policy/rules_isvc.py) and Pulumi, which no pod reads: the stack keeps
+# them off the pod template (KServe's serviceAnnotationDisallowedList, manifests/kserve_config.py), so changing an
+# SLO or a cold-start prior never rolls the GPU pods. Every key `_annotations` writes under these prefixes is here.
+STACK_ONLY_PREFIXES = (ANNOTATION_PREFIX, "pulumi.com/")
+STACK_ONLY_ANNOTATIONS = ("pulumi.com/waitFor", "pulumi.com/timeoutSeconds",
+                          *(ANNOTATION_PREFIX + k for k in ("engine", "model", "expected-load-seconds", "traffic",
+                                                            "slo-p99-latency-seconds", "allow-scale-to-zero")),
+                          *TRITON_CAP_ANNOTATIONS.values())
+
+
 def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
     out = {"serving.kserve.io/deploymentMode": MODE_ANNOTATION[svc.deployment_mode],
            # pulumi-kubernetes ≥ 4.18 awaits a custom resource only when told which condition means ready: a

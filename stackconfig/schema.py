@@ -13,6 +13,7 @@ from stackconfig.autoscaling import traffic_shape
 from stackconfig.catalog_overrides import parse_catalog
 from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
 from stackconfig.knative import max_scale_problems, parse_knative
+from stackconfig.kserve import parse_kserve
 from stackconfig.model_credentials import check_one_secret_kind
 from stackconfig.platform import (check_model_cache, expected_load_s, parse_cold_start, parse_device_plugin,
                                   parse_gate, parse_model_cache)
@@ -47,6 +48,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative)
     services = [parse_service(s, ctx) for s in top.sections("services", required=True)]
     gate = parse_gate(top.section("gate"))
+    kserve = parse_kserve(top.section("kserve"))
     max_scale_problems(knative, services, problems)
     if not problems:  # the workloads parsed cleanly: estimate what the gate would simulate
         check_request_budgets(services, gate, problems)
@@ -68,4 +70,4 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     if problems:
         raise InputError([Problem(f"{project}:{p.path}", p.value, p.allowed) for p in problems], source)
     return StackConfig(project, stack, environment, cluster, node_group, device_plugin, model_cache, cold_start,
-                       services, gate, catalog, knative)
+                       services, gate, catalog, knative, kserve)

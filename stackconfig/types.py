@@ -8,6 +8,7 @@ from typing import Any
 from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, Model
 from stackconfig.knative import KnativeConfig
+from stackconfig.kserve import KServeConfig
 from stackconfig.stress import StressConfig
 from validation.kubernetes import tolerates
 
@@ -228,6 +229,7 @@ class StackConfig:
     gate: GateConfig
     catalog: Catalog = field(repr=False, default=DEFAULT_CATALOG)
     knative: KnativeConfig = field(default_factory=KnativeConfig)
+    kserve: KServeConfig = field(default_factory=KServeConfig)
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,8 @@ def test_services_are_created_after_the_cache_is_full_and_knative_admits_them():
         deps = r.options[f"{isvc.inputs['metadata']['name']}-isvc"].depends_on
         assert any(isinstance(d, k8s.apps.v1.DaemonSet) for d in deps)
         assert any(isinstance(d, k8s.core.v1.ConfigMapPatch) for d in deps)
-    [patch] = r.of_type("kubernetes:core/v1:ConfigMapPatch")
+    [patch] = [p for p in r.of_type("kubernetes:core/v1:ConfigMapPatch")
+               if p.inputs["metadata"]["name"] == "config-features"]
     assert patch.inputs["metadata"]["namespace"] == "knative-serving"
     assert patch.inputs["data"] == {"kubernetes.podspec-nodeselector": "enabled",
                                     "kubernetes.podspec-tolerations": "enabled",
