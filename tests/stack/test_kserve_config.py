@@ -6,19 +6,23 @@ a changed SLO or cold-start prior starts new GPU pods (manifests/kserve_config.p
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from manifests import render_stack
 from manifests.inference_service import STACK_ONLY_ANNOTATIONS, STACK_ONLY_PREFIXES
 from manifests.kserve_config import (CONFIG_KEY, KSERVE_ANNOTATION_DISALLOWED, inferenceservice_config_patch,
                                      template_annotations)
+from fuzz.mutate import mutated
 from program_refusal import refusal
 from offline import run_program
 from stackconfig.load import project_values, stack_config_values, stack_names
 from stackconfig.schema import StackConfig, parse_stack_config
 from validation.errors import InputError
+from validation.kubernetes import validation_errors
 
 P = "kserve-preflight"
 PATCH = "kubernetes:core/v1:ConfigMapPatch"
@@ -176,3 +180,25 @@ def test_bad_kserve_settings_are_refused_at_load(block, path, fragment):
         parse(edit=lambda v: v.update(kserve=block))
     [problem] = err.value.problems
     assert problem.path == f"{P}:{path}" and fragment in problem.allowed
+
+
+BLOCK = {"namespace": "kubeflow", "manageConfig": False,
+         "serviceAnnotationDisallowedList": ["example.com/owner", *STACK_ONLY_ANNOTATIONS]}
+
+
+@given(mutated(BLOCK))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_mutated_kserve_settings_are_refused_cleanly_or_render_a_valid_patch(case):
+    from manifests.admission import check_pods_can_run
+
+    block, mutations = case
+    try:
+        cfg = parse(edit=lambda v: v.update(kserve=copy.deepcopy(block)))
+        check_pods_can_run(cfg)
+    except InputError as err:
+        assert err.problems and all(p.path.startswith(f"{P}:kserve") and p.allowed for p in err.problems), mutations
+        return
+    patch = inferenceservice_config_patch(cfg)
+    if patch is not None:
+        assert validation_errors(patch, cfg.cluster.kubernetes_version) == []
+        assert set(STACK_ONLY_ANNOTATIONS) <= set(kserve_parses(patch))
