@@ -5,7 +5,11 @@ The cluster-wide values come from simulation/autoscaler/cluster_config.py (Knati
 scenario says otherwise); annotation names and ranges follow `pkg/apis/autoscaling/register.go` and
 `annotation_validation.go`; which setting an annotation overrides follows
 `pkg/reconciler/autoscaling/kpa/resources/decider.go: MakeDecider`; the target resolution follows
-`pkg/reconciler/autoscaling/resources/target.go: ResolveMetricTarget`.
+`pkg/reconciler/autoscaling/resources/target.go: ResolveMetricTarget`; the panic window follows
+`pkg/reconciler/autoscaling/resources/metric.go: MakeMetric`. The revision's `serving.knative.dev/progress-deadline`
+(copied onto the PodAutoscaler, `pkg/reconciler/revision/resources/pa.go: MakePA`) sets how long an activation may
+take before the KPA gives up (`kpa/scaler.go: handleScaleToZero`, `PodAutoscaler.ProgressDeadline`); without it,
+config-deployment's `progress-deadline` (600 s, `pkg/deployment/config.go`), which the simulation does not vary.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from validation.errors import Problem
 from validation.kubernetes import parse_duration
 
 PREFIX = "autoscaling.knative.dev/"
+PROGRESS_DEADLINE_KEY = "serving.knative.dev/progress-deadline"
+DEFAULT_PROGRESS_DEADLINE_S = 600.0   # pkg/deployment/config.go ProgressDeadlineDefault (config-deployment)
+ACTIVATION_TIMEOUT_BUFFER_S = 30.0    # kpa/scaler.go activationTimeoutBuffer
+PROGRESS_DEADLINE_MAX_S = float(2**31 - 1)   # the Deployment's progressDeadlineSeconds is an int32
 RPS_TARGET_UTILIZATION = 0.70   # config.go defaultConfig TargetUtilization: the rps metric's, no ConfigMap key
 # config-autoscaler keys Knative reads only cluster-wide: no annotation sets them (register.go has none; the
 # decider takes them from the ConfigMap, decider.go MakeDecider).
@@ -54,6 +62,7 @@ class AutoscalerConfig:
     activation_scale: int = 1
     enable_scale_to_zero: bool = True
     tick_interval_s: float = 2.0                # multiscaler.go tickInterval
+    progress_deadline_s: float = DEFAULT_PROGRESS_DEADLINE_S   # serving.knative.dev/progress-deadline
     bucket_s: float = 1.0                       # fixed: not a Knative setting (no annotation sets it)
 
     def __post_init__(self) -> None:
@@ -83,8 +92,17 @@ class AutoscalerConfig:
 
     @property
     def panic_window_s(self) -> float:
-        # MakeMetric: round(stable * pct / 100) to whole seconds, at least 1 s (bucket granularity).
-        return max(1.0, float(round(self.stable_window_s * self.panic_window_percentage / 100.0)))
+        """MakeMetric: `time.Duration(float64(stable) * pct / 100.0).Round(time.Second)`, at least the 1 s bucket.
+        The float nanoseconds truncate to an integer Duration, and `Duration.Round` rounds halves away from zero
+        (a 25 s window at 10 % is 3 s, not Python's round-half-even 2 s)."""
+        ns = int(float(round(self.stable_window_s * 1e9)) * self.panic_window_percentage / 100.0)
+        whole, rest = divmod(ns, 1_000_000_000)
+        return max(1.0, float(whole + (rest + rest >= 1_000_000_000)))
+
+    @property
+    def activation_timeout_s(self) -> float:
+        """handleScaleToZero: an activation not Ready within the progress deadline + 30 s scales back to 0."""
+        return self.progress_deadline_s + ACTIVATION_TIMEOUT_BUFFER_S
 
     @property
     def panic_threshold(self) -> float:
@@ -275,8 +293,26 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     if "metric-aggregation-algorithm" in ann and \
             ann["metric-aggregation-algorithm"] not in ("linear", "weighted-exponential", "weightedExponential"):
         bad("metric-aggregation-algorithm", "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')")
+    deadline = _progress_deadline((annotations or {}).get(PROGRESS_DEADLINE_KEY), path, problems)
+    if deadline is not None:
+        upd["progress_deadline_s"] = deadline
     c = replace(c, **upd)
     if check_bounds and c.max_scale and c.min_scale > c.max_scale:
         problems.append(Problem(f"{path}[{PREFIX}min-scale]", c.min_scale,
                                 f"min-scale must not exceed max-scale ({c.max_scale})"))
     return c
+
+
+def _progress_deadline(value: Any, path: str, problems: list[Problem]) -> float | None:
+    """`serving.knative.dev/progress-deadline` as Knative admits it (`revision_validation.go:
+    validateProgressDeadlineAnnotation`: a Go duration at second precision) and Kubernetes then accepts it on the
+    Deployment (`progressDeadlineSeconds`, an int32 that must exceed minReadySeconds 0): seconds, None if absent."""
+    if value is None:
+        return None
+    seconds = parse_duration(value) if isinstance(value, str) and value == value.strip() else None
+    if seconds is None or not 0 < seconds <= PROGRESS_DEADLINE_MAX_S or not float(seconds).is_integer():
+        problems.append(Problem(f"{path}[{PROGRESS_DEADLINE_KEY}]", value, 'expected a positive duration in whole '
+                                'seconds such as "20m" (Knative revision_validation.go; the Deployment\'s '
+                                'progressDeadlineSeconds must be > 0)'))
+        return None
+    return seconds

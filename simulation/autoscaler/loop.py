@@ -12,8 +12,10 @@ KPA (knative/serving, reference knative-kserve.md §1–§3):
   [min-scale, max-scale], initial scale until first reached; scale to zero only after the PA has been Active for
   a stable window, then Inactive (activator in path) for max(grace 30 s, retention) — or at once if the activator
   has been in path ≥ grace. SKS mode Serve iff want > 0 and EBC ≥ 0 (`kpa.go: ReconcileKind`).
-Activation that does not produce a Ready pod within 630 s (progress deadline + 30 s) while the decider wants 0
-scales back to 0.
+Activation that does not produce a Ready pod within the progress deadline + 30 s (the revision's
+`serving.knative.dev/progress-deadline`, else 600 s: `AutoscalerConfig.activation_timeout_s`) while the decider
+wants 0 scales back to 0. The PA is Active once max(min-scale, initial-scale) pods are Ready until the scale target
+has been initialized, max(min-scale, 1) after (`kpa.go: activeThreshold`).
 Cost: the tick is one reused event; the scrapes have none (`catch_scrapes`, run before anything they read
 changes) and skip the pods in a second when no request reached one except through the activator; a run of
 seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and once the loop has settled (scaled
@@ -44,7 +46,6 @@ from simulation.autoscaler.sampling import sample_size, sorted_sample
 from simulation.clock import Recurring, call_later, grid_loops
 from simulation.pod import PENDING, STARTING
 
-ACTIVATION_TIMEOUT_S = 630.0   # progress deadline 600 s + 30 s (pkg/deployment/config.go, kpa/scaler.go)
 _SAMPLE = [sample_size(n) for n in range(1024)]
 _floor, _ceil = math.floor, math.ceil
 
@@ -69,7 +70,7 @@ class KpaLoop:
         self.ebc = 0 if tbc == 0 else (-1 if tbc < 0 else int(math.floor(initial * cfg.total_value - tbc)))
         self.state = "active" if initial > 0 else "inactive"   # PA Active condition
         self.since = 0.0
-        self.reached_initial = initial >= cfg.initial_scale
+        self.reached_initial = initial >= max(cfg.min_scale, cfg.initial_scale)   # ScaleTargetInitialized
         self.rng = sim.rng_scrape
         self.owed: list[list[int]] = []   # [pods, sample size, times]: samples drawn later (`_owe`)
         self.quiet: tuple | None = None   # settled: what the ticks read, unchanged while they are skipped
@@ -277,8 +278,10 @@ class KpaLoop:
         else:
             want, self.ebc, _ = self.decider.scale(now, ready, stable.average_at(now_idx),
                                                    self.panic.average_at(now_idx))
-        if want >= 0:
-            # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero.
+        if want >= 0 or self.state == "activating":
+            # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero. With no data
+            # it returns early unless the PA is activating: then applyBounds lifts −1 to min-scale, so a stuck
+            # activation still times out (min-scale 0) or holds min-scale pods.
             lo = cfg.min_scale
             if not self.reached_initial and cfg.initial_scale > 1:
                 lo = max(lo, cfg.initial_scale)
@@ -294,10 +297,13 @@ class KpaLoop:
                 sim.set_replicas(want)
                 moving = True                          # the next tick reads other counts
         reached = self.reached_initial
-        if ready >= cfg.initial_scale:
+        # kpa.go activeThreshold: initial-scale counts until the scale target has been initialized, which
+        # computeActiveCondition marks once that many pods are Ready (the threshold read before the mark).
+        min_ready = max(cfg.min_scale, 1 if reached else cfg.initial_scale)
+        if ready >= min_ready:
             self.reached_initial = True
-        if not (want > 0 and self.state == "active" and ready >= cfg.min_scale and ready):
-            self._active_condition(now, want, ready)    # (else it stays Active)
+        if not (want > 0 and self.state == "active" and 0 < min_ready <= ready):
+            self._active_condition(now, want, ready, min_ready)    # (else it stays Active)
         self.want = want if want >= 0 else self.want
         # kpa.go ReconcileKind: activator in path iff want == 0, EBC < 0, or unknown while inactive.
         proxy = want == 0 or self.ebc < 0 or (want < 0 and self.state == "inactive")
@@ -307,11 +313,10 @@ class KpaLoop:
                 and settled(self, now, want, ready)):   # the next tick reads the same, and more (quiet.py)
             self.quiet = signature(self)                # the next ticks are skipped while it holds (`quiet.py`)
 
-    def _active_condition(self, now: float, want: int, ready: int) -> None:
-        """kpa.go: computeActiveCondition."""
-        min_ready = max(1, self.cfg.min_scale)
+    def _active_condition(self, now: float, want: int, ready: int, min_ready: int) -> None:
+        """kpa.go: computeActiveCondition, with `min_ready` its activeThreshold."""
         new = self.state
-        if want == 0:
+        if want == 0 or min_ready == 0:
             new = "inactive"
         elif ready < min_ready:
             if want > 0 or self.state != "inactive":
@@ -328,7 +333,7 @@ class KpaLoop:
         if not cfg.enable_scale_to_zero:
             return 1, True
         if self.state == "activating":
-            if now - self.since >= ACTIVATION_TIMEOUT_S:
+            if now - self.since >= cfg.activation_timeout_s:
                 return 0, True                     # could not activate within progress deadline + 30 s
             return -1, False                       # scaleUnknown while activating
         if self.state == "active":

@@ -445,3 +445,35 @@ def test_policies_empty_list_is_refused():
     assert [(p.path, p.value, p.allowed) for p in problems] == [
         (f"{HP}.policies", [], "expected at least one {type, value, periodSeconds}")]
     assert r.policies == ()
+
+
+# -- serving.knative.dev/progress-deadline (the activation timeout) and the panic window -------------------------
+D = "serving.knative.dev/progress-deadline"
+
+
+@pytest.mark.parametrize("value, seconds", [("1200s", 1200.0), ("20m", 1200.0), ("1h1m1s", 3661.0), ("1s", 1.0),
+                                            ("1500ms", None), ("0s", None), ("0", None), ("-5m", None),
+                                            ("10 m", None), (" 10m", None), ("10", None), (600, None), ("365d", None)])
+def test_progress_deadline_annotation(value, seconds):
+    """revision_validation.go validateProgressDeadlineAnnotation: a Go duration at second precision, not
+    negative; Kubernetes then needs progressDeadlineSeconds > minReadySeconds (0). The activation timeout is it
+    + 30 s (kpa/scaler.go activationTimeoutBuffer); absent, config-deployment's 600 s."""
+    c, problems = read({D: value})
+    if seconds is None:
+        assert [(p.path, p.value) for p in problems] == [(f"{PATH}[{D}]", value)]
+        assert "positive duration in whole seconds" in problems[0].allowed
+        assert c.progress_deadline_s == 600.0
+    else:
+        assert problems == [] and changed(c) == {"progress_deadline_s": seconds}
+        assert c.activation_timeout_s == seconds + 30.0
+    assert read({})[0].activation_timeout_s == 630.0
+
+
+@pytest.mark.parametrize("window, pct, panic", [
+    (25, 10, 3), (45, 10, 5), (65, 10, 7), (85, 10, 9),      # half a second: Go's Duration.Round goes up
+    (60, 10, 6), (6, 10, 1), (14, 10, 1), (15, 10, 2), (24, 10, 2), (6, 1, 1), (3600, 100, 3600),
+    (10, 33.3, 3), (10, 35, 4), (7, 50, 4), (3, 50, 2)])
+def test_panic_window_rounds_like_knative(window, pct, panic):
+    """resources/metric.go MakeMetric: Duration(float64(stable) * pct / 100).Round(time.Second), at least the
+    1 s bucket; Round takes halves away from zero (Python's round() would give 2/4/6/8 s for the first four)."""
+    assert AutoscalerConfig(stable_window_s=window, panic_window_percentage=pct).panic_window_s == panic
