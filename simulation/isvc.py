@@ -13,9 +13,10 @@ This is the only place the manifest is interpreted. Sources (reference knative-k
   `scaleTarget` → `target`, `scaleMetric` → `metric`, `containerConcurrency` → revision CC (nil → 0),
   `timeout` → `timeoutSeconds` (nil → Knative's 300 s, `pkg/apis/config/defaults.go`);
 - Standard mode: `reconcilers/hpa/hpa_reconciler.go: createHPA` — HPA min = max(1, minReplicas),
-  max = max(maxReplicas, min), CPU target `scaleTarget` or 80 %; CC and timeout unused (no queue-proxy).
-  An accompanying autoscaling/v2 HorizontalPodAutoscaler or KEDA ScaledObject (scenario `hpa:`; the latter read
-  by `autoscaler/keda.py`) overrides min/max/metric/behavior.
+  max = max(maxReplicas, min), on CPU (`autoscaler/kserve_hpa.py`: KServe builds no other metric, so
+  `scaleMetric: concurrency` scales on CPU 80 %, and its webhook refuses it with `autoscalerClass: hpa`); CC and
+  timeout unused (no queue-proxy). An accompanying autoscaling/v2 HorizontalPodAutoscaler or KEDA ScaledObject
+  (scenario `hpa:`; the latter read by `autoscaler/keda.py`) overrides min/max/metric/behavior.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, Clu
 from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, from_annotations
 from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
 from simulation.autoscaler.keda import from_scaled_object
+from simulation.autoscaler.kserve_hpa import DEFAULT_CPU_UTILIZATION, kserve_hpa_target
 
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 KNATIVE_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard", "RawDeployment": "Standard"}
 DEFAULT_TIMEOUT_S = 300.0         # knative pkg/apis/config/defaults.go DefaultRevisionTimeoutSeconds
 DEFAULT_MIN_REPLICAS = 1          # kserve pkg/constants/constants.go
-DEFAULT_CPU_UTILIZATION = 80.0    # kserve DefaultCPUUtilization
 
 
 @dataclass(frozen=True)
@@ -217,13 +218,10 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
                                     "simulated)"))
         lo = max(1, min_rep if min_rep is not None else 1)
         hi = max(max_rep, lo)
-        metric = scale_metric or "cpu"
-        if metric not in ("cpu", "concurrency"):
-            problems.append(Problem(f"{pred.path}.scaleMetric", metric,
-                                    "Standard mode simulates 'cpu' (utilisation) or 'concurrency' (in-flight requests)"))
-            metric = "cpu"
-        target = scale_target if scale_target is not None else (DEFAULT_CPU_UTILIZATION if metric == "cpu" else 1.0)
-        hpa = HpaSpec(min_replicas=lo, max_replicas=hi, metric=metric, target=target,
+        target = DEFAULT_CPU_UTILIZATION   # class external: KServe builds nothing, the `hpa:` manifest decides
+        if cls_name == "hpa":
+            target = kserve_hpa_target(pred.data, pred.path, annotations.get(CLASS_ANNOTATION) == "hpa", problems)
+        hpa = HpaSpec(min_replicas=lo, max_replicas=hi, metric="cpu", target=target,
                       cpu_request_cores=_cpu_cores(container_raw))
         if hpa_manifest is not None:
             hpa = _hpa_override(hpa, hpa_manifest, "hpa", problems)
@@ -258,7 +256,7 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
     spec = top.section("spec")
     lo = spec.int("minReplicas", base.min_replicas, min=1, max=MAX_REPLICAS)
     hi = spec.int("maxReplicas", base.max_replicas, min=1, max=MAX_REPLICAS)
-    metric, target = base.metric, base.target
+    metric, target = "cpu", DEFAULT_CPU_UTILIZATION   # no metrics: the API server's default (v2 defaults.go)
     metrics = spec.raw("metrics")
     if isinstance(metrics, list) and metrics:
         m = metrics[0] if isinstance(metrics[0], dict) else {}

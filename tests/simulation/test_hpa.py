@@ -91,9 +91,10 @@ def test_kserve_standard_mode_defaults():
     assert s.mode == "Standard"
     assert (s.hpa.min_replicas, s.hpa.max_replicas, s.hpa.metric, s.hpa.target) == (2, 2, "cpu", 80.0)
     assert s.hpa.scale_down == DEFAULT_DOWN
+    # KServe builds no metric for concurrency (hpa_reconciler.go getHPAMetrics): the API server's CPU 80 %.
     s0 = ServingSpec.from_manifest(manifest({"minReplicas": 0, "maxReplicas": 4.0, "scaleMetric": "concurrency",
                                              "scaleTarget": 3}))
-    assert (s0.hpa.min_replicas, s0.hpa.max_replicas, s0.hpa.metric, s0.hpa.target) == (1, 4, "concurrency", 3.0)
+    assert (s0.hpa.min_replicas, s0.hpa.max_replicas, s0.hpa.metric, s0.hpa.target) == (1, 4, "cpu", 80.0)
 
 
 def test_hpa_manifest_overrides_behavior():
