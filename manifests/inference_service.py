@@ -19,9 +19,11 @@ from manifests.keda import scaled_object
 from manifests.model_cache import cache_uri
 from manifests.model_download import predictor_account
 from manifests.rollout import ready_timeout_s
+from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, server_image
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
+SERVER_PORT = 8080  # where Knative's queue-proxy and KServe's raw Service send requests (and the probes go)
 
 
 # Caps a runtime cannot take as an argument: Triton reads them from the model repository's `config.pbtxt`
@@ -54,31 +56,39 @@ def repeated_flags(svc: ServiceConfig) -> list[str]:
 def stack_args(svc: ServiceConfig) -> list[str]:
     """Input, batch and memory caps as the runtime's own flags, the only place a runtime reads them.
 
-    vLLM (engine args passed through KServe's huggingfaceserver): `--max-model-len` (prompt + max_tokens above
-    it is answered 400), `--max-num-seqs`; TGI launcher: `--max-input-tokens`, `--max-total-tokens`,
-    `--max-batch-size`, `--max-concurrent-requests`; the Transformers backend: `--max_length`. Triton takes none
-    (see TRITON_CAP_ANNOTATIONS).
+    vLLM (engine args passed through KServe's huggingfaceserver, or vLLM's own OpenAI server as a custom
+    predictor): `--max-model-len` (prompt + max_tokens above it is answered 400), `--max-num-seqs`; TGI launcher:
+    `--max-input-tokens`, `--max-total-tokens` (default the model's context; must exceed the input cap),
+    `--max-batch-size`, `--max-concurrent-requests`; the Transformers backend: `--max_length`, the whole context
+    (huggingfaceserver `generative_model.py`: prompt + max_tokens above it is answered 400). Triton takes none
+    (see TRITON_CAP_ANNOTATIONS). Without maxNewTokens, maxInputTokens is the whole context.
     """
     caps, args = svc.caps, []
-    total = (caps.max_input_tokens + caps.max_new_tokens) if caps.max_input_tokens and caps.max_new_tokens \
-        else caps.max_input_tokens
+    both = caps.max_input_tokens + caps.max_new_tokens if caps.max_input_tokens and caps.max_new_tokens else None
+    total = both or caps.max_input_tokens
+    custom = is_custom_predictor(svc.engine, svc.image)
     if svc.engine == "vllm":
-        args += [f"--model_name={svc.name}", "--backend=vllm",
-                 f"--gpu-memory-utilization={svc.gpu_memory_utilization:g}"]
+        if custom:  # vllm/vllm-openai: `--model` (docs: Deploying with Docker), its port 8000 by default
+            args += [f"--model={MODEL_DIR}", f"--served-model-name={svc.name}", f"--port={SERVER_PORT}"]
+            if svc.gpus > 1:  # KServe's huggingfaceserver sets it to the GPU count; vLLM's own server to 1
+                args.append(f"--tensor-parallel-size={svc.gpus}")
+        else:
+            args += [f"--model_name={svc.name}", "--backend=vllm"]
+        args.append(f"--gpu-memory-utilization={svc.gpu_memory_utilization:g}")
         if total:
             args.append(f"--max-model-len={total}")
         if caps.max_batch_size:
             args.append(f"--max-num-seqs={caps.max_batch_size}")
     elif svc.engine == "naive":  # plain Transformers backend: memory grows with what is in flight
         args += [f"--model_name={svc.name}", "--backend=huggingface"]
-        if caps.max_input_tokens:
-            args.append(f"--max_length={caps.max_input_tokens}")
-    elif svc.engine == "tgi":  # text-generation-inference launcher; KServe routes to the container port 8080
-        args += ["--port=8080", "--model-id=/mnt/models"]
+        if total:
+            args.append(f"--max_length={total}")
+    elif svc.engine == "tgi":  # text-generation-launcher, a custom predictor on the container port
+        args += [f"--port={SERVER_PORT}", f"--model-id={MODEL_DIR}"]
         if caps.max_input_tokens:
             args.append(f"--max-input-tokens={caps.max_input_tokens}")
-        if total:
-            args.append(f"--max-total-tokens={total}")
+        if both:
+            args.append(f"--max-total-tokens={both}")
         if caps.max_batch_size:
             args.append(f"--max-batch-size={caps.max_batch_size}")
         if caps.max_concurrent_requests:
@@ -103,7 +113,7 @@ def triton_caps(svc: ServiceConfig) -> dict[str, str]:
 
 
 def _probe(probe: Probe) -> dict:
-    return {"httpGet": {"path": probe.path, "port": 8080}, "periodSeconds": probe.period_s,
+    return {"httpGet": {"path": probe.path, "port": SERVER_PORT}, "periodSeconds": probe.period_s,
             "failureThreshold": probe.failure_threshold, "initialDelaySeconds": probe.initial_delay_s,
             "timeoutSeconds": probe.timeout_s}
 
@@ -154,14 +164,15 @@ def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
     return out
 
 
-# KServe's own serving-runtime images (huggingfaceserver, storage-initializer) end with `USER 1000`
-# (python/huggingface_server.Dockerfile); TGI and Triton images run as root, and a custom image is unknown.
+# KServe's own huggingfaceserver image ends with `USER 1000` (python/huggingface_server.Dockerfile); the
+# kserve-tritonserver runtime sets runAsUser 1000 itself (kept by the merge); the TGI and vLLM images run as root
+# (no USER), so a custom predictor must not claim runAsNonRoot (the kubelet would refuse to start it).
 NON_ROOT_ENGINES = ("vllm", "naive")
 POD_LABEL = "serving.kserve.io/inferenceservice"  # kserve constants.InferenceServicePodLabelKey, on every pod
 
 
 def runs_as_non_root(svc: ServiceConfig) -> bool:
-    return svc.engine in NON_ROOT_ENGINES and not svc.image
+    return svc.engine in NON_ROOT_ENGINES and not is_custom_predictor(svc.engine, svc.image)
 
 
 def topology_spread(cfg: StackConfig, svc: ServiceConfig) -> list[dict]:
@@ -185,22 +196,34 @@ def pod_disruption_budget(cfg: StackConfig, svc: ServiceConfig) -> dict | None:
             "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {POD_LABEL: svc.name}}}}
 
 
-def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
+def server_container(cfg: StackConfig, svc: ServiceConfig) -> dict:
+    """`spec.predictor.model` on KServe's serving runtime, or the whole `kserve-container` of a custom
+    predictor (stackconfig/runtimes.py says which and why)."""
     resources = {"requests": {"cpu": svc.cpu, "memory": svc.memory, GPU_RESOURCE: str(svc.gpus)},
                  "limits": {"cpu": svc.cpu, "memory": svc.memory, GPU_RESOURCE: str(svc.gpus)}}
-    model = {
-        "modelFormat": {"name": svc.model_format},
-        "storageUri": cache_uri(cfg, svc),
+    custom = is_custom_predictor(svc.engine, svc.image)
+    container: dict = {"name": "kserve-container", "image": server_image(svc.engine, svc.image)} if custom else {
+        "modelFormat": {"name": svc.model_format}, "storageUri": cache_uri(cfg, svc)}
+    # STORAGE_URI: KServe's storage initializer fills /mnt/models and rewrites the variable to that path.
+    env = ([{"name": "STORAGE_URI", "value": cache_uri(cfg, svc)}] if custom else []) + engine_env(svc)
+    container.update({
         "args": engine_args(svc),
-        "env": engine_env(svc),
+        "env": env,
         "resources": resources,
         "startupProbe": _probe(svc.startup_probe),
         "readinessProbe": _probe(svc.readiness_probe),
         "livenessProbe": _probe(svc.liveness_probe),
         "securityContext": restricted_security_context(non_root=runs_as_non_root(svc)),
-    }
-    if svc.image:  # a custom image replaces the serving runtime's default one
-        model["image"] = svc.image
+    })
+    if custom:  # the runtime's port and shared memory (NCCL across GPUs), as kserve-huggingfaceserver mounts it
+        container["ports"] = [{"containerPort": SERVER_PORT, "protocol": "TCP"}]
+        container["volumeMounts"] = [{"name": "devshm", "mountPath": "/dev/shm"}]
+    elif svc.image:  # the runtime's own server in another version replaces its default image
+        container["image"] = svc.image
+    return container
+
+
+def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
     predictor: dict = {
         "minReplicas": svc.min_replicas,
         "maxReplicas": svc.max_replicas,
@@ -208,8 +231,12 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "nodeSelector": dict(svc.node_selector),
         # A model server never calls the Kubernetes API: no token in the pod (Knative admits only `false`).
         "automountServiceAccountToken": False,
-        "model": model,
     }
+    if is_custom_predictor(svc.engine, svc.image):
+        predictor["containers"] = [server_container(cfg, svc)]
+        predictor["volumes"] = [{"name": "devshm", "emptyDir": {"medium": "Memory"}}]
+    else:
+        predictor["model"] = server_container(cfg, svc)
     account = predictor_account(cfg, svc)
     if account:  # where KServe's storage initializer finds the model's credential (manifests/model_download.py)
         predictor["serviceAccountName"] = account

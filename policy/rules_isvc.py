@@ -13,7 +13,7 @@ from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, Conte
                               is_model_cache_daemonset, isvc_gpus, isvc_name, knative_autoscaler_data, metadata, num,
                               pod_spec, predictor, tolerations)
 from policy.registry import rule
-from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S, tolerates
+from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S, expandable_segments, tolerates
 
 
 # --- GPU InferenceService ---------------------------------------------------------------------------------------
@@ -273,12 +273,37 @@ def _is_pytorch(res: Resource) -> bool:
     return str(model_format) in PYTORCH_FORMATS
 
 
+def _is_vllm(res: Resource) -> bool:
+    """The engine annotation; without it, KServe's huggingfaceserver (vLLM backend unless --backend=huggingface)
+    or vLLM's own image."""
+    engine = str(annotations(res).get(ANN + "engine", ""))
+    if engine:
+        return engine == "vllm"
+    args, _ = _all_args_env(res)
+    images = " ".join(str(c.get("image", "")) for c in containers(res))
+    model_format = _map(_map(predictor(res).get("model")).get("modelFormat")).get("name", "")
+    hf_backend = _has_flag(args, ("--backend=huggingface",))
+    return "vllm-openai" in images or (model_format == "huggingface" and not hf_backend)
+
+
 @rule("isvc-pytorch-alloc-conf", MANDATORY,
-      "PyTorch runtimes (vLLM, TGI, Transformers) set PYTORCH_CUDA_ALLOC_CONF", "000 §5, §8",
+      "PyTorch runtimes set PYTORCH_CUDA_ALLOC_CONF; vLLM on more than one GPU without expandable segments "
+      "(its custom all-reduce cannot share them) unless --disable-custom-all-reduce", "000 §5, §8; vllm#42609",
       lambda r: is_gpu_isvc(r) and _is_pytorch(r))
 def _alloc_conf(res: Resource, ctx: Context) -> Iterator[str]:
-    _, env = _all_args_env(res)
-    if not env.get("PYTORCH_CUDA_ALLOC_CONF"):
+    """KServe runs vLLM with tensor parallelism = the GPU count (huggingfaceserver `vllm_model.py`); across GPUs
+    vLLM's custom all-reduce shares CUDA-graph buffers with `cudaIpcGetMemHandle`, which refuses expandable
+    (VMM-backed) segments: every worker dies at start-up (vllm-project/vllm#42609, #9046)."""
+    args, env = _all_args_env(res)
+    conf = env.get("PYTORCH_CUDA_ALLOC_CONF")
+    tp = isvc_gpus(res) > 1 and _is_vllm(res)
+    if tp and expandable_segments(conf) and not _has_flag(args, ("--disable-custom-all-reduce",
+                                                                 "--disable_custom_all_reduce")):
+        yield (f"{res.label}: PYTORCH_CUDA_ALLOC_CONF={conf} on vLLM with {isvc_gpus(res)} GPUs: its custom "
+               "all-reduce cannot share expandable segments between GPUs and every worker dies at start-up "
+               "('custom_all_reduce.cuh … invalid argument'). Set expandable_segments:False (stack: "
+               "pytorchCudaAllocConf, the default for vLLM on several GPUs), or pass --disable-custom-all-reduce.")
+    elif not conf and not tp:
         yield (f"{res.label}: PYTORCH_CUDA_ALLOC_CONF is not set, so the CUDA caching allocator fragments under "
                "variable-length batches and OOMs with free memory left. Set env PYTORCH_CUDA_ALLOC_CONF="
                "expandable_segments:True (stack: pytorchCudaAllocConf).")

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Iterator
 
-from policy.resources import (ADVISORY, Context, MANDATORY, NODE_GROUP_TYPE, RECOMMENDED_LABELS, Resource, _map,
+from policy.resources import (ADVISORY, Context, MANDATORY, NODE_GROUP_TYPE, RECOMMENDED_LABELS, Resource, _list, _map,
                               containers, fmt, gpus_per_node, has_pods, is_device_plugin, is_gpu_isvc,
                               is_gpu_node_group, is_kubernetes, is_model_cache_daemonset, is_model_cache_pvc,
                               is_isvc, isvc_gpus, metadata, node_group_capacity, node_group_taints, num,
@@ -135,7 +135,10 @@ def model_sources(res: Resource) -> list[str]:
     """The model URIs a resource downloads: an InferenceService's storageUri, the model-cache prefetch's list."""
     if is_isvc(res):
         pred = predictor(res)
-        return [u for u in (_map(pred.get("model")).get("storageUri"), pred.get("storageUri")) if isinstance(u, str)]
+        custom = [e.get("value") for c in _list(pred.get("containers"))[:1] for e in _list(_map(c).get("env"))
+                  if _map(e).get("name") == "STORAGE_URI"]  # a custom predictor (kserve predictor_custom.go)
+        return [u for u in (_map(pred.get("model")).get("storageUri"), pred.get("storageUri"), *custom)
+                if isinstance(u, str)]
     return [m.group(0) for c in containers(res) for a in _args(c) for m in HF_SOURCE.finditer(a)]
 
 

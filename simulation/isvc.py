@@ -304,7 +304,7 @@ _FLAGS = {
             "--max-input-tokens": "max_input_tokens", "--cuda-memory-fraction": "gpu_memory_utilization",
             "--max-concurrent-requests": "max_concurrent_requests",
             "--max-batch-prefill-tokens": "max_num_batched_tokens"},
-    "naive": {"--max_length": "max_input_tokens"},
+    "naive": {"--max_length": "max_model_len"},  # prompt + max_tokens (huggingfaceserver generative_model.py)
     "triton": {},
 }
 # Triton reads its caps from the model's config.pbtxt, not from args: the stack declares them as annotations

@@ -16,6 +16,7 @@ from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAM
                                  check_storage_uri)
 from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import expected_load_s, load_gbps
+from stackconfig.runtimes import MODEL_FORMATS, check_alloc_conf, check_context, check_runtime, default_alloc_conf
 from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from validation.errors import Problem
@@ -123,9 +124,10 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
 
     runtime = sec.section("runtime")
     engine = runtime.choice("engine", ENGINES, "vllm")
-    model_format = runtime.str("modelFormat", "huggingface")
+    model_format = runtime.str("modelFormat", MODEL_FORMATS[engine][0])
     image = runtime.str("image")
     check_image(runtime, "image", image)
+    check_runtime(runtime, engine, image, model_format)
     args = runtime.str_list("args", [])
     env = runtime.str_map("env", {})
     for key in env:
@@ -200,10 +202,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         sec.problem("model.name", model.name, f"expected a model that fits in GPU memory: its weights take "
                     f"{model.weights_gib:.1f} GiB but the pod has {where}; use more GPUs per pod, a bigger GPU "
                     "or a smaller/quantized model")
-    if model.kind == "llm" and model.max_context and caps.max_input_tokens and caps.max_new_tokens and \
-            caps.max_input_tokens + caps.max_new_tokens > model.max_context:
-        sec.problem("limits.maxInputTokens", caps.max_input_tokens, f"expected maxInputTokens + maxNewTokens <= "
-                    f"{model.max_context}, the context length of {model.name}")
+    if model.kind == "llm":
+        check_context(sec, engine, caps, model)
 
     cache_hit = ctx.model_cache.enabled
     load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache))
@@ -227,7 +227,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                     f"early) of at least the expected model load time {load_s:.0f} s, or the kubelet restarts the "
                     "pod before the model is loaded")
 
-    alloc = sec.str("pytorchCudaAllocConf", "expandable_segments:True")
+    alloc = sec.str("pytorchCudaAllocConf", default_alloc_conf(engine, gpus))
+    check_alloc_conf(sec, engine, gpus, alloc, env, args)
     tolerations = _tolerations(sec, ng.taints)
     node_selector = sec.str_map("nodeSelector", dict(GPU_LABEL))
     for key, value in node_selector.items():

@@ -103,6 +103,16 @@ def image_pinned(image: str) -> bool:
     return bool(tag) and tag != "latest"
 
 
+def expandable_segments(conf: str | None) -> bool:
+    """PYTORCH_CUDA_ALLOC_CONF is `key:value` pairs separated by ','; the last setting of a key wins."""
+    on = False
+    for item in (conf or "").split(","):
+        key, _, value = item.strip().partition(":")
+        if key.strip() == "expandable_segments":
+            on = value.strip() == "True"
+    return on
+
+
 def tolerates(toleration: dict, taint: dict) -> bool:
     """k8s.io/api/core/v1 `Toleration.ToleratesTaint`: effect and key must match when set; `Exists` matches any
     value, `Equal` (the default) compares values."""

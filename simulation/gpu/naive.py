@@ -12,7 +12,7 @@ from simulation.gpu.llm_engine import LlmServer, LlmSpec, Seq, llm_common
 from simulation.gpu.memory import (DEFAULT_NAIVE_OVERHEAD_GIB, kv_bytes_per_token, naive_base_bytes,
                                    prefill_activation_bytes)
 from simulation.gpu.roofline import decode_step_time, prefill_time
-from simulation.gpu.server_common import OOM_REASON, model_name
+from simulation.gpu.server_common import BAD_REQUEST, OOM_REASON, model_name
 from simulation.server import register_server
 
 
@@ -22,6 +22,7 @@ class NaiveSpec(LlmSpec):
     overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB
     eager_attention: bool = True
     activation_bytes_per_token: float | None = None
+    max_model_len: int | None = None  # `--max_length`: prompt + max_tokens above it is answered 400
 
 
 @register_server
@@ -54,10 +55,11 @@ class NaiveServer(LlmServer):
         over = section.float("overhead_gib", DEFAULT_NAIVE_OVERHEAD_GIB, min=0.0)
         eager = section.bool("eager_attention", True)
         act = section.float("activation_bytes_per_token", None, min=0.0)
+        max_len = section.int("max_model_len", None, min=1)
         if common is None:
             return None
         return NaiveSpec(**common, oom=oom, overhead_gib=over, eager_attention=eager,
-                         activation_bytes_per_token=act)
+                         activation_bytes_per_token=act, max_model_len=max_len)
 
     def __init__(self, env: Any, pod: Any, spec: NaiveSpec, rng: random.Random) -> None:
         super().__init__(env, pod, spec, rng)
@@ -65,6 +67,15 @@ class NaiveServer(LlmServer):
         self.base = naive_base_bytes(self.model, spec.overhead_gib, self.tp)
         self.kv = kv_bytes_per_token(self.model, self.tp)
         self.peak_bytes = self.base
+
+    def check(self, request: Any) -> int | None:
+        """KServe's huggingfaceserver (`generative_model.py`, completion): 400 when the prompt plus max_tokens
+        exceed `--max_length`, the model's whole context; then the generic caps."""
+        limit = self.spec.max_model_len
+        if limit is not None and request.input_tokens + request.output_tokens > limit:
+            self.stats["rejected_400"] += 1
+            return BAD_REQUEST
+        return super().check(request)
 
     def startup_error(self) -> str | None:
         if self.base > self.capacity:

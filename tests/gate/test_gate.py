@@ -138,7 +138,8 @@ def test_the_gate_sees_the_oom_spiral_and_the_safe_preset_does_not_crash():
         chat["runtime"]["engine"] = "naive"
         chat["engineProfile"] = {"oom": oom}
         chat.update(containerConcurrency=1 if safe else 4, scaleTarget=1 if safe else 4, minReplicas=1)
-        chat["limits"] = {"maxInputTokens": 4096, "maxNewTokens": 1024} if safe else {}
+        # huggingfaceserver caps prompt + max_tokens (--max_length): a 4096-token context in all
+        chat["limits"] = {"maxInputTokens": 3072, "maxNewTokens": 1024} if safe else {}
         chat["workload"].update(rate=1.0)
         v["gpuNodeGroup"]["instanceTypes"] = ["g5.xlarge"]  # 24 GB A10G
         v["gate"] = {"durationS": 600}

@@ -53,7 +53,8 @@ def test_cc_too_high_on_a_naive_server_spirals_into_oom_and_cc_1_with_caps_fixes
             chat["engineProfile"] = {"oom": "process"}
             chat.update(containerConcurrency=1 if safe else 4, scaleTarget=1 if safe else 4, minReplicas=2,
                         maxReplicas=4)
-            chat["limits"] = {"maxInputTokens": 4096, "maxNewTokens": 1024} if safe else {}
+            # huggingfaceserver caps prompt + max_tokens (--max_length): a 4096-token context in all
+            chat["limits"] = {"maxInputTokens": 3072, "maxNewTokens": 1024} if safe else {}
             chat["workload"].update(rate=0.2)
             chat.pop("stress")
             chat["slo"] = {"p99LatencyS": 120, "maxErrorRate": 0.01, "max503Rate": 0.01}

@@ -147,6 +147,45 @@ def test_pytorch_alloc_conf_not_required_for_triton():
     assert _fired(s.resources, "isvc-pytorch-alloc-conf") == []
 
 
+def _set_env(container: dict, name: str, value: str | None) -> None:
+    container["env"] = [e for e in container["env"] if e["name"] != name] + ([{"name": name, "value": value}]
+                                                                            if value is not None else [])
+
+
+def test_alloc_conf_on_multi_gpu_vllm_must_not_expand_segments():
+    """KServe runs vLLM with tensor parallelism = the GPU count; expandable segments then kill every worker at
+    start-up in vLLM's custom all-reduce (vllm-project/vllm#42609) unless it is disabled."""
+    s = Stack(shipped("prod"))
+    model = s.model("chat-isvc")
+    for key in ("limits", "requests"):
+        model["resources"][key]["nvidia.com/gpu"] = "2"
+    _set_env(model, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    [msg] = _fired(s.resources, "isvc-pytorch-alloc-conf")
+    assert "InferenceService/chat" in msg and "vLLM with 2 GPUs" in msg and "--disable-custom-all-reduce" in msg
+    model["args"].append("--disable-custom-all-reduce")
+    assert _fired(s.resources, "isvc-pytorch-alloc-conf") == []             # the documented workaround
+    model["args"].pop()
+    for value in ("expandable_segments:False", None):                       # PyTorch's default, set or not
+        _set_env(model, "PYTORCH_CUDA_ALLOC_CONF", value)
+        assert _fired(s.resources, "isvc-pytorch-alloc-conf") == []
+    s.props("chat-isvc")["metadata"]["annotations"]["preflight.kserve.io/engine"] = "tgi"   # no custom all-reduce
+    _set_env(model, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    assert _fired(s.resources, "isvc-pytorch-alloc-conf") == []
+    _set_env(model, "PYTORCH_CUDA_ALLOC_CONF", None)
+    assert any("is not set" in m for m in _fired(s.resources, "isvc-pytorch-alloc-conf"))
+
+
+def test_model_revision_pinning_reads_a_custom_predictors_storage_uri():
+    """A custom predictor (TGI, vLLM's own image) names its model in env STORAGE_URI (kserve predictor_custom.go)."""
+    s = Stack(shipped("prod"))
+    pred = s.pred("chat-isvc")
+    model = pred.pop("model")
+    pred["containers"] = [{**model, "name": "kserve-container",
+                           "env": [{"name": "STORAGE_URI", "value": "hf://meta-llama/Meta-Llama-3-8B-Instruct"}]}]
+    assert any("InferenceService/chat" in m and "names no revision" in m
+               for m in _fired(s.resources, "model-revision-pinned"))
+
+
 def test_hpa_without_stabilization_window_is_flagged():
     s = _staging_with_hpa()
     s.props("vision-hpa")["spec"].pop("behavior")

@@ -92,7 +92,9 @@ def test_min_scale_annotation_is_overwritten_by_min_replicas():
                     "preflight.kserve.io/triton-max-queue-delay-microseconds": "2000",
                     "preflight.kserve.io/triton-max-queue-size": "64"},
      {"max_batch_size": 16, "max_pixels": 1048576, "max_queue_delay_microseconds": 2000, "max_queue_size": 64}),
-], ids=["vllm", "tgi", "triton"])
+    # huggingfaceserver's --max_length is the whole context: prompt + max_tokens (generative_model.py)
+    ("naive", ["--max_length=5120"], {}, {"max_model_len": 5120}),
+], ids=["vllm", "tgi", "triton", "naive"])
 def test_caps_come_from_what_the_runtime_reads(engine, args, ann, expected):
     """Only the runtime's own flags (Triton: its declared config.pbtxt values) are caps; MAX_* env vars, which no
     runtime reads, and another runtime's flags are ignored."""

@@ -1,0 +1,113 @@
+"""Which server each engine runs and how KServe starts it: checked at load, rendered by manifests/inference_service.py.
+
+KServe 0.15 runs a `spec.predictor.model` on a ServingRuntime chosen by `modelFormat` (kserve
+`components/predictor.go: reconcileModel`, the highest-priority `autoSelect` runtime) and strategic-merges our
+container onto the runtime's (`inferenceservice/utils/utils.go: MergeRuntimeContainers`): our image replaces
+theirs, our args are appended to theirs (`kserve-huggingfaceserver`: `--model_name={{.Name}}`), their
+`securityContext.runAsNonRoot: true` and `/v2` health protocol stay. So an image may replace the runtime's only
+when it is the same server: KServe's `huggingfaceserver` (vLLM or Transformers backend) or NVIDIA's
+`tritonserver`. Any other server runs as a custom predictor: `spec.predictor.containers[0]` named
+`kserve-container` with the model URI in env `STORAGE_URI` (`v1beta1/predictor_custom.go: GetStorageUri`), which
+KServe turns into the storage-initializer annotation; its pod webhook then downloads the model, or mounts a
+`pvc://` claim directly, at `/mnt/models` and rewrites `STORAGE_URI` to that path
+(`webhook/admission/pod/storage_initializer_injector.go`). TGI (`text-generation-launcher`) and vLLM's own
+OpenAI server (`vllm/vllm-openai`) are rendered that way; any other image is refused, since the stack could not
+know its flags, port or health path.
+"""
+
+from __future__ import annotations
+
+from catalog import Model
+from stackconfig.types import InputCaps
+from validation.fields import Section
+from validation.kubernetes import expandable_segments
+
+# The image repository's last path component → what runs it. Matching the name, not the registry, keeps a
+# mirrored copy (e.g. in ECR) working.
+RUNTIME_IMAGES = {"vllm": ("huggingfaceserver",), "naive": ("huggingfaceserver",), "triton": ("tritonserver",)}
+CUSTOM_IMAGES = {"vllm": "vllm-openai", "tgi": "text-generation-inference"}
+DEFAULT_CUSTOM_IMAGES = {"tgi": "ghcr.io/huggingface/text-generation-inference:3.3.4"}
+# The formats whose auto-selected runtime (kserve config/runtimes/*.yaml, highest priority) serves the engine:
+# huggingface → kserve-huggingfaceserver; triton, onnx, tensorrt → kserve-tritonserver (tensorflow and pytorch
+# auto-select TF Serving and TorchServe instead). A custom predictor has no modelFormat.
+MODEL_FORMATS = {"vllm": ("huggingface",), "naive": ("huggingface",), "triton": ("triton", "onnx", "tensorrt"),
+                 "tgi": ("huggingface",)}
+MODEL_DIR = "/mnt/models"  # kserve constants.DefaultModelLocalMountPath
+
+
+def image_repository(image: str) -> str:
+    """`ghcr.io/huggingface/text-generation-inference:3.3.4@sha256:…` → `text-generation-inference`."""
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return last.split(":", 1)[0]
+
+
+def is_custom_predictor(engine: str, image: str | None) -> bool:
+    """TGI always, vLLM with vLLM's own image: rendered as `spec.predictor.containers`."""
+    return engine == "tgi" or (image is not None and image_repository(image) == CUSTOM_IMAGES.get(engine))
+
+
+def server_image(engine: str, image: str | None) -> str | None:
+    """The image to render: the user's, else a custom predictor's pinned default (None: the runtime's own)."""
+    return image or DEFAULT_CUSTOM_IMAGES.get(engine)
+
+
+def check_runtime(sec: Section, engine: str, image: str | None, model_format: str) -> None:
+    """`runtime.image` and `runtime.modelFormat` name a server KServe can start for `engine` (module docstring)."""
+    if image is not None:
+        allowed = RUNTIME_IMAGES.get(engine, ()) + ((CUSTOM_IMAGES[engine],) if engine in CUSTOM_IMAGES else ())
+        if image_repository(image) not in allowed:
+            sec.problem("image", image, f"expected an image of {' or '.join(repr(a) for a in allowed)} for engine "
+                        f"{engine} (e.g. {_example(engine)}): KServe merges another image onto the serving "
+                        "runtime's arguments, user and health probes, or the stack cannot know its flags")
+    if model_format not in MODEL_FORMATS[engine]:
+        sec.problem("modelFormat", model_format, f"expected one of {', '.join(MODEL_FORMATS[engine])} for engine "
+                    f"{engine}: KServe picks the serving runtime by modelFormat, and another one would start a "
+                    "different server")
+
+
+def _example(engine: str) -> str:
+    return {"vllm": "kserve/huggingfaceserver:v0.15.2-gpu or vllm/vllm-openai:v0.11.0",
+            "naive": "kserve/huggingfaceserver:v0.15.2-gpu", "triton": "nvcr.io/nvidia/tritonserver:25.08-py3",
+            "tgi": DEFAULT_CUSTOM_IMAGES["tgi"]}[engine]
+
+
+def check_context(sec: Section, engine: str, caps: InputCaps, model: Model) -> None:
+    """The context the runtime is started with fits the model: vLLM refuses to start when `--max-model-len`
+    exceeds the model's `max_position_embeddings` (vllm `config.py: _get_and_verify_max_len`), and TGI's launcher
+    when `--max-input-tokens` is not below `--max-total-tokens` (default: the model's context)."""
+    ctx_len, given = model.max_context, caps.max_input_tokens
+    if not ctx_len or not given:
+        return
+    if caps.max_new_tokens:
+        if given + caps.max_new_tokens > ctx_len:
+            sec.problem("limits.maxInputTokens", given, f"expected maxInputTokens + maxNewTokens "
+                        f"({given} + {caps.max_new_tokens}) <= {ctx_len}, the context length of {model.name}")
+    elif engine == "tgi" and given >= ctx_len:
+        sec.problem("limits.maxInputTokens", given, f"expected at most {ctx_len - 1}: TGI's --max-total-tokens "
+                    f"defaults to the context length of {model.name} ({ctx_len}) and --max-input-tokens must "
+                    "stay below it")
+    elif given > ctx_len:
+        sec.problem("limits.maxInputTokens", given, f"expected at most {ctx_len}, the context length of "
+                    f"{model.name}: without maxNewTokens it is the server's whole context "
+                    f"({'--max-model-len' if engine == 'vllm' else '--max_length'}), which may not exceed the "
+                    "model's")
+
+
+def default_alloc_conf(engine: str, gpus: int) -> str:
+    """`expandable_segments:True` (less fragmentation under variable-length batches, guides 000 §5), except for
+    vLLM across GPUs: its custom all-reduce shares CUDA-graph buffers with `cudaIpcGetMemHandle`, which refuses
+    the allocator's VMM-backed segments, and every worker dies at start-up ('custom_all_reduce.cuh … invalid
+    argument'; vllm-project/vllm#42609, #9046). KServe runs vLLM with tensor parallelism = the GPU count
+    (huggingfaceserver `vllm_model.py`), so there the stack sets PyTorch's own default explicitly."""
+    return "expandable_segments:False" if engine == "vllm" and gpus > 1 else "expandable_segments:True"
+
+
+def check_alloc_conf(sec: Section, engine: str, gpus: int, alloc: str | None, env: dict, args: list[str]) -> None:
+    key, conf = ("runtime.env.PYTORCH_CUDA_ALLOC_CONF", env["PYTORCH_CUDA_ALLOC_CONF"]) \
+        if "PYTORCH_CUDA_ALLOC_CONF" in env else ("pytorchCudaAllocConf", alloc)
+    off = any(a.split("=", 1)[0].replace("_", "-") == "--disable-custom-all-reduce" for a in args)
+    if engine == "vllm" and gpus > 1 and expandable_segments(conf) and not off:
+        sec.problem(key, conf, f"expected no expandable_segments:True for vLLM on {gpus} GPUs (e.g. "
+                    "expandable_segments:False, the default here), or --disable-custom-all-reduce in runtime.args: "
+                    "vLLM's custom all-reduce cannot share expandable segments between GPUs and every worker dies "
+                    "at start-up (vllm-project/vllm#42609)")

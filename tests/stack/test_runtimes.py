@@ -1,0 +1,199 @@
+"""Which server KServe starts for each engine and image, with what flags, and what the simulation reads back.
+
+Sources: kserve v0.15.2 `MergeRuntimeContainers` (ISVC container merged onto the runtime's: args appended,
+runAsNonRoot and /v2 probes kept), `predictor_custom.go` (custom predictor, STORAGE_URI),
+`storage_initializer_injector.go` (/mnt/models); huggingfaceserver `generative_model.py` (--max_length is the
+whole context); vllm-project/vllm#42609 (expandable segments break custom all-reduce across GPUs).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from gate import scenario_for
+from manifests.inference_service import engine_args, inference_service
+from manifests.model_cache import cache_uri
+from program_refusal import refusal
+from simulation import load_scenario
+from stackconfig.schema import parse_stack_config
+from gpu_fakes import make, req
+from validation.errors import InputError
+
+TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:3.3.4"
+BASE = {
+    "cluster": {"name": "c", "subnetIds": ["subnet-0a1b2c3d"], "createNodeRole": True},
+    "gpuNodeGroup": {"instanceTypes": ["g6e.12xlarge"]},   # 4 × L40S
+    "services": [{"name": "chat", "maxReplicas": 2, "resources": {"gpus": 1, "cpu": "4", "memory": "24Gi"},
+                  "model": {"name": "llama-3-8b", "storageUri": "hf://m/l", "public": True},
+                  "limits": {"maxInputTokens": 4096, "maxNewTokens": 1024, "maxBatchSize": 16},
+                  "workload": {"kind": "poisson", "rate": 1.0}}],
+}
+
+
+def _cfg(runtime: dict | None = None, **svc) -> dict:
+    cfg = copy.deepcopy(BASE)
+    cfg["services"][0].update(svc)
+    if runtime is not None:
+        cfg["services"][0]["runtime"] = runtime
+    return cfg
+
+
+def _parse(cfg: dict):
+    stack = parse_stack_config(cfg, "p", "dev")
+    return stack, stack.services[0]
+
+
+def _refused(cfg: dict) -> str:
+    with pytest.raises(InputError) as err:
+        parse_stack_config(cfg, "p", "dev")
+    return str(err.value)
+
+
+def _env(container: dict) -> dict:
+    return {e["name"]: e["value"] for e in container["env"]}
+
+
+# --- Finding 1: TGI and foreign images ----------------------------------------------------------------------
+@pytest.mark.parametrize("image", [None, TGI_IMAGE, "123456789012.dkr.ecr.us-west-2.amazonaws.com/text-generation-inference:3.3.4"])
+def test_tgi_is_a_custom_predictor_the_simulation_reads(image):
+    """No ServingRuntime serves TGI: merged onto kserve-huggingfaceserver it would get --model_name (clap refuses
+    an unknown flag), runAsNonRoot (a root image) and /v2 probes. As `predictor.containers` it runs as rendered."""
+    runtime = {"engine": "tgi", **({"image": image} if image else {})}
+    stack, svc = _parse(_cfg(runtime, limits={"maxInputTokens": 4096, "maxNewTokens": 1024, "maxBatchSize": 16,
+                                              "maxConcurrentRequests": 48}))
+    pred = inference_service(stack, svc)["spec"]["predictor"]
+    assert "model" not in pred
+    [c] = pred["containers"]
+    assert c["name"] == "kserve-container" and c["image"] == (image or TGI_IMAGE)
+    assert _env(c)["STORAGE_URI"] == cache_uri(stack, svc)    # → the storage initializer, then /mnt/models
+    assert c["args"][:2] == ["--port=8080", "--model-id=/mnt/models"]
+    assert not any(a.startswith(("--model_name", "--backend")) for a in c["args"])
+    assert "runAsNonRoot" not in c["securityContext"]
+    assert {c[p]["httpGet"]["path"] for p in ("startupProbe", "readinessProbe", "livenessProbe")} == {"/health"}
+    assert c["ports"] == [{"containerPort": 8080, "protocol": "TCP"}]
+    assert {"name": "devshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
+    assert pred["volumes"] == [{"name": "devshm", "emptyDir": {"medium": "Memory"}}]
+    sc = load_scenario(scenario_for(stack, svc))            # the gate reads the very same dict
+    assert sc.serving.gpus == 1 and sc.serving.image == (image or TGI_IMAGE)
+    assert (sc.server.spec.max_input_tokens, sc.server.spec.max_model_len,
+            sc.server.spec.max_concurrent_requests) == (4096, 5120, 48)
+
+
+def test_vllm_own_image_is_a_custom_predictor_with_vllm_flags():
+    stack, svc = _parse(_cfg({"engine": "vllm", "image": "vllm/vllm-openai:v0.11.0"},
+                             resources={"gpus": 2, "cpu": "8", "memory": "64Gi"}))
+    [c] = inference_service(stack, svc)["spec"]["predictor"]["containers"]
+    assert c["args"][:4] == ["--model=/mnt/models", "--served-model-name=chat", "--port=8080",
+                             "--tensor-parallel-size=2"]   # vLLM's own server defaults to 1 GPU
+    assert "--max-model-len=5120" in c["args"] and "--max-num-seqs=16" in c["args"]
+    assert not any(a.startswith(("--model_name", "--backend")) for a in c["args"])
+    assert "runAsNonRoot" not in c["securityContext"]
+    sc = load_scenario(scenario_for(stack, svc))
+    assert (sc.server.spec.max_model_len, sc.server.spec.max_num_seqs, sc.serving.gpus) == (5120, 16, 2)
+
+
+def test_kserve_huggingfaceserver_image_stays_on_the_serving_runtime():
+    stack, svc = _parse(_cfg({"engine": "vllm", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}))
+    pred = inference_service(stack, svc)["spec"]["predictor"]
+    assert "containers" not in pred and pred["model"]["image"] == "kserve/huggingfaceserver:v0.15.2-gpu"
+    assert pred["model"]["modelFormat"] == {"name": "huggingface"} and pred["model"]["storageUri"] == cache_uri(stack, svc)
+    assert pred["model"]["securityContext"]["runAsNonRoot"] is True   # the image's USER 1000
+    assert engine_args(svc)[:2] == ["--model_name=chat", "--backend=vllm"]
+
+
+@pytest.mark.parametrize("runtime, key, value, allowed", [
+    ({"engine": "vllm", "image": "ghcr.io/example/my-llm-server:1.0"}, "runtime.image",
+     "ghcr.io/example/my-llm-server:1.0", "expected an image of 'huggingfaceserver' or 'vllm-openai' for engine vllm"),
+    ({"engine": "naive", "image": "vllm/vllm-openai:v0.11.0"}, "runtime.image", "vllm/vllm-openai:v0.11.0",
+     "expected an image of 'huggingfaceserver' for engine naive"),
+    ({"engine": "tgi", "image": "vllm/vllm-openai:v0.11.0"}, "runtime.image", "vllm/vllm-openai:v0.11.0",
+     "expected an image of 'text-generation-inference' for engine tgi"),
+    ({"engine": "vllm", "modelFormat": "pytorch"}, "runtime.modelFormat", "pytorch",
+     "expected one of huggingface for engine vllm"),
+], ids=["vllm-unknown-image", "naive-vllm-image", "tgi-vllm-image", "vllm-pytorch-format"])
+def test_a_server_kserve_cannot_start_is_refused_at_load(runtime, key, value, allowed):
+    text = _refused(_cfg(runtime))
+    assert f"services[0].{key}: got '{value}'" in text and allowed in text
+
+
+def test_triton_defaults_to_a_format_kserve_tritonserver_serves():
+    cfg = _cfg({"engine": "triton"}, model={"name": "resnet-50", "storageUri": "hf://m/r", "public": True}, limits={"maxBatchSize": 8})
+    cfg["services"][0].pop("workload")
+    _, svc = _parse(cfg)
+    assert svc.model_format == "triton"
+
+
+def test_refused_runtime_registers_nothing(registered):
+    def edit(config):
+        config["kserve-preflight:services"][0]["runtime"] = {"engine": "vllm", "image": "ghcr.io/example/llm:1.0"}
+    assert "services[0].runtime.image: got 'ghcr.io/example/llm:1.0'" in refusal("dev", edit, registered)
+
+
+# --- Finding 2: expandable segments and vLLM's custom all-reduce --------------------------------------------
+@pytest.mark.parametrize("engine, gpus, expected", [
+    ("vllm", 1, "expandable_segments:True"), ("vllm", 2, "expandable_segments:False"),
+    ("tgi", 2, "expandable_segments:True"),
+])
+def test_alloc_conf_default_follows_the_engine_and_gpu_count(engine, gpus, expected):
+    stack, svc = _parse(_cfg({"engine": engine}, resources={"gpus": gpus, "cpu": "8", "memory": "64Gi"}))
+    assert svc.pytorch_cuda_alloc_conf == expected
+    pred = inference_service(stack, svc)["spec"]["predictor"]
+    container = pred.get("model") or pred["containers"][0]
+    assert _env(container)["PYTORCH_CUDA_ALLOC_CONF"] == expected
+
+
+@pytest.mark.parametrize("where, key", [
+    ({"pytorchCudaAllocConf": "max_split_size_mb:512,expandable_segments:True"}, "pytorchCudaAllocConf"),
+    ({"runtime": {"engine": "vllm", "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}},
+     "runtime.env.PYTORCH_CUDA_ALLOC_CONF"),
+], ids=["stack-key", "runtime-env"])
+def test_expandable_segments_on_multi_gpu_vllm_is_refused_unless_custom_all_reduce_is_off(where, key):
+    cfg = _cfg(resources={"gpus": 2, "cpu": "8", "memory": "64Gi"}, **where)
+    text = _refused(cfg)
+    assert f"services[0].{key}: got" in text and "expected no expandable_segments:True for vLLM on 2 GPUs" in text
+    runtime = cfg["services"][0].setdefault("runtime", {"engine": "vllm"})
+    runtime["args"] = ["--disable-custom-all-reduce"]
+    _parse(cfg)                                             # control: the documented workaround
+    one_gpu = _cfg(**where)
+    _parse(one_gpu)                                         # control: one GPU has no all-reduce
+
+
+# --- Findings 7 and 8: context caps --------------------------------------------------------------------------
+def test_naive_max_length_is_the_whole_context_and_simulated_so():
+    """huggingfaceserver answers 400 when prompt + max_tokens > --max_length; rendered as input + new tokens."""
+    stack, svc = _parse(_cfg({"engine": "naive"}, limits={"maxInputTokens": 4096, "maxNewTokens": 1024},
+                             containerConcurrency=4))
+    assert "--max_length=5120" in engine_args(svc)
+    spec = load_scenario(scenario_for(stack, svc)).server.spec
+    assert spec.max_model_len == 5120 and spec.max_input_tokens is None
+    _, _, server = make("naive", {"model": "llama-3-8b", "gpu": "L40S", "max_model_len": spec.max_model_len})
+    assert server.check(req(1, 4000, 1120)) is None        # exactly the context
+    assert server.check(req(2, 4000, 1121)) == 400         # input under 4096, but the total is over
+    assert server.check(req(3, 100, 100)) is None and server.stats["rejected_400"] == 1
+
+
+@pytest.mark.parametrize("engine, limits, allowed", [
+    ("vllm", {"maxInputTokens": 10000, "maxBatchSize": 16}, "expected at most 8192"),
+    ("naive", {"maxInputTokens": 8193}, "expected at most 8192"),
+    ("tgi", {"maxInputTokens": 8192}, "expected at most 8191"),
+    ("vllm", {"maxInputTokens": 8000, "maxNewTokens": 1000}, "expected maxInputTokens + maxNewTokens"),
+])
+def test_context_over_the_model_is_refused_with_or_without_max_new_tokens(engine, limits, allowed):
+    """vLLM refuses to start with --max-model-len above the model's context; TGI with --max-input-tokens not
+    below --max-total-tokens (default the model's context, 8192 for llama-3-8b)."""
+    text = _refused(_cfg({"engine": engine}, limits=limits))
+    assert f"services[0].limits.maxInputTokens: got {limits['maxInputTokens']}" in text and allowed in text
+
+
+@pytest.mark.parametrize("engine, given, rendered", [
+    ("vllm", 8192, "--max-model-len=8192"), ("naive", 8192, "--max_length=8192"), ("tgi", 8191, None),
+])
+def test_context_at_the_model_limit_passes(engine, given, rendered):
+    _, svc = _parse(_cfg({"engine": engine}, limits={"maxInputTokens": given, "maxBatchSize": 16}))
+    args = engine_args(svc)
+    if rendered:
+        assert rendered in args
+    else:  # TGI: only the input cap; --max-total-tokens keeps its default (the model's context)
+        assert f"--max-input-tokens={given}" in args and not any(a.startswith("--max-total-tokens") for a in args)
