@@ -30,6 +30,17 @@ DOWNLOAD = "/storage-initializer/scripts/initializer-entrypoint"
 
 PREFETCH_IMAGE_GIB = 2.0  # kserve/storage-initializer, compressed, rounded up
 FILL_MARGIN_S = 300  # scheduling, pod start, listing the repository
+# A template change (a model added or re-pinned, a new image) replaces the pods a quarter of the nodes at a time
+# (Kubernetes' default, maxUnavailable 1, goes one node at a time, so a rollout grew with the node count). Nothing
+# waits on a prefetch pod being available (predictors mount the PVC themselves), so a large step costs nothing.
+MAX_UNAVAILABLE_PCT = 25
+# With maxUnavailable p % of N nodes (rounded up: DaemonSetSpec.updateStrategy.rollingUpdate) a rollout takes
+# ceil(N / ceil(N·p/100)) steps, at most ceil(100/p) whatever N: the bound for the Linux nodes the stack cannot
+# count (the GPU group up to maxSize, plus the cluster's other nodes).
+ROLLOUT_STEPS = math.ceil(100 / MAX_UNAVAILABLE_PCT)
+# One step: the old pod stops (its TERM trap runs at once), the new one is scheduled and starts, and its first
+# readiness probe (every 15 s) passes on a complete cache; the image pull is added separately.
+ROLLOUT_STEP_S = 60
 
 
 def cache_key(svc: ServiceConfig) -> str:
@@ -55,15 +66,17 @@ def cached_models(cfg: StackConfig) -> dict[str, str]:
 
 
 def fill_timeout_s(cfg: StackConfig) -> int:
-    """How long Pulumi waits for the prefetch DaemonSet to be Ready (every model complete): twice the expected
-    pull of the prefetch image and download of every cached model at the `coldStart.downloadGBps` prior (capped
-    by the cache storage's throughput), plus a margin. pulumi-kubernetes' own default is 10 minutes
-    (provider/pkg/await/daemonset.go), too short for a first download of large weights."""
+    """How long Pulumi waits for the prefetch DaemonSet: pulumi-kubernetes waits until the whole rollout is
+    Current (kstatus: every scheduled pod updated and Ready, provider/pkg/await/daemonset.go), 10 minutes by
+    default. Twice the expected pull of the prefetch image and download of every cached model at the
+    `coldStart.downloadGBps` prior (capped by the cache storage's throughput; one node downloads each model, the
+    others wait for its marker), plus each rollout step's pull and start (`ROLLOUT_STEPS`, bounded whatever
+    the node count), plus a margin."""
     cold, mc = cfg.cold_start, cfg.model_cache
     weights = sum({cache_key(s): s.model.weights_bytes for s in cfg.services if _cached(s)}.values())
     rate = min(cold.download_gbps * 1e9, mc.throughput_mib_s * 2**20)
     pull = PREFETCH_IMAGE_GIB * 2**30 / (cold.image_pull_mbps * 1e6)
-    return math.ceil(2 * (pull + weights / rate) + FILL_MARGIN_S)
+    return math.ceil(2 * (pull + weights / rate) + ROLLOUT_STEPS * (pull + ROLLOUT_STEP_S) + FILL_MARGIN_S)
 
 
 def model_cache_pvc(cfg: StackConfig) -> dict:
@@ -82,18 +95,21 @@ RETRY_S = 60  # back-off after a failed download (bad URI, missing credentials, 
 
 # POSIX sh (the image's /bin/sh is dash). `fetch URI DEST` returns once DEST/.complete exists. The lock holder
 # refreshes the lock's mtime every 5 s while the download runs, so other nodes break only locks whose holder is
-# gone; SIGTERM (pod deletion, node drain) releases a held lock at once.
+# gone. Every pause is `nap`: a background `sleep` the shell `wait`s for, because a trapped signal interrupts
+# `wait` at once (POSIX "wait": it returns > 128 and the trap runs) but not a foreground `sleep`; so SIGTERM (pod
+# deletion, node drain, a rollout) releases a held lock and ends the pod within moments, not after the grace.
 _FETCH = f"""set -u
+nap() {{ sleep "$1" & napping=$!; wait "$napping"; napping=""; }}
 fetch() {{
-  held=""
-  trap 'if [ -n "$held" ]; then rmdir "$held" 2>/dev/null; fi; exit 143' TERM INT
+  held="" napping=""
+  trap 'kill $napping 2>/dev/null; if [ -n "$held" ]; then rmdir "$held" 2>/dev/null; fi; exit 143' TERM INT
   until [ -f "$2/.complete" ]; do
     if mkdir "$2.lock" 2>/dev/null; then
       held="$2.lock"
       rm -rf "$2.partial"
       {DOWNLOAD} "$1" "$2.partial" &
       pid=$!
-      while kill -0 "$pid" 2>/dev/null; do touch -c "$2.lock"; sleep 5; done
+      while kill -0 "$pid" 2>/dev/null; do touch -c "$2.lock"; nap 5; done
       if wait "$pid"; then
         rm -rf "$2" && mv "$2.partial" "$2" && touch "$2/.complete"
       else
@@ -101,30 +117,34 @@ fetch() {{
       fi
       rmdir "$2.lock"
       held=""
-      [ -f "$2/.complete" ] || sleep {RETRY_S}
+      [ -f "$2/.complete" ] || nap {RETRY_S}
     else
       find "$2.lock" -maxdepth 0 -mmin +{LOCK_STALE_MIN} -exec rmdir {{}} \\; 2>/dev/null
-      sleep 15
+      nap 15
     fi
   done
 }}"""
+# Once every model is complete the pod idles until it is deleted. It is PID 1 of its container, and the kernel
+# delivers a signal to a namespace's init only if it installed a handler for it (pid_namespaces(7)): an `exec
+# sleep` there ignored SIGTERM, so every rollout or drain waited out the full grace period before SIGKILL.
+IDLE = "trap 'kill $napping 2>/dev/null; exit 0' TERM INT\nwhile :; do nap 3600; done"
 
 
 def prefetch_script(models: dict[str, str]) -> str:
     """POSIX sh: fetch every missing model in parallel, each under a lock on the shared volume, mark it complete,
-    then idle. Each fetch runs in its own subshell with its own TERM trap (a subshell does not inherit the
-    parent's traps); the parent forwards TERM to them, so every held lock is released on pod deletion.
+    then idle until SIGTERM. Each fetch runs in its own subshell with its own TERM trap (a subshell does not
+    inherit the parent's traps); the parent forwards TERM to them, so every held lock is released on pod deletion.
 
     The download is KServe's storage initializer (`initializer-entrypoint SRC DEST`, the image's ENTRYPOINT in
     kserve `python/storage-initializer.Dockerfile`; Debian slim, so dash, GNU find and coreutils are there).
     URIs and paths are shell-quoted: model names come from the stack's catalog.
     """
-    lines = [_FETCH, 'pids=""']
+    lines = [_FETCH, 'pids="" napping=""']
     lines += [f"fetch {shlex.quote(uri)} {shlex.quote(f'{MOUNT}/{name}')} &\npids=\"$pids $!\""
               for name, uri in models.items()]
     lines += ["trap 'kill -TERM $pids 2>/dev/null; wait; exit 143' TERM INT",
               "wait",
-              "exec sleep 2147483647"]
+              IDLE]
     return "\n".join(lines)
 
 
@@ -145,6 +165,7 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                      "annotations": {"pulumi.com/timeoutSeconds": str(fill_timeout_s(cfg))}},
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": f"{MAX_UNAVAILABLE_PCT}%"}},
             "template": {
                 "metadata": {"labels": meta_labels},
                 "spec": {
@@ -155,7 +176,7 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                     # IRSA's web-identity token as its own volume whatever this says (amazon-eks-pod-identity-
                     # webhook pkg/handler/handler.go: the `aws-iam-token` ServiceAccountToken projection).
                     "automountServiceAccountToken": False,
-                    "terminationGracePeriodSeconds": 30,  # the TERM trap runs after the current `sleep 5`
+                    "terminationGracePeriodSeconds": 30,  # the TERM traps end the pod within moments
                     "containers": [{
                         "name": "prefetch",
                         "image": mc.prefetch_image,

@@ -8,6 +8,7 @@ from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, Clu
 from simulation.autoscaler.config import CLUSTER_ONLY, PREFIX, from_annotations
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from simulation.autoscaler.keda import DEFAULT_SCRAPE_INTERVAL_S, scrape_interval
+from validation.errors import Problem
 from validation.fields import Section
 from validation.kubernetes import parse_duration, validation_errors
 
@@ -58,10 +59,47 @@ def parse_annotations(sec: Section, container_concurrency: int | None,
     from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"), cluster=cluster,
                      cluster_where="the stack's knative.autoscaler", refuse_zero_initial_scale=False)
     deadline = annotations.get(PROGRESS_DEADLINE)
-    if deadline is not None and not (parse_duration(deadline) or 0) > 0:
+    seconds = parse_duration(deadline) if deadline is not None else None
+    if deadline is not None and not (seconds or 0) > 0:
         sec.problem(f"annotations.{PROGRESS_DEADLINE}", deadline, 'expected a positive duration such as "15m" '
                     "(knative pkg/apis/serving/metadata_validation.go)")
+    elif seconds is not None and not float(seconds).is_integer():
+        # revision_validation.go validateProgressDeadlineAnnotation: "progress-deadline=… is not at second precision"
+        sec.problem(f"annotations.{PROGRESS_DEADLINE}", deadline, f"expected a duration in whole seconds such as "
+                    f'"{int(seconds)}s" or "15m": Knative refuses one below second precision '
+                    "(pkg/apis/serving/v1/revision_validation.go)")
     return annotations
+
+
+INITIAL_SCALE = PREFIX + "initial-scale"
+
+
+def initial_scale_problems(cluster: ClusterAutoscaler, services: list, problems: list[Problem]) -> None:
+    """A Knative service's initial scale (its `initial-scale` annotation, else `knative.autoscaler`'s) must not
+    exceed its maxReplicas. Knative admits it (annotation_validation.go validateInitialScale checks only >= 0) and
+    runs that many pods regardless of max-scale: the first Deployment gets replicas = initial-scale
+    (pkg/reconciler/revision/resources/deploy.go MakeDeployment), and the KPA raises min-scale to it until the
+    scale target is initialized (kpa/scaler.go scale, kpa.go activeThreshold). The node group may not hold the
+    extra GPU pods, and the revision turns Ready only once they are all up."""
+    for i, svc in enumerate(services):
+        if svc.deployment_mode != "Knative":
+            continue
+        initial = from_annotations(svc.annotations, svc.container_concurrency or 0, [], cluster=cluster,
+                                   refuse_zero_initial_scale=False).initial_scale
+        if not svc.max_replicas or initial <= svc.max_replicas:
+            continue
+        if INITIAL_SCALE in svc.annotations:
+            problems.append(Problem(f"services[{i}].annotations[{INITIAL_SCALE}]", svc.annotations[INITIAL_SCALE],
+                                    f"expected at most services[{i}].maxReplicas ({svc.max_replicas}): Knative "
+                                    f"starts a new revision of {svc.name} at initial-scale pods, beyond max-scale "
+                                    "(deploy.go, kpa/scaler.go), which the node group may not hold and the revision "
+                                    "waits for; lower initial-scale or raise maxReplicas"))
+        else:
+            problems.append(Problem("knative.autoscaler[initial-scale]", initial, f"expected at most "
+                                    f"services[{i}].maxReplicas ({svc.max_replicas}) of {svc.name}, which takes the "
+                                    "cluster's initial-scale: Knative starts each new revision at initial-scale pods, "
+                                    "beyond max-scale (deploy.go, kpa/scaler.go); lower it, give the service an "
+                                    f"{INITIAL_SCALE} annotation at most maxReplicas, or raise maxReplicas"))
 
 
 def check_hpa_behavior(hpa: Section, behavior: dict, kubernetes_version: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from catalog import Model
@@ -32,7 +33,7 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
         pvc_name=sec.str("pvcName", "model-cache"),
         storage_class=sec.str("storageClass", "efs-sc"),
         size_gib=sec.int("sizeGib", 500, min=1, max=65536),
-        access_mode=sec.choice("accessMode", ["ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany"], "ReadWriteMany"),
+        access_mode=sec.choice("accessMode", ACCESS_MODES, "ReadWriteMany"),
         prefetch_image=sec.str("prefetchImage", "kserve/storage-initializer:v0.15.2"),
         service_account=sec.str("serviceAccountName"),
         credentials_secret=sec.str("credentialsSecret"),
@@ -48,8 +49,38 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
     check_k8s_name(sec, "pvcName", out.pvc_name, DNS_SUBDOMAIN, "object name")
     check_one_account(sec, out)
     check_s3_credentials(sec, out)
+    if out.enabled:
+        _check_shared_storage(sec, out)
     sec.done()
     return out
+
+
+ACCESS_MODES = ["ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany", "ReadWriteOncePod"]
+# StorageClass names of Amazon EBS volumes: EKS's own `gp2` class, the aws-ebs-csi-driver volume types (its
+# `type` parameter) and names with an `ebs` part ("ebs-sc", "gp3-ebs").
+_EBS_CLASS = re.compile(r"^(gp2|gp3|io1|io2|st1|sc1)([.-]|$)|(^|[.-])ebs([.-]|$)")
+
+
+def _check_shared_storage(sec: Section, mc: ModelCacheConfig) -> None:
+    """The cache is one volume shared by many nodes: the prefetch DaemonSet mounts it read-write on every Linux
+    node (a non-GPU node and the GPU nodes at least) and every predictor mounts it, so only ReadWriteMany works.
+    ReadWriteOnce(Pod) binds it to one node (pods elsewhere stay ContainerCreating: "Multi-Attach error");
+    ReadOnlyMany mounts it read-only, so the prefetch could never write a model. An EBS StorageClass cannot give
+    ReadWriteMany to a file system at all (EBS volumes attach to one node in one zone; io1/io2 Multi-Attach serves
+    raw block volumes only, kubernetes-sigs/aws-ebs-csi-driver docs), so a class named like one is refused too;
+    a class of any other name is taken to be what the README asks for (EFS CSI, or FSx for Lustre)."""
+    why = ("the prefetch DaemonSet writes the cache on every Linux node and every predictor mounts it, so the "
+           "volume must be writable from many nodes at once")
+    if mc.access_mode != "ReadWriteMany":
+        effect = ("it could not write a single model" if mc.access_mode == "ReadOnlyMany" else
+                  "it attaches to one node and pods on every other node stay ContainerCreating (Multi-Attach error)")
+        sec.problem("accessMode", mc.access_mode, f"expected ReadWriteMany: {why}; with {mc.access_mode} {effect}. "
+                    "Or set modelCache.enabled: false")
+    elif _EBS_CLASS.search(mc.storage_class):
+        sec.problem("storageClass", mc.storage_class, f"expected a StorageClass of shared file storage for "
+                    f"ReadWriteMany, such as the EFS CSI driver's (default efs-sc) or FSx for Lustre: "
+                    f"{mc.storage_class!r} is named like an Amazon EBS class, and an EBS volume attaches to one node "
+                    f"in one zone (no ReadWriteMany file system), while {why}")
 
 
 def parse_cold_start(sec: Section) -> ColdStartProfile:

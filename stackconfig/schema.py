@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from stackconfig.autoscaling import traffic_shape
+from stackconfig.autoscaling import initial_scale_problems, traffic_shape
 from stackconfig.catalog_overrides import parse_catalog
 from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
 from stackconfig.knative import max_scale_problems, parse_knative
@@ -50,6 +50,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     gate = parse_gate(top.section("gate"))
     kserve = parse_kserve(top.section("kserve"))
     max_scale_problems(knative, services, problems)
+    initial_scale_problems(knative.autoscaler, services, problems)
     if not problems:  # the workloads parsed cleanly: estimate what the gate would simulate
         check_request_budgets(services, gate, problems)
     names = [s.name for s in services]

@@ -14,34 +14,49 @@ from pathlib import Path
 
 import pytest
 
-from manifests.model_cache import DOWNLOAD, LOCK_STALE_MIN, MOUNT, RETRY_S, prefetch_script, readiness_command
+from manifests.model_cache import DOWNLOAD, IDLE, LOCK_STALE_MIN, MOUNT, RETRY_S, prefetch_script, readiness_command
 
 pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX sh")
 
 MODELS = {"llama-3-8b": "hf://meta-llama/Meta-Llama-3-8B-Instruct", "odd name;x": "s3://bucket/it's"}
 
 
-def _script(tmp_path: Path, downloader: str, models=MODELS) -> str:
+def _script(tmp_path: Path, downloader: str, models=MODELS, idle: bool = False) -> str:
+    """The shipped script, paths moved and pauses shortened; it exits once every model is complete unless
+    `idle` (then it idles as shipped)."""
     fake = tmp_path / "fake-initializer"
     fake.write_text("#!/bin/sh\n" + downloader)
     fake.chmod(0o755)
     (tmp_path / "cache").mkdir(exist_ok=True)
     script = prefetch_script(models)
     script = script.replace(DOWNLOAD, str(fake)).replace(f"{MOUNT}/", f"{tmp_path}/cache/")
-    script = script.replace(f"sleep {RETRY_S}", "sleep 0").replace("sleep 15", "sleep 0").replace("sleep 5;", "sleep 0.1;")
-    return script.replace("exec sleep 2147483647", "exit 0")
+    script = script.replace(f"nap {RETRY_S}", "nap 0").replace("nap 15", "nap 0").replace("nap 5;", "nap 0.1;")
+    assert IDLE in script
+    return script if idle else script.replace(IDLE, "exit 0")
 
 
-def _run_bounded(script: str, timeout: float) -> int:
-    """Run the script in its own process group and kill the whole group on timeout: the script's per-model
-    downloads run in background subshells, which `subprocess.run(timeout=...)` would leave looping forever."""
-    proc = subprocess.Popen(["sh", "-c", script], start_new_session=True)
+def _start(script: str) -> subprocess.Popen:
+    """The script in its own process group (session), so `_stop` can end its background subshells and sleeps,
+    which would otherwise outlive a failed test and loop for ever."""
+    return subprocess.Popen(["sh", "-c", script], start_new_session=True, stderr=subprocess.PIPE, text=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
     try:
-        return proc.wait(timeout=timeout)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _run_bounded(script: str, timeout: float) -> tuple[int, str]:
+    """(exit status, stderr); the whole process group is killed on timeout (TimeoutExpired) and afterwards."""
+    proc = _start(script)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+        return proc.returncode, err
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _stop(proc)
 
 
 # Fails on its first call, then writes the URI it was given into DEST/weights.
@@ -50,8 +65,8 @@ FLAKY = 'n=$(cat "$0.count" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.count"
 
 
 def test_downloads_every_model_retries_a_failure_and_marks_completion(tmp_path):
-    proc = subprocess.run(["sh", "-c", _script(tmp_path, FLAKY)], capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 0, proc.stderr
+    status, stderr = _run_bounded(_script(tmp_path, FLAKY), timeout=30)
+    assert status == 0, stderr
     cache = tmp_path / "cache"
     for name, uri in MODELS.items():
         assert (cache / name / ".complete").is_file()
@@ -59,7 +74,7 @@ def test_downloads_every_model_retries_a_failure_and_marks_completion(tmp_path):
     assert sorted(p.name for p in cache.iterdir()) == sorted(MODELS)  # no lock, no .partial left behind
     # Downloads run in parallel: whichever model reaches the fake initializer first fails (both may, if they read
     # its call counter at the same moment); each failure was retried, as the .complete markers above show.
-    assert any(f"downloading {uri} failed; retrying" in proc.stderr for uri in MODELS.values()), proc.stderr
+    assert any(f"downloading {uri} failed; retrying" in stderr for uri in MODELS.values()), stderr
 
 
 def test_breaks_a_stale_lock_but_waits_for_a_fresh_one(tmp_path):
@@ -68,7 +83,7 @@ def test_breaks_a_stale_lock_but_waits_for_a_fresh_one(tmp_path):
     stale.mkdir()
     old = time.time() - (LOCK_STALE_MIN + 5) * 60
     os.utime(stale, (old, old))
-    subprocess.run(["sh", "-c", script], check=True, timeout=30)
+    assert _run_bounded(script, timeout=30)[0] == 0
     assert (tmp_path / "cache" / "m" / ".complete").is_file() and not stale.exists()
 
     fresh = tmp_path / "cache" / "n.lock"
@@ -83,15 +98,55 @@ def test_sigterm_releases_the_lock(tmp_path):
     # holds it (`mkdir` returns, then `held=`), and a TERM in that window leaves the lock to the stale-lock rule.
     # Waiting for the lock directory alone made this test flaky on a loaded machine (issue 9).
     started = tmp_path / "started"
-    proc = subprocess.Popen(["sh", "-c", _script(tmp_path, f"touch {started}\nsleep 3\n", {"m": "hf://a/b"})])
-    lock = tmp_path / "cache" / "m.lock"
-    deadline = time.time() + 10
-    while not started.exists() and time.time() < deadline:
-        time.sleep(0.05)
-    assert lock.is_dir() and started.exists()
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 143
-    assert not lock.exists()
+    proc = _start(_script(tmp_path, f"touch {started}\nsleep 3\n", {"m": "hf://a/b"}))
+    try:
+        lock = tmp_path / "cache" / "m.lock"
+        deadline = time.time() + 10
+        while not started.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert lock.is_dir() and started.exists()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 143
+        assert not lock.exists()
+    finally:
+        _stop(proc)
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether process `pid` installed a handler for `sig` (/proc/PID/status SigCgt, a bit mask from signal 1)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    raise AssertionError(f"no SigCgt in /proc/{pid}/status")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("phase", ["idle", "waiting for a lock"])
+def test_pid_1_catches_sigterm_and_exits_at_once(tmp_path, phase):
+    """The script is PID 1 of the prefetch container, and the kernel delivers a signal to a PID namespace's init
+    only if it catches it (pid_namespaces(7)): the process must hold a TERM handler while idle (an `exec sleep`
+    does not: every pod then waited the full 30 s grace) and while waiting on another node's lock, and end at
+    once on TERM rather than after its current pause."""
+    models = {"m": "hf://a/b"}
+    if phase == "idle":
+        (tmp_path / "cache" / "m").mkdir(parents=True)
+        (tmp_path / "cache" / "m" / ".complete").touch()
+        script = _script(tmp_path, "exit 1", models, idle=True)
+    else:  # a fresh lock held by another node: this pod naps 15 s between looks, as shipped
+        (tmp_path / "cache" / "m.lock").mkdir(parents=True)
+        script = _script(tmp_path, "exit 1", models).replace("nap 0", "nap 15")
+    proc = _start(script)
+    try:
+        time.sleep(0.5)  # past the traps' installation, into the pause
+        assert proc.poll() is None, proc.stderr.read()
+        assert _catches(proc.pid, signal.SIGTERM)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(timeout=10)
+        assert time.monotonic() - start < 3, "TERM waited for the current pause"
+        assert status == (0 if phase == "idle" else 143)
+    finally:
+        _stop(proc)
 
 
 def test_readiness_needs_every_marker(tmp_path):
@@ -112,10 +167,9 @@ def test_different_models_download_in_parallel(tmp_path):
                   f'&& break; sleep 0.1; done\n[ $(ls {tmp_path}/cache/*.started | wc -l) -ge 2 ] || exit 1\n'
                   'mkdir -p "$2" && printf %s "$1" > "$2/weights"\n')
     models = {"a": "hf://o/a", "b": "s3://bucket/b"}
-    proc = subprocess.run(["sh", "-c", _script(tmp_path, rendezvous, models)], capture_output=True, text=True,
-                          timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    assert "failed" not in proc.stderr  # neither download had to retry
+    status, stderr = _run_bounded(_script(tmp_path, rendezvous, models), timeout=30)
+    assert status == 0, stderr
+    assert "failed" not in stderr  # neither download had to retry
     assert all((tmp_path / "cache" / name / ".complete").is_file() for name in models)
 
 

@@ -111,19 +111,36 @@ def test_model_cache_pvc_protected_and_prefetch_ready_only_when_complete(run):
 
 
 def test_cache_wait_grows_with_the_weights_and_the_download_rate():
-    """2 × (prefetch image pull + all cached weights at downloadGBps) + 300 s."""
+    """2 × (prefetch image pull + all cached weights at downloadGBps) + 4 rollout steps × (pull + 60 s) + 300 s."""
     import math
 
     from manifests.model_cache import fill_timeout_s
 
     dev = load_stack("dev")
-    assert fill_timeout_s(dev) == 300 + round(2 * (2 * 2**30 / 60e6 + dev.services[0].model.weights_bytes / 0.5e9)
-                                              + 0.5)
+    pull = 2 * 2**30 / 60e6
+    assert fill_timeout_s(dev) == math.ceil(2 * (pull + dev.services[0].model.weights_bytes / 0.5e9)
+                                            + 4 * (pull + 60) + 300)
     slow = run_program("dev", edit=lambda c: c.__setitem__("kserve-preflight:coldStart", {"downloadGBps": 0.05}))
     [ds] = [d for d in slow.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
     waited = int(ds.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"])
-    assert waited == math.ceil(2 * (2 * 2**30 / 60e6 + dev.services[0].model.weights_bytes / 0.05e9) + 300)
+    assert waited == math.ceil(2 * (pull + dev.services[0].model.weights_bytes / 0.05e9) + 4 * (pull + 60) + 300)
     assert waited > 600  # beyond pulumi-kubernetes' 10-minute default, which would fail the first `pulumi up`
+
+
+def test_prefetch_rollout_takes_a_bounded_number_of_steps_and_the_wait_covers_them(run):
+    """pulumi-kubernetes waits for the whole DaemonSet rollout (kstatus Current: every pod updated and Ready,
+    provider/pkg/await/daemonset.go). The default maxUnavailable 1 replaces one node at a time, so the rollout grew
+    with the node count past any fixed timeout; 25 % makes it at most 4 steps for any number of nodes."""
+    import math
+
+    from manifests.model_cache import ROLLOUT_STEPS
+
+    _, r = run
+    [ds] = [d for d in r.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
+    strategy = ds.inputs["spec"]["updateStrategy"]
+    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}}
+    for nodes in range(1, 500):  # Kubernetes rounds the percentage up (DaemonSet rollingUpdate.maxUnavailable)
+        assert math.ceil(nodes / math.ceil(nodes * 25 / 100)) <= ROLLOUT_STEPS == 4
 
 
 def test_inference_services_are_tuned(run):
