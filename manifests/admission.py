@@ -7,6 +7,7 @@ from manifests import knative_features, render_stack, service_manifests
 from manifests.inference_service import repeated_flags
 from manifests.kserve_config import kserve_config_problems
 from stackconfig.schema import StackConfig
+from manifests.node_disk import root_disk_problems
 from manifests.node_fit import node_fit_problems
 from validation.admission import KNATIVE_FEATURE_DEFAULTS, ClusterAdmission, Refusal, admission_refusals
 from validation.errors import InputError, Problem
@@ -35,10 +36,12 @@ def admission_failure(cfg: StackConfig) -> str | None:
 
 
 def check_pods_can_run(cfg: StackConfig) -> None:
-    """Raise InputError (key paths under the project namespace) when a pod cannot fit its nodes, a server would
-    not start on its rendered args (a flag given twice: `inference_service.repeated_flags`), or a KServe config the
-    user manages would copy the stack-only annotations onto the pods (manifests/kserve_config.py)."""
-    problems = node_fit_problems(cfg) + kserve_config_problems(cfg, service_manifests(cfg))
+    """Raise InputError (key paths under the project namespace) when a pod cannot fit its nodes (requests, or
+    downloaded weights on the root volume: `node_disk`), a server would not start on its rendered args (a flag
+    given twice: `inference_service.repeated_flags`), or a KServe config the user manages would copy the
+    stack-only annotations onto the pods (manifests/kserve_config.py)."""
+    problems = (node_fit_problems(cfg) + root_disk_problems(cfg)
+                + kserve_config_problems(cfg, service_manifests(cfg)))
     for i, svc in enumerate(cfg.services):
         problems += [Problem(f"services[{i}].runtime.args", arg, "expected no flag the stack already renders from "
                              "the service's settings (limits, gpuMemoryUtilization, its name and port): set the value "

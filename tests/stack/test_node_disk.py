@@ -1,0 +1,77 @@
+"""The root-volume check (manifests/node_disk.py): without the model cache every pod downloads its model onto the
+node's root volume, so what can land on one node must fit `gpuNodeGroup.diskSizeGib`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from manifests.admission import check_pods_can_run
+from manifests.node_disk import IMAGE_UNPACK_FACTOR, SYSTEM_GIB, root_disk_problems, worst_mix
+from program_refusal import refusal
+from stackconfig.load import load_stack
+from validation.errors import InputError
+
+P = "kserve-preflight"
+
+
+def _no_cache(cfg, **node_group):
+    return replace(cfg, model_cache=replace(cfg.model_cache, enabled=False),
+                   node_group=replace(cfg.node_group, **node_group))
+
+
+def test_cache_off_on_a_small_root_volume_is_refused_before_any_resource(registered):
+    """The reviewer's repro: prod without the cache on 50 GiB; a g6e.12xlarge (4 GPUs) holds 3 chat + 1 code."""
+    def edit(c):
+        c[f"{P}:modelCache"]["enabled"] = False
+        c[f"{P}:gpuNodeGroup"]["diskSizeGib"] = 50
+
+    message = refusal("prod", edit, registered)
+    assert "gpuNodeGroup.diskSizeGib: got 50; expected at least 132 GiB" in message, message
+    assert "3 × chat (llama-3-8b, 15.0 GiB of weights each), 1 × code (mistral-7b" in message
+    assert "modelCache.enabled is false" in message and "coldStart.imageGib" in message
+    assert "so 50 GiB holds 45 GiB" in message
+
+
+def test_the_shipped_stacks_fit_with_and_without_the_cache():
+    for stack in ("dev", "staging", "prod"):
+        cfg = load_stack(stack)
+        check_pods_can_run(cfg)
+        assert root_disk_problems(_no_cache(cfg)) == []
+
+
+def test_the_worst_mix_is_the_heaviest_the_gpus_hold():
+    """prod's g6e.12xlarge: 4 GPUs. Weights alone would pick 4 × chat (the larger model); with each service's image
+    counted once, 3 × chat + 1 × code takes more."""
+    cfg = _no_cache(load_stack("prod"))
+    chat, code = (s.model.weights_gib for s in cfg.services)
+    image = IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
+    mix = worst_mix(cfg)
+    assert mix.pods == ((0, 3), (1, 1))
+    assert mix.gib == pytest.approx(3 * chat + code + 2 * image)
+    assert mix.gib > 4 * chat + image
+
+
+def test_a_service_counts_at_most_twice_its_max_replicas():
+    """A rollout runs a new revision beside the old one; more pods of a service than that never share a node."""
+    cfg = _no_cache(load_stack("prod"))
+    one = replace(cfg, services=[replace(cfg.services[0], max_replicas=1)])
+    assert worst_mix(one).pods == ((0, 2),)
+
+
+def test_cached_models_take_no_root_volume():
+    cfg = load_stack("prod")
+    assert worst_mix(cfg).gib == 2 * IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
+
+
+def test_a_bigger_model_needs_a_bigger_disk():
+    """Just below and at the boundary: the minimum the message names passes."""
+    cfg = _no_cache(load_stack("dev"), disk_size_gib=50)
+    [problem] = root_disk_problems(cfg)
+    need = SYSTEM_GIB + cfg.services[0].model.weights_gib + IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
+    minimum = int(problem.allowed.split("at least ")[1].split(" GiB")[0])
+    assert minimum * 0.9 >= need > (minimum - 1) * 0.9
+    assert root_disk_problems(replace(cfg, node_group=replace(cfg.node_group, disk_size_gib=minimum))) == []
+    with pytest.raises(InputError, match="gpuNodeGroup.diskSizeGib"):
+        check_pods_can_run(cfg)
