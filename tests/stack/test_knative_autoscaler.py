@@ -164,7 +164,12 @@ def test_the_rollout_check_starts_new_revisions_at_the_clusters_initial_scale():
     from gate.rollout_capacity import rollout_problems
 
     assert rollout_problems(parse(lambda c: None)) == []  # control: dev rolls out at initial-scale 1
-    problems = rollout_problems(parse(knative(autoscaler={"initial-scale": "3"})))
+
+    def edit(c):  # maxReplicas 3: an initial scale above it is refused at load (test_deploy_limits.py)
+        knative(autoscaler={"initial-scale": "3"})(c)
+        c["services"][0]["maxReplicas"] = 3
+
+    problems = rollout_problems(parse(edit))
     assert [p.path for p in problems] == ["services[0]"] and "initial scale 3" in problems[0].allowed
 
 
@@ -205,7 +210,7 @@ def test_a_malformed_autoscaler_is_refused_beside_allow_zero_initial_scale(raw):
     ("max-scale-up-rate", "\uff11\uff10", "expected a number"),          # fullwidth 10: float() reads it, Go not
     ("target-burst-capacity", "2\u0661\u0661", "expected a number"),    # Arabic-Indic digits
     ("stable-window", "\uff16\uff10s", "expected a Go duration"),
-    ("initial-scale", "\uff13", "expected a 32-bit integer"),
+    ("initial-scale", "\uff12", "expected a 32-bit integer"),  # 2: dev's maxReplicas, the most it may be
 ])
 def test_non_ascii_digits_are_refused_as_knative_refuses_them(key, value, fragment):
     """strconv.ParseFloat/ParseInt and time.ParseDuration read ASCII digits only; nothing is rendered."""
@@ -228,11 +233,18 @@ def test_non_ascii_digits_in_annotations_are_refused(key, value):
 
 def test_a_cluster_initial_scale_past_the_simulators_bound_names_the_stacks_key():
     """The gate's replica bound on the cluster's initial-scale names knative.autoscaler[initial-scale], where a
-    stack user sets it (the scenario's own key is config_autoscaler[initial-scale]). Control: 3 is simulated."""
-    cfg = parse(knative(autoscaler={"initial-scale": "20000"}))
+    stack user sets it (the scenario's own key is config_autoscaler[initial-scale]). Control: 2 is simulated.
+    The load refuses an initial-scale above a service's maxReplicas (at most 1,000) first, naming the same key
+    (test_deploy_limits.py), so the config reaches the gate past that check here."""
+    from dataclasses import replace
+
+    assert [p.path for p in refused(knative(autoscaler={"initial-scale": "20000"}))] == \
+        [f"{P}:knative.autoscaler[initial-scale]"]
+    cfg = parse(knative(autoscaler={"initial-scale": "2"}))
+    auto = replace(cfg.knative.autoscaler, initial_scale=20000, given=(("initial-scale", "20000"),))
     with pytest.raises(InputError) as err:
-        trials(cfg, ("steady",))
+        trials(replace(cfg, knative=replace(cfg.knative, autoscaler=auto)), ("steady",))
     [p] = {(p.path, p.value, p.allowed) for p in err.value.problems}
     assert p[0].endswith("/config_autoscaler[initial-scale]") and p[1] == 20000
     assert "expected at most 10,000 replicas" in p[2] and "the stack's knative.autoscaler[initial-scale]" in p[2]
-    assert trials(parse(knative(autoscaler={"initial-scale": "3"})), ("steady",))
+    assert trials(cfg, ("steady",))
