@@ -25,7 +25,6 @@ from manifests.model_cache import cache_uri
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import Problem
 
-GIB = 2**30
 SYSTEM_GIB = 20.0
 IMAGE_UNPACK_FACTOR = 2.0
 EVICTION_FREE = 0.10  # kubelet evictionHard nodefs.available on the EKS AMIs

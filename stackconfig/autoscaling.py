@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
@@ -66,7 +67,7 @@ def parse_annotations(sec: Section, container_concurrency: int | None,
     elif seconds is not None and not float(seconds).is_integer():
         # revision_validation.go validateProgressDeadlineAnnotation: "progress-deadline=… is not at second precision"
         sec.problem(f"annotations.{PROGRESS_DEADLINE}", deadline, f"expected a duration in whole seconds such as "
-                    f'"{int(seconds)}s" or "15m": Knative refuses one below second precision '
+                    f'"{math.ceil(seconds)}s" or "15m": Knative refuses one below second precision '
                     "(pkg/apis/serving/v1/revision_validation.go)")
     return annotations
 
