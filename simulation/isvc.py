@@ -15,8 +15,9 @@ This is the only place the manifest is interpreted. Sources (reference knative-k
 - Standard mode: `reconcilers/hpa/hpa_reconciler.go: createHPA` — HPA min = max(1, minReplicas),
   max = max(maxReplicas, min), on CPU (`autoscaler/kserve_hpa.py`: KServe builds no other metric, so
   `scaleMetric: concurrency` scales on CPU 80 %, and its webhook refuses it with `autoscalerClass: hpa`); CC and
-  timeout unused (no queue-proxy). An accompanying autoscaling/v2 HorizontalPodAutoscaler or KEDA ScaledObject
-  (scenario `hpa:`; the latter read by `autoscaler/keda.py`) overrides min/max/metric/behavior.
+  timeout unused (no queue-proxy). With class `external` (or `none`) an accompanying autoscaling/v2
+  HorizontalPodAutoscaler or KEDA ScaledObject (scenario `hpa:`; the latter read by `autoscaler/keda.py`) scales
+  the Deployment; with class `hpa` only one equal to KServe's own (an export of it) is accepted.
 """
 
 from __future__ import annotations
@@ -224,8 +225,12 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         hpa = HpaSpec(min_replicas=lo, max_replicas=hi, metric="cpu", target=target,
                       cpu_request_cores=_cpu_cores(container_raw))
         if hpa_manifest is not None:
-            hpa = _hpa_override(hpa, hpa_manifest, "hpa", problems)
-        if cls_name == "none":
+            own = _hpa_override(hpa, hpa_manifest, "hpa", problems)
+            if cls_name == "hpa" and own != hpa:
+                problems.append(Problem("hpa", (hpa_manifest.get("kind") if isinstance(hpa_manifest, dict) else None)
+                                        or "HorizontalPodAutoscaler", _owned_by_kserve(hpa)))
+            hpa = own
+        elif cls_name == "none":   # KServe creates no HPA (hpa_reconciler.go shouldCreateHPA)
             hpa = None
         kpa = AutoscalerConfig(container_concurrency=0, min_scale=lo, max_scale=hi, initial_scale=lo)
     return ServingSpec(name=name, mode=mode, container_concurrency=cc if mode == "Knative" else 0,
@@ -233,6 +238,15 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
                        gpus=gpus, image=str(image), startup_probe=startup, readiness_period_s=r_period,
                        readiness_initial_delay_s=r_delay, env=env, args=args,
                        container=dict(container_raw) if isinstance(container_raw, dict) else {})
+
+
+def _owned_by_kserve(built: HpaSpec) -> str:
+    """Why an accompanying autoscaler other than the HPA KServe builds does not act under class `hpa`."""
+    return (f"expected {CLASS_ANNOTATION}: external on the InferenceService to bring this autoscaler, or the HPA "
+            f"KServe builds (CPU {built.target:g} %, {built.min_replicas}-{built.max_replicas} replicas, default "
+            "behavior): with class hpa (the default) KServe resets its HPA <name>-predictor to that "
+            "(hpa_reconciler.go semanticHPAEquals, then Update), a second HPA on the Deployment leaves both idle "
+            "(AmbiguousSelector), and KEDA's webhook refuses a ScaledObject there ('already managed by the hpa')")
 
 
 def _cpu_cores(container: Any) -> float:

@@ -80,6 +80,9 @@ def test_custom_behavior_limits_scale_down():
     assert c.decide(61.0, 5, 2) == 4
 
 
+EXTERNAL = {"serving.kserve.io/autoscalerClass": "external"}   # KServe builds no HPA: the accompanying one scales
+
+
 def manifest(pred: dict, ann: dict | None = None) -> dict:
     return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
             "metadata": {"name": "s", "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment", **(ann or {})}},
@@ -104,7 +107,7 @@ def test_hpa_manifest_overrides_behavior():
                                                           "target": {"type": "AverageValue", "averageValue": "2"}}}],
                     "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60,
                                                "policies": [{"type": "Pods", "value": 1, "periodSeconds": 30}]}}}}
-    s = ServingSpec.from_manifest(manifest({"maxReplicas": 4}), hpa)
+    s = ServingSpec.from_manifest(manifest({"maxReplicas": 4}, EXTERNAL), hpa)
     assert (s.hpa.max_replicas, s.hpa.metric, s.hpa.target) == (8, "concurrency", 2.0)
     assert s.hpa.scale_down == Rules(60.0, (Policy("Pods", 1, 30.0),), "Max")
 
@@ -113,7 +116,7 @@ def test_bad_hpa_behavior_is_reported():
     hpa = {"kind": "HorizontalPodAutoscaler",
            "spec": {"behavior": {"scaleUp": {"selectPolicy": "Fastest"}}}}
     with pytest.raises(InputError) as err:
-        ServingSpec.from_manifest(manifest({}), hpa)
+        ServingSpec.from_manifest(manifest({}, EXTERNAL), hpa)
     assert "selectPolicy" in str(err.value)
 
 
@@ -135,7 +138,8 @@ def test_cpu_target_is_never_reached_by_a_gpu_bound_server():
 def test_hpa_replica_limits_are_bounded_for_the_simulator():
     # Every pod is simulated: a 10^6 minimum would run for hours; 10 000 is the bound (as initial_replicas).
     with pytest.raises(InputError, match=r"hpa\.spec\.minReplicas.*between 1 and 10000"):
-        ServingSpec.from_manifest(manifest({}), {"kind": "HorizontalPodAutoscaler", "spec": {"minReplicas": 10**6}})
-    ok = ServingSpec.from_manifest(manifest({}), {"kind": "HorizontalPodAutoscaler",
-                                                  "spec": {"minReplicas": 2, "maxReplicas": 10000}})
+        ServingSpec.from_manifest(manifest({}, EXTERNAL), {"kind": "HorizontalPodAutoscaler",
+                                                           "spec": {"minReplicas": 10**6}})
+    ok = ServingSpec.from_manifest(manifest({}, EXTERNAL), {"kind": "HorizontalPodAutoscaler",
+                                                            "spec": {"minReplicas": 2, "maxReplicas": 10000}})
     assert (ok.hpa.min_replicas, ok.hpa.max_replicas) == (2, 10000)

@@ -108,3 +108,32 @@ def test_class_external_takes_the_accompanying_hpa_and_its_api_defaults():
     bare = {"kind": "HorizontalPodAutoscaler", "spec": {"minReplicas": 1, "maxReplicas": 6}}
     spec = ServingSpec.from_manifest(_isvc({"scaleMetric": "concurrency", "scaleTarget": 3}, "external"), bare).hpa
     assert (spec.metric, spec.target) == ("cpu", 80.0)
+
+
+def test_class_hpa_takes_an_accompanying_autoscaler_only_if_it_is_kserves_own():
+    """Class hpa (explicit or the default): KServe resets its HPA <name>-predictor to what it builds
+    (hpa_reconciler.go semanticHPAEquals, then Update); another HPA or a ScaledObject on the Deployment does not act
+    as written (AmbiguousSelector; KEDA's webhook 'already managed by the hpa'). An export of KServe's own HPA is
+    accepted; anything else is refused with the way out (class external). Class none: KServe builds nothing, so
+    an accompanying HPA scales, as with external."""
+    pods = {"type": "Pods", "pods": {"metric": {"name": "inflight"}, "target": {"type": "AverageValue",
+                                                                               "averageValue": "2"}}}
+    theirs = {"kind": "HorizontalPodAutoscaler", "spec": {"minReplicas": 1, "maxReplicas": 6, "metrics": [pods]}}
+    for cls in (None, "hpa"):
+        problems: list = []
+        ServingSpec.from_manifest(_isvc({"maxReplicas": 6}, cls), theirs, problems=problems)
+        assert [(p.path, p.value) for p in problems] == [("hpa", "HorizontalPodAutoscaler")]
+        assert f"{CLASS}: external" in problems[0].allowed and "semanticHPAEquals" in problems[0].allowed
+    scaled = {"kind": "ScaledObject", "spec": {"triggers": [{"type": "prometheus", "metadata": {
+        "query": "sum(vllm:num_requests_running)", "threshold": "2"}}]}}
+    problems = []
+    ServingSpec.from_manifest(_isvc({}), scaled, problems=problems)
+    assert ("hpa", "ScaledObject") in [(p.path, p.value) for p in problems]
+    cpu50 = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                       "averageUtilization": 50}}}
+    export = {"kind": "HorizontalPodAutoscaler", "spec": {"minReplicas": 1, "maxReplicas": 4, "metrics": [cpu50]}}
+    spec = ServingSpec.from_manifest(_isvc({"scaleTarget": 50}, "hpa"), export).hpa    # KServe's own: accepted
+    assert (spec.metric, spec.target, spec.max_replicas) == ("cpu", 50.0, 4)
+    spec = ServingSpec.from_manifest(_isvc({}, "none"), theirs).hpa
+    assert (spec.metric, spec.target, spec.max_replicas) == ("concurrency", 2.0, 6)
+    assert ServingSpec.from_manifest(_isvc({}, "none")).hpa is None
