@@ -15,10 +15,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from stackconfig.load import ROOT, project_values, read_project, stack_config_values
+from simulation.workload import parse_workload
 from validation.errors import InputError, Problem
+from validation.fields import Section
+from validation.yaml_input import parse_yaml, plain, read_yaml
 
 _TOKEN = re.compile(r'\[\s*"([^"]*)"\s*\]|\[\s*\'([^\']*)\'\s*\]|([^.\[\]]+)')
 
@@ -70,10 +71,10 @@ def apply_set(values: dict, assignment: str) -> None:
     if not sep or not tokens:
         raise InputError([Problem("--set", assignment, 'expected PATH=VALUE, e.g. services.chat.containerConcurrency=8 '
                                   'or services.chat.annotations["autoscaling.knative.dev/window"]=120s')])
-    try:
-        value = yaml.safe_load(text) if text.strip() else ""
-    except yaml.YAMLError as err:
-        raise InputError([Problem("--set", assignment, f"a YAML value after '=' ({err.problem})")]) from None
+    problems: list[Problem] = []
+    value = plain(parse_yaml(text, assignment, "--set", problems), "--set", problems) if text.strip() else ""
+    if problems:
+        raise InputError([Problem("--set", assignment, f"a YAML value after '=' ({p.allowed})") for p in problems])
     node: Any = values
     done: list[str] = []
     i = 0
@@ -129,16 +130,21 @@ def apply_sets(values: dict, assignments: list[str]) -> dict:
 
 
 def read_workload(path: str) -> dict:
-    """A `--workload FILE`: the simulation's workload mapping (checked later by the config schema)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise InputError([Problem("--workload", path, f"a readable YAML workload file ({err})")]) from None
+    """A `--workload FILE`: the simulation's workload mapping, checked by the stack's workload schema here so that a
+    mistake names the file (not the stack the workload replaces)."""
+    problems: list[Problem] = []
+    data = read_yaml(Path(path), "--workload", problems)
+    if problems:
+        raise InputError(problems, path)
+    prefix = ""
     if isinstance(data, dict) and isinstance(data.get("workload"), dict):
-        data = data["workload"]  # a scenario file: take its workload
+        data, prefix = data["workload"], "workload"  # a scenario file: take its workload
     if not isinstance(data, dict):
         raise InputError([Problem("--workload", path, "a YAML mapping in the simulation's workload format "
                                   "(kind, rate, … — docs/simulation.md)")])
+    parse_workload(Section(data, prefix, problems), base_dir=str(ROOT))  # as services[].workload is read
+    if problems:
+        raise InputError(problems, path)
     return data
 
 

@@ -29,7 +29,7 @@ def read_project(root: Path = ROOT) -> dict:
 
 def stack_names(root: Path = ROOT) -> list[str]:
     folder = root / read_project(root).get("stackConfigDir", ".")
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml") if p.is_file())
 
 
 def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, Any]]:
