@@ -277,6 +277,11 @@ def parse_server(sec: Section, model: ModelProfile) -> ServerConfig:
     return ServerConfig(kind, spec)
 
 
+# Timeline samples per run (duration_s / series_interval_s): each is a simulated event and a row of every bin of the
+# report's timeline, so an unbounded count is unbounded time and memory (30 days at 0.1 s: 26 million). 50,000 is
+# 1 s over 13.9 h or 0.1 s over 83 min; the default interval (duration/200) stays at 200.
+MAX_SERIES_SAMPLES = 50_000
+
 TOP_KEYS = ("name", "inferenceService", "inferenceServiceFile", "hpa", "workload", "client", "gateway", "cluster",
             "config_autoscaler", "model", "server", "duration_s", "warmup_s", "drain_s", "seed", "initial_replicas",
             "what_if", "series_interval_s", "max_requests")
@@ -363,12 +368,18 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
     qdf = what_if.int("queue_depth_factor", 10, min=0, max=1000)
     what_if.done()
     initial = top.int("initial_replicas", None, min=0, max=10000)
+    interval = top.float("series_interval_s", None, min=0.1)
+    if duration is not None and interval is not None and duration / interval > MAX_SERIES_SAMPLES:
+        top.problem("series_interval_s", interval, f"expected at least duration_s / {MAX_SERIES_SAMPLES:,} = "
+                    f"{duration / MAX_SERIES_SAMPLES:g} s for duration_s {duration:g} (at most {MAX_SERIES_SAMPLES:,} "
+                    "timeline samples per run: each is a simulated event and a row of the report); raise "
+                    "series_interval_s or shorten duration_s")
     sc = Scenario(
         serving=serving, workload=workload, client=client, gateway=gateway, cluster=cluster, model=model,
         server=server, duration_s=duration, warmup_s=warmup, drain_s=top.float("drain_s", 900.0, min=0.0),
         seed=top.int("seed", None, min=0), name=top.str("name", Path(source).stem if source else "scenario"),
         initial_replicas=initial, queue_depth_factor=qdf,
-        series_interval_s=top.float("series_interval_s", None, min=0.1),
+        series_interval_s=interval,
         manifest=manifest if isinstance(manifest, dict) else {},
     )
     if serving.gpus > cluster.gpus_per_node:

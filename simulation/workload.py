@@ -9,6 +9,8 @@ Trace options: `time_scale` stretches time (2 → half the rate, twice as long);
 arrival rate over the same span: each row is replayed ⌊r⌋ or ⌈r⌉ times (mean r), extra copies placed uniformly
 in the gap to the next row, so the trace's rate profile is kept at its own resolution (a simplification: copies
 are independent draws of time, not new users). `start_s` skips the first seconds, `limit` caps the rows.
+Trace timestamps are seconds or ISO 8601 date-times; one without a UTC offset is read as UTC (not in the machine's
+zone), and a trace mixing these forms is refused.
 `NextArrival` is the pending arrival as one reusable SimPy event (the engine reschedules it after each).
 Token sizes for synthetic kinds: `input_tokens` / `output_tokens` = a number, or
 {dist: fixed, value} | {dist: lognormal, median, sigma[, max]} | {dist: uniform, low, high}.
@@ -23,7 +25,7 @@ from heapq import heappush
 from math import log as _log
 import random
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
 from validation.fields import Section
@@ -189,8 +191,14 @@ class TraceError(ValueError):
     """A trace file that cannot be replayed; the message says which column or row and why."""
 
 
-def _seconds(text: str) -> float:
-    """A timestamp cell: seconds as a number, or a date-time ("2023-11-16 18:15:46.6805900", ISO 8601)."""
+_FORMS = {"seconds": "number of seconds", "zoned": "date-time with a UTC offset",
+          "unzoned": "date-time without a UTC offset (read as UTC)"}
+
+
+def _seconds(text: str) -> tuple[float, str]:
+    """A timestamp cell → (seconds, form): seconds as a number ("seconds"), or an ISO 8601 date-time
+    ("2023-11-16 18:15:46.6805900") with a zone ("zoned") or without one ("unzoned", read as UTC so that a run is
+    the same on every machine: the machine's zone would move a DST night by an hour)."""
     text = text.strip()
     try:
         value = float(text)
@@ -199,11 +207,15 @@ def _seconds(text: str) -> float:
     else:
         if not math.isfinite(value):
             raise ValueError(text)
-        return value
+        return value, "seconds"
     if "." in text:  # seven fractional digits in the Azure CSVs: keep six for %f
         head, frac = text.split(".", 1)
-        text = f"{head}.{frac[:6]}"
-    return datetime.fromisoformat(text).timestamp()
+        digits = len(frac) - len(frac.lstrip("0123456789"))
+        text = f"{head}.{frac[:min(digits, 6)]}{frac[digits:]}"
+    when = datetime.fromisoformat(text)
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc).timestamp(), "unzoned"
+    return when.timestamp(), "zoned"
 
 
 def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[list[float], list[int], list[int]]:
@@ -222,14 +234,20 @@ def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[li
             if missing:
                 raise TraceError(f"the CSV has no column for {', '.join(missing)}; its columns are {header}; map "
                                  "yours with columns: {timestamp: ..., input_tokens: ..., output_tokens: ...}")
+            first: tuple[str, int] | None = None  # the first row's timestamp form and line
             for n, row in enumerate(reader, start=2):
                 try:
-                    rows.append((_seconds(row[names["timestamp"]] or ""), int(row[names["input_tokens"]] or ""),
-                                 int(row[names["output_tokens"]] or "")))
+                    when, form = _seconds(row[names["timestamp"]] or "")
+                    rows.append((when, int(row[names["input_tokens"]] or ""), int(row[names["output_tokens"]] or "")))
                 except (TypeError, ValueError, OverflowError):
                     raise TraceError(f"line {n}: expected a timestamp (seconds or a date-time) and two integer token "
                                      f"counts in {names['timestamp']!r}, {names['input_tokens']!r}, "
                                      f"{names['output_tokens']!r}") from None
+                first = first or (form, n)
+                if form != first[0]:
+                    raise TraceError(f"line {n}: a {_FORMS[form]} in {names['timestamp']!r} after a {_FORMS[first[0]]} "
+                                     f"on line {first[1]}; expected one form in every row (their differences are "
+                                     "the arrival times)")
     except UnicodeDecodeError:
         raise TraceError("expected a UTF-8 CSV file") from None
     except OSError as exc:

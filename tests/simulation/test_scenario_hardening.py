@@ -188,3 +188,61 @@ def test_cli_budget_flag_and_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "simulation", "run", str(big), "--max-requests", "0"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
     assert proc.returncode == 2 and "--max-requests: got 0" in proc.stderr
+
+
+def test_timeline_samples_are_bounded_naming_both_keys():
+    """30 days at 0.1 s was 26 million samples: minutes and gigabytes before the first request."""
+    with pytest.raises(InputError) as err:
+        load_scenario(_edited(lambda d: d.update(duration_s=86400, series_interval_s=0.1)), base_dir=EXAMPLES)
+    text = str(err.value)
+    assert "series_interval_s: got 0.1; expected at least duration_s / 50,000 = 1.728 s for duration_s 86400" in text
+    sc = load_scenario(_edited(lambda d: d.update(duration_s=5000, series_interval_s=0.1)), base_dir=EXAMPLES)
+    assert sc.series_interval_s == 0.1  # control: exactly 50,000 samples
+    assert load_scenario(_edited(lambda d: d.update(duration_s=86400)), base_dir=EXAMPLES).series_interval_s is None
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    """The machine's zone set to one with a DST change (2023-11-05 02:00 EDT → 01:00 EST); restored after."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _stamps_csv(tmp_path, name: str, *stamps: str) -> str:
+    path = tmp_path / name
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(f"{s},10,20\n" for s in stamps))
+    return str(path)
+
+
+def test_trace_date_times_without_a_zone_are_utc_on_any_machine(tmp_path, new_york):
+    from simulation.workload import read_trace
+
+    path = _stamps_csv(tmp_path, "naive.csv", "2023-11-05 01:59:00.0000000", "2023-11-05 02:01:00.5000000")
+    assert read_trace(path)[0] == [0.0, 120.5]  # was 3720.5 s in New York: the local clock fell back an hour
+    zoned = _stamps_csv(tmp_path, "zoned.csv", "2023-11-05 01:59:00.1234567+00:00", "2023-11-05T02:01:00.1234567Z",
+                   "2023-11-05 01:03:00-01:00")
+    assert read_trace(zoned)[0] == pytest.approx([0.0, 120.0, 240.0 - 0.123456])  # the offset survives seven fractional digits
+
+
+@pytest.mark.parametrize("stamps, line, message", [
+    (("2023-11-05 01:59:00", "2023-11-05 02:01:00+00:00"), 3,
+     "a date-time with a UTC offset in 'TIMESTAMP' after a date-time without a UTC offset (read as UTC) on line 2"),
+    (("2023-11-05T01:59:00Z", "2023-11-05 02:01:00"), 3,
+     "a date-time without a UTC offset (read as UTC) in 'TIMESTAMP' after a date-time with a UTC offset on line 2"),
+    (("12.5", "2023-11-05 02:01:00"), 3, "after a number of seconds on line 2"),
+])
+def test_a_trace_mixing_timestamp_forms_is_refused(tmp_path, stamps, line, message):
+    from simulation.workload import TraceError, read_trace
+
+    with pytest.raises(TraceError) as err:
+        read_trace(_stamps_csv(tmp_path, f"mixed{line}{len(message)}.csv", *stamps))
+    assert str(err.value).startswith(f"line {line}: ") and message in str(err.value)
+    with pytest.raises(InputError, match="workload.path"):  # as a scenario reports it
+        load_scenario(_edited(lambda d: d.update(workload={"kind": "trace", "path": str(tmp_path / f"mixed{line}"
+                                                                                           f"{len(message)}.csv")})),
+                      base_dir=EXAMPLES)
