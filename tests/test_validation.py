@@ -13,7 +13,8 @@ from validation.kubernetes import image_pinned, parse_duration, tolerates
     ("90s", 90), ("5m", 300), ("1h30m", 5400), ("0s", 0), ("0", 0), ("500ms", 0.5), ("1.5m", 90),
     ("1m1h", 3660),  # Go's ParseDuration accepts units in any order
     ("", None), ("5", None), ("2 minutes", None), ("-5s", None), (None, None), (60, None),
-    ("\uff16" + "0s", None), ("1\u0662s", None)])  # Go reads ASCII digits only (fullwidth 6, Arabic-Indic 2)
+    ("\uff16" + "0s", None), ("1\u0662s", None),  # Go reads ASCII digits only (fullwidth 6, Arabic-Indic 2)
+    (" 15m", None), ("15m ", None), ("1m 30s", None), ("\t90s", None), ("90s\n", None)])  # Go refuses whitespace
 def test_durations_follow_go_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 

@@ -79,10 +79,13 @@ _DURATION_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 def parse_duration(text: object) -> float | None:
     """Seconds in a Go `time.ParseDuration` string ("90s", "1m30s", "500ms", "1h"), as Knative parses its
-    duration annotations (`pkg/apis/autoscaling/register.go`); "0" is 0; None if malformed or not a string."""
+    duration annotations (`pkg/apis/autoscaling/register.go`); "0" is 0; None if malformed or not a string.
+    Whitespace is malformed, as in Go: Knative's webhook parses the annotation verbatim (serving
+    `pkg/apis/serving/v1/revision_validation.go` validateProgressDeadlineAnnotation, `pkg/apis/autoscaling/
+    annotation_validation.go`), so " 15m" is refused there."""
     if not isinstance(text, str):
         return None
-    s = text.strip()
+    s = text
     if s == "0":
         return 0.0
     pos, total = 0, 0.0

@@ -327,3 +327,18 @@ def test_copies_of_the_shipped_stacks_stay_valid():
     for stack in ("dev", "staging", "prod"):
         project, values = _values(stack)
         parse_stack_config(copy.deepcopy(values), project, stack)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("serving.knative.dev/progress-deadline", " 15m"), ("serving.knative.dev/progress-deadline", "15m\n"),
+    (KN + "window", " 120s"), (KN + "scale-down-delay", "60s "),
+])
+def test_knative_durations_with_whitespace_are_refused_like_go(key, value):
+    """Knative's webhook runs time.ParseDuration on the annotation verbatim (serving pkg/apis/serving/v1/
+    revision_validation.go, pkg/apis/autoscaling/annotation_validation.go): Go refuses any whitespace."""
+    def edit(c, v=value):
+        _no_gate(c)
+        _svc(c).setdefault("annotations", {})[key] = v
+    text = _problems("dev", edit)
+    assert (f"annotations.{key}: got {value!r}" in text or f"annotations[{key}]: got {value!r}" in text), text
+    _accepts("dev", lambda c: edit(c, value.strip()))  # control
