@@ -148,8 +148,9 @@ def parse_yaml(text: str, name: str, key: str, problems: list[Problem], multi: b
             at = excessive_aliasing(node) if node is not None else None
             if at is not None:
                 problems.append(Problem(key, name, f"expected YAML whose aliases (*name) expand to at most 99% of "
-                                        f"its nodes (go-yaml's bound, which `pulumi up` applies too); these had "
-                                        f"expanded to {at:,} nodes when the rule stopped them"))
+                                        f"its nodes past 1,000 (go-yaml's 'excessive aliasing' bound, which the "
+                                        f"Pulumi CLI applies to stack files); these had expanded to {at:,} nodes "
+                                        "when the rule stopped them"))
                 return None
         docs = [loader.construct_document(node) if node is not None else None for node in nodes]
         return docs if multi else docs[0]
