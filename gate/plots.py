@@ -15,6 +15,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from validation.errors import InputError, Problem  # noqa: E402
+
 STYLES = ("-",)
 
 
@@ -51,9 +53,14 @@ def plot_runs(title: str, runs: Sequence[tuple[str, dict]], path: Path) -> Path:
     seeds = ", ".join(f"{label}: seed {report['seed']}" for label, report in runs)
     fig.suptitle(f"{title}\n({seeds})", fontsize="medium")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    except OSError as err:
+        raise InputError([Problem("--plot", str(path.parent), f"expected a folder to write into ({err})")]) \
+            from None
+    finally:
+        plt.close(fig)
     return path
 
 

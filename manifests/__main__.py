@@ -18,6 +18,7 @@ from manifests.node_group import node_group_spec
 from validation.kubernetes import validation_errors
 from validation.errors import InputError, Problem, exit_with
 from validation.cli import guarded
+from validation.paths import check_output_dir
 from stackconfig.load import load_stack, stack_names
 
 
@@ -27,16 +28,17 @@ def render(stack: str, out: Path) -> list[Path]:
     errors = [e for m in manifests for e in validation_errors(m, cfg.cluster.kubernetes_version)]
     if errors:
         raise InputError([Problem("manifest", e, "expected a valid manifest") for e in errors], f"stack {stack}")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for i, manifest in enumerate(manifests):
-        path = out / f"{i:02d}-{manifest['kind'].lower()}-{manifest['metadata']['name']}.yaml"
-        path.write_text(yaml.safe_dump(manifest, sort_keys=False))
-        written.append(path)
-    path = out / "eks-nodegroup.yaml"
-    path.write_text("# aws.eks.NodeGroup arguments (nodeRoleArn is wired by the GpuNodeGroup component)\n"
-                    + yaml.safe_dump(node_group_spec(cfg), sort_keys=False))
-    return written + [path]
+    files = {out / f"{i:02d}-{m['kind'].lower()}-{m['metadata']['name']}.yaml": yaml.safe_dump(m, sort_keys=False)
+             for i, m in enumerate(manifests)}
+    files[out / "eks-nodegroup.yaml"] = ("# aws.eks.NodeGroup arguments (nodeRoleArn is wired by the GpuNodeGroup "
+                                         "component)\n" + yaml.safe_dump(node_group_spec(cfg), sort_keys=False))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for path, text in files.items():
+            path.write_text(text)
+    except OSError as err:
+        raise InputError([Problem("--out", str(out.parent), f"expected a folder to write into ({err})")]) from None
+    return list(files)
 
 
 @guarded
@@ -48,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--out", type=Path, default=Path("rendered"), help="output folder (default ./rendered)")
     args = parser.parse_args(argv)
     try:
+        check_output_dir("--out", args.out)
         written = render(args.stack, args.out / args.stack)
     except InputError as err:
         exit_with(err)

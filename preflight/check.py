@@ -27,6 +27,7 @@ from rich.table import Table
 
 from validation.errors import InputError, Problem, exit_with
 from validation.cli import guarded
+from validation.paths import check_output_dir
 from gate import Verdict, start_check
 from simulation.executors import add_executor_arguments, make_executor
 from preflight.stages import Timings, in_background
@@ -257,6 +258,10 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
             return whatif.run(args)
         except InputError as err:
             exit_with(err)
+    if args.plot is not None:  # before the gate runs, not after
+        check_output_dir("--plot", args.plot)
+    if args.cache_dir is not None and not args.no_cache:  # named on purpose: refused, not silently unused
+        check_output_dir("--cache-dir", args.cache_dir)
     known = stack_names()
     stacks = args.stack or ["dev"]
     unknown = [s for s in stacks if s not in known]

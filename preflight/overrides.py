@@ -25,18 +25,21 @@ _TOKEN = re.compile(r'\[\s*"([^"]*)"\s*\]|\[\s*\'([^\']*)\'\s*\]|([^.\[\]]+)')
 
 
 def stack_values(stack: str, rev: str | None = None) -> tuple[str, dict]:
-    """(project, project-key values) of a stack: the working tree's file, or `git show REV:<stack file>`."""
+    """(project, project-key values) of a stack: the working tree's file, or the file at git revision `rev`
+    (resolved first by `git rev-parse --verify --end-of-options REV^{commit}`, then read from that commit)."""
     if rev is None:
         project, values = stack_config_values(stack)
         return project, project_values(values, project)
     folder = read_project().get("stackConfigDir", ".")
     rel = f"{folder}/Pulumi.{stack}.yaml"
+    commit = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], rev,
+                  "a git revision (a commit, branch or tag) of this repository").decode("ascii").strip()
+    data = _git(["show", f"{commit}:{rel}"], rev, f"a git revision that has {rel}")
     try:
-        text = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=ROOT, capture_output=True, text=True,
-                              check=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError) as err:
-        detail = getattr(err, "stderr", "") or str(err)
-        raise InputError([Problem("--against", rev, f"a git revision that has {rel} ({detail.strip()})")]) from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError([Problem("--against", rev, f"expected {rel} at that revision to be UTF-8 text "
+                                  f"(byte {err.start}: {err.reason})")]) from None
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -46,6 +49,20 @@ def stack_values(stack: str, rev: str | None = None) -> tuple[str, dict]:
         (root / rel).write_text(text)
         project, values = stack_config_values(stack, root)
     return project, project_values(values, project)
+
+
+def _git(argv: list[str], rev: str, allowed: str) -> bytes:
+    """`git <argv>`'s output in the project's folder; an InputError naming `--against` when it fails. A revision
+    starting with '-' is refused first: git would read it as an option (`--output=FILE` writes a file)."""
+    if not rev or rev.startswith("-") or "\0" in rev:
+        raise InputError([Problem("--against", rev, f"expected {allowed}, not starting with '-'")])
+    try:
+        return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as err:
+        detail = ((getattr(err, "stderr", b"") or b"").decode("utf-8", "replace").strip()
+                  or ("" if isinstance(err, subprocess.CalledProcessError) else str(err)))
+        raise InputError([Problem("--against", rev, f"expected {allowed}"
+                                  + (f" ({detail[:300]})" if detail else ""))]) from None
 
 
 def _tokens(path: str) -> list[str]:

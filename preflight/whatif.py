@@ -198,12 +198,16 @@ def run(args: Any) -> int:
 
     from simulation.executors import make_executor
 
+    from validation.paths import check_output_dir
+
+    if args.plot is not None:  # before anything is simulated
+        check_output_dir("--plot", args.plot)
     if not 2 <= args.replications <= 1000:
         raise InputError([Problem("--replications", args.replications, "expected an integer between 2 and 1000")])
-    before, after = sides(args.stack, args.sets, args.against, args.workload, args.rate_scale, args.service)
-    executor = make_executor(args.dask, args.ray, args.workers)
+    executor = make_executor(args.dask, args.ray, args.workers)  # --workers checked before the stack is read
     console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 150)
     try:
+        before, after = sides(args.stack, args.sets, args.against, args.workload, args.rate_scale, args.service)
         with console.status(f"simulating {args.stack}: before and after × {args.replications} replications"):
             result = compare(before, after, args.replications, executor, args.service, stack=args.stack,
                              against=args.against, sets=args.sets)

@@ -6,7 +6,9 @@ list (`preflight check` simulates while it runs the Pulumi program). The functio
 the results are identical whichever executor runs them, on any machine; only the wall-clock time differs.
 
 - `SerialExecutor`: in this process (also what the local pool uses for a single job, to skip process start).
-- `LocalExecutor(workers)`: `concurrent.futures.ProcessPoolExecutor`, all cores by default; if a worker dies
+- `LocalExecutor(workers)`: `concurrent.futures.ProcessPoolExecutor`, all cores by default, at most
+  `max_workers()` = 4 per core (`--workers` above that is refused: a forked pool starts every process at once, and
+  CPU-bound simulations gain nothing from more processes than cores); if a worker dies
   the pool is dropped and the jobs run in this process (same results, since they are pure). Workers are forked
   on Linux whatever Python's default start method (forkserver from 3.14): a fork starts at once with every
   module loaded, and a forkserver or spawn worker would re-run the parent's `__main__` file (under `pulumi up`,
@@ -92,7 +94,7 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, workers: int | None = None) -> None:
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.workers = min(max(1, workers or os.cpu_count() or 1), max_workers())
         self._pool: ProcessPoolExecutor | None = None
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
@@ -190,6 +192,14 @@ class RayExecutor:
         self._ray.shutdown()
 
 
+WORKERS_PER_CORE = 4
+
+
+def max_workers() -> int:
+    """The most local processes a pool starts: `WORKERS_PER_CORE` per core of this machine."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
 def make_executor(dask: str | None = None, ray: str | None = None, workers: int | None = None) -> Executor:
     """The executor a CLI's `--dask ADDRESS` / `--ray auto|ADDRESS` / `--workers N` asks for (local by default)."""
     if dask and ray:
@@ -198,15 +208,17 @@ def make_executor(dask: str | None = None, ray: str | None = None, workers: int 
         return DaskExecutor(dask)
     if ray:
         return RayExecutor(ray)
-    if workers is not None and workers < 1:
-        raise InputError([Problem("--workers", workers, "expected an integer >= 1")])
+    if workers is not None and not 1 <= workers <= max_workers():
+        raise InputError([Problem("--workers", workers, f"expected an integer between 1 and {max_workers()} "
+                                  f"({WORKERS_PER_CORE} per core of this machine's {os.cpu_count() or 1}; the "
+                                  "simulations are CPU-bound, so more processes than cores only cost memory)")])
     return LocalExecutor(workers)
 
 
 def add_executor_arguments(parser: Any) -> None:
     """`--workers`, `--dask`, `--ray` on an argparse parser (the same three on every CLI that simulates)."""
     parser.add_argument("--workers", type=int, metavar="N",
-                        help="local processes for the replications (default: all cores)")
+                        help="local processes for the replications (default: all cores; at most 4 per core)")
     parser.add_argument("--dask", metavar="ADDRESS",
                         help="run the replications on a Dask cluster (tcp://scheduler:8786, or 'local')")
     parser.add_argument("--ray", metavar="auto|ADDRESS", help="run the replications on a Ray cluster")

@@ -4,6 +4,7 @@ every gate scenario, as the edit to the stack file (tuner/search.py)."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from catalog.prices import PRICES, Price
@@ -13,6 +14,8 @@ from tuner.edit import stack_file_diff
 from tuner.search import Candidate, best, pareto, tune
 from tuner.space import KNOBS
 
+SEED_MAX = 2**32 - 1  # optuna's TPESampler seeds numpy's RandomState: 0 … 2**32 − 1
+PRICE_MAX = 1000.0    # $/h per node; the dearest EC2 GPU instance lists below $100/h
 SHOWN = ("p99 latency (s)", "p99 time to first token (s)", "error rate", "503 rate", "mean ready replicas")
 
 
@@ -27,23 +30,46 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
-def _prices(specs: list[str]) -> dict[str, Price]:
+def _prices(specs: list[str], known: set[str]) -> dict[str, Price]:
+    """Catalog prices with each `--price TYPE=ON_DEMAND[:SPOT]` over them: TYPE an instance type of the stack's
+    catalog, each price a finite number of $/h in (0, PRICE_MAX]."""
     prices = dict(PRICES)
     problems = []
+    form = "expected TYPE=ON_DEMAND[:SPOT] in $/h, e.g. g6e.xlarge=1.861:0.74"
     for spec in specs:
-        name, _, value = spec.partition("=")
+        name, eq, value = spec.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            problems.append(Problem("--price", spec, form))
+            continue
+        if name not in known:
+            problems.append(Problem("--price", spec, f"{name!r} is not an instance type of the stack's catalog; "
+                                    "expected one of " + ", ".join(sorted(known))))
+            continue
+        od, _, spot = value.partition(":")
         try:
-            od, _, spot = value.partition(":")
-            prices[name] = Price(float(od), float(spot) if spot else float(od), source="--price", date="given")
+            figures = [float(od)] + ([float(spot)] if spot else [])
         except ValueError:
-            problems.append(Problem("--price", spec, "expected TYPE=ON_DEMAND[:SPOT] in $/h, e.g. g6e.xlarge=1.861:0.74"))
+            problems.append(Problem("--price", spec, form))
+            continue
+        if not all(math.isfinite(f) and 0 < f <= PRICE_MAX for f in figures):
+            problems.append(Problem("--price", spec, f"expected prices in $/h greater than 0 and at most "
+                                    f"{PRICE_MAX:g}"))
+            continue
+        prices[name] = Price(figures[0], figures[-1], source="--price", date="given")
     if problems:
         raise InputError(problems)
     return prices
 
 
+def _knobs(text: str | None) -> tuple[str, ...] | None:
+    """`--knobs A,B` as names (None: all knobs); blank entries are dropped."""
+    return None if text is None else tuple(k.strip() for k in text.split(",") if k.strip())
+
+
 def _values(args: Any) -> tuple[str, dict]:
-    """The stack's config values, after checking the arguments that name things in it."""
+    """The stack's config values, after checking the arguments that name things in it (all before any
+    simulation starts)."""
     if args.stack not in stack_names():
         raise InputError([Problem("--stack", args.stack, "expected one of " + ", ".join(stack_names()))])
     project, raw = stack_config_values(args.stack)
@@ -52,11 +78,17 @@ def _values(args: Any) -> tuple[str, dict]:
     names = [s.get("name") for s in values.get("services") or [] if isinstance(s, dict)]
     if args.service not in names:
         problems.append(Problem("--service", args.service, "expected a service of the stack: " + ", ".join(names)))
-    unknown = [k for k in (args.knobs or "").split(",") if k and k not in KNOBS]
+    knobs = _knobs(args.knobs)
+    unknown = [k for k in knobs or () if k not in KNOBS]
     if unknown:
         problems.append(Problem("--knobs", ",".join(unknown), "expected names from " + ", ".join(KNOBS)))
+    elif knobs == ():
+        problems.append(Problem("--knobs", args.knobs, "expected one or more names from " + ", ".join(KNOBS)
+                                + " (leave --knobs out to search them all)"))
     if not 1 <= args.trials <= 10000:
         problems.append(Problem("--trials", args.trials, "expected an integer between 1 and 10000"))
+    if not 0 <= args.seed <= SEED_MAX:
+        problems.append(Problem("--seed", args.seed, f"expected an integer between 0 and {SEED_MAX} (2**32 - 1)"))
     if problems:
         raise InputError(problems)
     return project, values
@@ -67,8 +99,10 @@ def run(args: Any, executor: Any = None, console: Any = None) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from stackconfig.schema import parse_stack_config
+
     project, values = _values(args)
-    prices = _prices(args.price)
+    prices = _prices(args.price, set(parse_stack_config(values, project, args.stack).catalog.instances))
     console = console or Console(stderr=args.json)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
@@ -84,13 +118,24 @@ def run(args: Any, executor: Any = None, console: Any = None) -> int:
 
         candidates = tune(values, project, args.stack, args.service, trials=args.trials, seed=args.seed,
                           executor=executor, prices=prices, on_trial=on_trial,
-                          knobs=tuple(args.knobs.split(",")) if args.knobs else None)
+                          knobs=_knobs(args.knobs))
     result = summary(args, project, candidates)
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print(json.dumps(_finite(result), sort_keys=True, allow_nan=False))
     else:
         print_summary(console, result)
     return 0 if result["best"] is not None else 1
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every non-finite float as None, so `--json` prints valid JSON (RFC 8259 has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _row(c: Candidate) -> dict:
