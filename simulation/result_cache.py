@@ -11,8 +11,10 @@ not part of the key.
 
 Where: `$KSERVE_PREFLIGHT_CACHE_DIR`, else the user's cache directory (`platformdirs.user_cache_dir`, e.g.
 ~/.cache/kserve-preflight) under `replications/`, in one folder per simulator fingerprint: `<fp[:16]>/<key>.json`,
-each `{"key", "fingerprint", "report"}` (~30 KB). A read accepts only an entry of that shape naming its own key
-and fingerprint; anything else (truncated, edited, foreign) is a miss and is overwritten. A write removes other
+each `{"key", "fingerprint", "digest", "report"}` (~30 KB), `digest` the SHA-256 of the report's JSON as written.
+A read accepts only an entry of that shape naming its own key and fingerprint whose report still has its digest;
+anything else (truncated, edited — a report emptied or a number turned into a string —, foreign) is a miss and is
+overwritten, so a damaged entry costs one simulation, never a failing run. A write removes other
 fingerprints' folders (left by older code), stale temporary files and, past `MAX_ENTRIES`, the oldest entries.
 The cache is best effort: an unreadable or unwritable directory, or a report that cannot be stored, only means
 simulating. `preflight check --no-cache` (or `--cache-dir`) decides per run; library calls use no cache unless
@@ -57,6 +59,11 @@ def simulator_fingerprint(root: Path = ROOT) -> str:
             if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".yaml"):
                 h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def _digest(report: dict) -> str:
+    """SHA-256 of the report as JSON (floats and key order survive a JSON round trip, so a read recomputes it)."""
+    return hashlib.sha256(json.dumps(report, separators=(",", ":")).encode()).hexdigest()
 
 
 def default_dir() -> Path:
@@ -106,10 +113,14 @@ class ResultCache:
             entry = json.loads((self._folder() / f"{key}.json").read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             return None
-        if (isinstance(entry, dict) and entry.get("key") == key
+        if not (isinstance(entry, dict) and entry.get("key") == key
                 and entry.get("fingerprint") == simulator_fingerprint() and isinstance(entry.get("report"), dict)):
-            return entry["report"]
-        return None
+            return None
+        try:
+            intact = entry.get("digest") == _digest(entry["report"])
+        except (ValueError, RecursionError):
+            return None
+        return entry["report"] if intact else None
 
     def put_all(self, items: Iterable[tuple[Job, dict]]) -> None:
         """Store reports (atomically: a reader never sees half a file), skipping any that cannot be written,
@@ -125,8 +136,8 @@ class ResultCache:
                 folder.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump({"key": key, "fingerprint": simulator_fingerprint(), "report": report}, f,
-                              separators=(",", ":"))
+                    json.dump({"key": key, "fingerprint": simulator_fingerprint(), "digest": _digest(report),
+                               "report": report}, f, separators=(",", ":"))
                 os.replace(tmp, folder / f"{key}.json")
                 tmp = None
             except (OSError, TypeError, ValueError):

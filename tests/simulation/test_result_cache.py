@@ -4,6 +4,7 @@ change to the scenario, the seed or the simulator's source misses."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -137,7 +138,8 @@ def _other_entry(path):
 @pytest.mark.parametrize("content", [
     "{}", "null", "[]", "[1, 2]", '"report"', "{half a file", "", "\xff\xfe", "[" * 100_000,
     '{"key": "KEY", "fingerprint": "FP"}', '{"key": "KEY", "fingerprint": "FP", "report": null}',
-    '{"key": "KEY", "fingerprint": "elsewhere", "report": {}}', "other entry"])
+    '{"key": "KEY", "fingerprint": "elsewhere", "report": {}}', "other entry",
+    '{"key": "KEY", "fingerprint": "FP", "report": {}}', "report emptied", "numbers as strings"])
 def test_an_entry_that_is_not_this_jobs_report_is_a_miss_and_is_rewritten(tmp_path, content):
     cold_cache = ResultCache(tmp_path)
     cold = _run(cold_cache)
@@ -146,6 +148,12 @@ def test_an_entry_that_is_not_this_jobs_report_is_a_miss_and_is_rewritten(tmp_pa
     key = path.stem
     if content == "other entry":  # a well-formed entry of another job, at this job's path
         content = _other_entry(path)
+    elif content == "report emptied":  # this job's entry, its report edited (failed with KeyError 'services')
+        content = json.dumps({**json.loads(good), "report": {}})
+    elif content == "numbers as strings":  # ... or its figures turned into strings (failed with ValueError)
+        content = re.sub(r'":(-?[0-9][0-9.e+-]*)', r'":"\1"', good.split('"report":', 1)[1])
+        content = good.split('"report":', 1)[0] + '"report":' + content
+        assert json.loads(content)["report"] != json.loads(good)["report"]
     if isinstance(content, bytes):   # not UTF-8
         path.write_bytes(content)
     else:
