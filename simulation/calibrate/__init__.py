@@ -25,6 +25,7 @@ class Target:
     utilization: float | None
     stack: str | None = None
     service: str | None = None
+    engine: str = "vllm"  # the service's engine with --stack: which engineProfile keys it accepts
 
 
 def add_parser(sub: Any) -> None:
@@ -44,10 +45,23 @@ def add_parser(sub: Any) -> None:
         p.add_argument("--write", action="store_true", help="merge the result into the stack file")
 
 
+def _ranges(args: Any) -> list[Problem]:
+    """--tp and --gpu-memory-utilization, with or without --stack."""
+    problems = []
+    if args.tp is not None and not 1 <= args.tp <= 16:
+        problems.append(Problem("--tp", args.tp, "expected 1..16"))
+    if args.utilization is not None and not 0.05 <= args.utilization <= 1.0:  # NaN fails too
+        problems.append(Problem("--gpu-memory-utilization", args.utilization, "expected 0.05..1.0"))
+    return problems
+
+
 def _target(args: Any) -> Target:
+    problems = _ranges(args)
     if args.stack or args.service:
         if not (args.stack and args.service):
-            raise InputError([Problem("--stack/--service", args.stack or args.service, "expected both")])
+            problems.append(Problem("--stack/--service", args.stack or args.service, "expected both"))
+        if problems:
+            raise InputError(problems)
         from stackconfig.load import load_stack
         cfg = load_stack(args.stack)
         svc = next((s for s in cfg.services if s.name == args.service), None)
@@ -55,18 +69,13 @@ def _target(args: Any) -> Target:
             raise InputError([Problem("--service", args.service, "expected one of "
                                       + ", ".join(s.name for s in cfg.services))])
         return Target(svc.model, cfg.node_group.gpu, args.tp or svc.gpus, args.utilization or svc.gpu_memory_utilization,
-                      args.stack, args.service)
-    problems = []
+                      args.stack, args.service, svc.engine)
     if args.model not in DEFAULT.models:
         problems.append(Problem("--model", args.model, "expected a catalog model: " + ", ".join(sorted(DEFAULT.models))))
     if args.gpu not in DEFAULT.gpus:
         problems.append(Problem("--gpu", args.gpu, "expected a catalog GPU: " + ", ".join(sorted(DEFAULT.gpus))))
     if args.write:
         problems.append(Problem("--write", True, "expected --stack and --service to say where to write"))
-    if args.tp is not None and not 1 <= args.tp <= 16:
-        problems.append(Problem("--tp", args.tp, "expected 1..16"))
-    if args.utilization is not None and not 0.05 <= args.utilization <= 1.0:
-        problems.append(Problem("--gpu-memory-utilization", args.utilization, "expected 0.05..1.0"))
     if problems:
         raise InputError(problems)
     return Target(DEFAULT.models[args.model], DEFAULT.gpus[args.gpu], args.tp or 0, args.utilization)
@@ -87,6 +96,7 @@ def run(args: Any, out: Any = None) -> int:
         profile, lines = _from_log(text, target, args.file)
     else:
         profile, lines = _from_bench(text, target, args.file)
+    _check_profile(profile, target, args.file)  # what the stack loader would refuse is never printed or written
     for line in lines:
         out.write(f"# {line}\n")
     out.write("engineProfile:\n")
@@ -99,13 +109,26 @@ def run(args: Any, out: Any = None) -> int:
     return 0
 
 
+def _check_profile(profile: dict, t: Target, name: str) -> None:
+    """The stack loader's own checks (stackconfig/engine_profile.py) on the derived figures, for the service's
+    engine: a figure out of range (a measurement no engine gives, or the wrong --model/--gpu) is an InputError."""
+    from stackconfig.engine_profile import parse_engine_profile
+    from validation.fields import Section
+
+    problems: list[Problem] = []
+    parse_engine_profile(Section(profile, "engineProfile", problems), t.engine)
+    if problems:
+        raise InputError(problems, f"the figures derived from {name} (for {t.model.name} on {t.gpu.name}, engine "
+                                   f"{t.engine}; check the file and --model/--gpu/--tp)")
+
+
 def _from_log(text: str, t: Target, name: str) -> tuple[dict, list[str]]:
     from simulation.calibrate.vllm_log import calibrate, parse_vllm_log
     try:
         facts = parse_vllm_log(text)
+        cal = calibrate(facts, t.model, t.gpu, tp=t.tp or None, utilization=t.utilization)
     except ValueError as err:
         raise InputError([Problem("FILE", name, str(err))]) from None
-    cal = calibrate(facts, t.model, t.gpu, tp=t.tp or None, utilization=t.utilization)
     lines = [f"vLLM start-up log {name}" + (f" (vLLM {facts.version})" if facts.version else "")
              + f": {t.model.name} on {t.gpu.name}, engine {facts.scheduler.upper()}",
              f"logged KV cache: {cal.logged_kv_tokens:,} tokens",

@@ -28,6 +28,8 @@ from typing import Any
 from catalog import Gpu, Model
 from simulation.gpu.memory import kv_bytes_per_token
 from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency, prefill_flops
+from validation.errors import shown
+from validation.fields import _is_int, _is_number
 
 
 @dataclass(frozen=True)
@@ -43,30 +45,88 @@ class BenchRun:
     request_rate: Any
 
 
+MAX_TOKENS = 10_000_000   # a prompt or an output longer than any model's context is not a measurement
+MAX_S = 3600.0            # a TTFT or an inter-token latency above an hour is not one either
+MIN_S = 1e-6              # nor one below a microsecond (and the fit divides by them)
+
+
 def read_bench(text: str) -> BenchRun:
-    """The per-request fields of a `vllm bench serve` result; ValueError naming what is missing."""
+    """The per-request fields of a `vllm bench serve` result; ValueError naming the field, its index, the value
+    and what is allowed. Failed requests (a non-empty `errors[i]`, or vLLM's failure marker TTFT 0) are left
+    out; every other value must be a measurement (finite, in range, of the right type)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"not JSON: {err}") from None
+    except RecursionError:
+        raise ValueError("not a vllm bench serve result: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object (vllm bench serve --save-result)")
     missing = [k for k in ("input_lens", "output_lens", "ttfts", "itls") if not isinstance(data.get(k), list)]
     if missing:
         raise ValueError(f"missing per-request lists {missing}: run `vllm bench serve --save-result "
                          "--save-detailed`")
-    errors = data.get("errors") or [""] * len(data["ttfts"])
-    rows = [(i, o, t, itl) for i, o, t, itl, e in zip(data["input_lens"], data["output_lens"], data["ttfts"],
-                                                   data["itls"], errors)
-            if not e and isinstance(t, (int, float)) and t > 0 and isinstance(i, int) and i > 0]
+    n = len(data["ttfts"])
+    errors = data.get("errors")
+    errors = [None] * n if errors is None else errors
+    lists = {k: data[k] for k in ("input_lens", "output_lens", "ttfts", "itls")} | {"errors": errors}
+    for k, v in lists.items():
+        if not isinstance(v, list):
+            raise ValueError(_bad(k, None, v, "a list with one entry per request (or null)"))
+        if len(v) != n:
+            raise ValueError(f"{k}: got {len(v)} entries; expected one per request, as ttfts has ({n})")
+    rows, tp_rows = [], []
+    for idx, (i, o, t, itl, e) in enumerate(zip(*lists.values())):
+        if e not in (None, ""):
+            if not isinstance(e, str):
+                raise ValueError(_bad("errors", idx, e, "a string (the request's error) or null"))
+            continue
+        if _is_number(t) and t == 0:  # vLLM's failed request: no first token
+            continue
+        if not _is_int(i) or not 1 <= i <= MAX_TOKENS:
+            raise ValueError(_bad("input_lens", idx, i, f"an integer number of tokens in 1..{MAX_TOKENS:,}"))
+        if not _is_int(o) or not 0 <= o <= MAX_TOKENS:
+            raise ValueError(_bad("output_lens", idx, o, f"an integer number of tokens in 0..{MAX_TOKENS:,}"))
+        if not _is_number(t) or not MIN_S <= t <= MAX_S:
+            raise ValueError(_bad("ttfts", idx, t, f"a time to first token in seconds, {MIN_S:g}..{MAX_S:g}"))
+        if not isinstance(itl, list) or not all(_is_number(x) and 0 <= x <= MAX_S for x in itl):
+            raise ValueError(_bad("itls", idx, itl, f"a list of inter-token latencies in seconds, 0..{MAX_S:g}"))
+        rows.append((int(i), int(o), float(t)))
+        if itl:
+            mean = math.fsum(itl) / len(itl)
+            if mean < MIN_S:
+                raise ValueError(_bad("itls", idx, itl, f"inter-token latencies with a mean of at least {MIN_S:g} s"))
+            tp_rows.append((int(i), int(o), mean))
     if len(rows) < 3:
         raise ValueError(f"expected at least 3 successful requests, found {len(rows)}")
-    tp_rows = [(i, o, sum(itl) / len(itl)) for i, o, _, itl in rows if isinstance(itl, list) and len(itl) >= 1]
-    duration = data.get("duration") or 0
-    throughput = data.get("request_throughput") or (len(rows) / duration if duration else 0.0)
-    return BenchRun([r[0] for r in rows], [r[1] for r in rows], [float(r[2]) for r in rows],
+    duration = _optional(data, "duration", "a run time in seconds > 0")
+    throughput = _optional(data, "request_throughput", "requests per second > 0")
+    if throughput is None:
+        throughput = len(rows) / duration if duration else 0.0
+    concurrency = data.get("max_concurrency")
+    if concurrency is not None and (not _is_int(concurrency) or not 1 <= concurrency <= MAX_TOKENS):
+        raise ValueError(_bad("max_concurrency", None, concurrency, "null or an integer >= 1"))
+    rate = data.get("request_rate")
+    if not (rate is None or (isinstance(rate, str) and len(rate) <= 32)
+            or (isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate == rate and rate > 0)):
+        raise ValueError(_bad("request_rate", None, rate, "a number of requests per second > 0, \"inf\" or null"))
+    return BenchRun([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                     [r[2] for r in tp_rows], [r[0] for r in tp_rows], [r[1] for r in tp_rows],
-                    float(throughput), data.get("max_concurrency"), data.get("request_rate"))
+                    float(throughput), int(concurrency) if concurrency is not None else None, rate)
+
+
+def _bad(field: str, index: int | None, value: Any, allowed: str) -> str:
+    return f"{field}{'' if index is None else f'[{index}]'}: got {shown(value)}; expected {allowed}"
+
+
+def _optional(data: dict, key: str, allowed: str) -> float | None:
+    """`data[key]` when present: a finite number > 0 (ValueError otherwise); None when absent or null."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if not _is_number(value) or value <= 0:
+        raise ValueError(_bad(key, None, value, allowed))
+    return float(value)
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,16 @@ class LogFacts:
         return "v1" if self.kv_tokens is not None else "v0"
 
 
+# figure → (least, most) a real engine logs; a KV cache of 0 means vLLM found no memory for it and refused to start
+_RANGES = {"total_gib": (0.5, 4096), "utilization": (0.01, 1.0), "weights_gib": (0, 4096), "non_torch_gib": (0, 4096),
+           "activation_gib": (0, 4096), "kv_gib": (1e-6, 4096), "gpu_blocks": (1, 10**9), "kv_tokens": (1, 10**11),
+           "concurrency_len": (1, 10**8), "cuda_graph_gib": (0, 4096), "tensor_parallel": (1, 16),
+           "batched_tokens": (1, 10**8), "num_seqs": (1, 10**6)}
+
+
 def parse_vllm_log(text: str) -> LogFacts:
-    """Every figure the log states (first occurrence); raises ValueError when it states no KV cache size."""
+    """Every figure the log states (first occurrence); raises ValueError when it states no KV cache size or a
+    figure no engine logs (a KV cache of 0, a utilization above 1: the log line, the value and the range)."""
     found: dict[str, Any] = {}
     for key, patterns in _PATTERNS.items():
         for pattern in patterns:
@@ -83,6 +91,12 @@ def parse_vllm_log(text: str) -> LogFacts:
             if m:
                 raw = m.group(m.lastindex) if key == "cuda_graph_gib" else m.group(1)
                 found[key] = raw if key == "version" else _number(raw)
+                low, high = _RANGES.get(key, (None, None))
+                if low is not None and not low <= found[key] <= high:  # inf (400 digits) fails too
+                    zero_kv = found[key] == 0 and key in ("kv_gib", "gpu_blocks", "kv_tokens")
+                    raise ValueError(f"{m.group(0)[:120]!r}: got {found[key]:g}; expected {low:,}..{high:,}"
+                                     + (" (vLLM logs a KV cache of 0 when no memory is left for it: the engine did "
+                                        "not start, so there is nothing to calibrate)" if zero_kv else ""))
                 break
     facts = LogFacts(**found)
     if facts.kv_gib is None and facts.gpu_blocks is None and facts.kv_tokens is None:
@@ -147,6 +161,15 @@ def calibrate(facts: LogFacts, model: Model, gpu: Gpu, *, tp: int | None = None,
     if facts.utilization is None:
         notes.append(f"the log states no gpu_memory_utilization: assumed {util:g}")
     logged = logged_kv_tokens(facts, model, tp, block_size)
+    total = facts.total_gib if facts.total_gib is not None else gpu.cuda_total_bytes / GIB
+    logged_gib = logged * kv_bytes_per_token(model, tp) / GIB
+    if logged_gib > total:
+        raise ValueError(f"the log's KV cache, {logged:,} tokens, is {logged_gib:,.1f} GiB per GPU for {model.name} "
+                         f"at tensor parallel {tp}: more than the {total:g} GiB of a {gpu.name}; expected the log of "
+                         "this model on this GPU (--model/--gpu, or the service's with --stack/--service; --tp)")
+    if logged < 1:
+        raise ValueError(f"the log's KV cache is {facts.kv_gib:g} GiB, less than one block of {block_size} tokens "
+                         f"for {model.name}: expected a KV cache vLLM could start with")
     max_len = min(facts.concurrency_len or model.max_context, logged)
     default_batched, default_seqs = batch_defaults(gpu, facts.scheduler, facts.concurrency_len or model.max_context)
     batched = facts.batched_tokens or default_batched
