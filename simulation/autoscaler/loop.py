@@ -278,10 +278,9 @@ class KpaLoop:
         else:
             want, self.ebc, _ = self.decider.scale(now, ready, stable.average_at(now_idx),
                                                    self.panic.average_at(now_idx))
-        if want >= 0 or self.state == "activating":
+        if want >= 0:
             # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero. With no data
-            # it returns early unless the PA is activating: then applyBounds lifts −1 to min-scale, so a stuck
-            # activation still times out (min-scale 0) or holds min-scale pods.
+            # the multiscaler keeps the last valid desired scale (tickScaler), which this loop has applied already.
             lo = cfg.min_scale
             if not self.reached_initial and cfg.initial_scale > 1:
                 lo = max(lo, cfg.initial_scale)
