@@ -3,9 +3,12 @@ node's root volume, so what can land on one node must fit `gpuNodeGroup.diskSize
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from manifests.admission import check_pods_can_run
 from manifests.node_disk import IMAGE_UNPACK_FACTOR, SYSTEM_GIB, root_disk_problems, worst_mix
@@ -75,3 +78,26 @@ def test_a_bigger_model_needs_a_bigger_disk():
     assert root_disk_problems(replace(cfg, node_group=replace(cfg.node_group, disk_size_gib=minimum))) == []
     with pytest.raises(InputError, match="gpuNodeGroup.diskSizeGib"):
         check_pods_can_run(cfg)
+
+
+_PROD = load_stack("prod")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gpus=st.sampled_from([1, 2, 4, 8]),
+       services=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.integers(1, 5), st.floats(0.5, 200)),
+                         min_size=1, max_size=4))
+def test_the_knapsack_finds_the_brute_force_worst_mix(gpus, services):
+    """Every count of every service within the node's GPUs and 2 × maxReplicas, enumerated: none takes more."""
+    base = _PROD.services[0]
+    svcs = [replace(base, name=f"s{i}", gpus=g, max_replicas=m, model=replace(base.model, weights_gib_override=w))
+            for i, (g, m, w) in enumerate(services)]
+    cfg = _no_cache(replace(_PROD, services=svcs), gpus_per_node=gpus)
+    image = IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
+    best = 0.0
+    for counts in itertools.product(*(range(min(gpus // g, 2 * m) + 1) for g, m, _ in services)):
+        if sum(k * g for k, (g, _, _) in zip(counts, services)) <= gpus:
+            best = max(best, sum(k * svc.model.weights_gib + (image if k else 0) for k, svc in zip(counts, svcs)))
+    mix = worst_mix(cfg)
+    assert mix.gib == pytest.approx(best)
+    assert sum(k * svcs[i].gpus for i, k in mix.pods) <= gpus
