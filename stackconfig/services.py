@@ -242,6 +242,10 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     if client is not None:
         parse_client(Section(client, sec.key_path("client"), sec.problems))
     slo = _slo(sec.section("slo"))
+    if scale_metric == "memory" and slo is not None and workload is not None:
+        sec.problem("scaleMetric", "memory", "expected cpu or concurrency for a service the SLO gate simulates: a "
+                    "model server's memory does not follow its load, so the gate cannot predict a memory HPA "
+                    "(simulation/autoscaler/kserve_hpa.py); or remove slo/workload to deploy it ungated")
     engine_profile = parse_engine_profile(sec.section("engineProfile"), engine)
     stress = parse_stress(sec.section("stress"))
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")

@@ -162,3 +162,32 @@ def test_hpa_behavior_is_schema_checked_before_any_resource():
         run_program("staging", edit=edit)
     assert "hpa.behavior: got" in str(err.value)
     assert "behavior.scaleDown.stabilizationWindowSeconds: '10m' is not of type 'integer'" in str(err.value)
+
+
+
+
+@pytest.mark.parametrize("gated", [True, False], ids=["gated-refused", "ungated-loads"])
+def test_a_memory_hpa_only_on_a_service_the_gate_does_not_simulate(tmp_path, gated):
+    """Staging's Standard-mode vision service with scaleMetric memory: the gate cannot predict a memory HPA (a model
+    server's memory does not follow its load), so a service with an SLO is refused naming the stack key; without
+    slo/workload the gate skips it and it loads."""
+    import yaml
+    from stackconfig.load import load_stack
+    from validation.errors import InputError
+
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.staging.yaml").read_text())
+    svc = doc["config"][f"{P}:services"][1]
+    assert svc["deploymentMode"] == "Standard"
+    svc["scaleMetric"] = "memory"
+    if not gated:
+        for key in ("slo", "workload", "scenarios", "stress"):
+            svc.pop(key, None)
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.mem.yaml").write_text(yaml.safe_dump(doc))
+    if gated:
+        with pytest.raises(InputError) as err:
+            load_stack("mem", tmp_path)
+        assert "services[1].scaleMetric: got 'memory'; expected cpu or concurrency" in str(err.value)
+    else:
+        assert load_stack("mem", tmp_path).services[1].scale_metric == "memory"
