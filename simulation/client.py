@@ -28,6 +28,7 @@ class Client:
         self.retries = 0
         self.retries_denied = 0
         self.pending_retries = 0
+        self.backing_off: dict[int, Any] = {}   # attempt id → the failed attempt whose retry is scheduled
 
     def on_response(self, req: Any) -> bool:
         """Called with every answered attempt; returns True if a retry was scheduled (not final)."""
@@ -53,10 +54,12 @@ class Client:
             d = d / 2.0 + self.rng.random() * d / 2.0
         self.retries += 1
         self.pending_retries += 1
+        self.backing_off[req.id] = req
         call_later(self.env, d, self._retry, req)
         return True
 
     def _retry(self, prev: Any) -> None:
         self.pending_retries -= 1
+        del self.backing_off[prev.id]
         self.sim.send(prev.origin, prev.origin_t, prev.attempt + 1, prev.input_tokens, prev.output_tokens,
                       prev.measured)

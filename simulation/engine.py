@@ -36,7 +36,7 @@ from simulation.timeline import Timeline
 from simulation.pod import GONE, PENDING, READY, STARTING, TERMINATING, Pod
 from simulation.request import (ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, TRUNCATED, UNAVAILABLE,
                                 Request)
-from simulation import queue_proxy
+from simulation import horizon, queue_proxy
 from simulation.server import get_server
 from simulation.workload import NextArrival, arrivals
 
@@ -99,6 +99,7 @@ class Sim:
         self.ready_max = 0
         self.cold_starts: list[float] = []
         self.cold_phases: list[dict] = []
+        self.cold_censored: list[float] = []   # waits of pods not Ready at the horizon (simulation/horizon.py)
         self.restarts = 0
         self.restart_reasons: dict[str, int] = {}
         self.pods_created = 0
@@ -269,9 +270,9 @@ class Sim:
         self._ready_acc()
         self.endpoints.append(pod)
         self._ready_changed()
-        if not pod.warm and pod.restarts == 0 and pod.ready_t == self.env.now:
+        if not pod.warm and pod.ready_t == self.env.now:   # its first Ready, failed start-up attempts included
             self.cold_starts.append(pod.ready_t - pod.created)
-            self.cold_phases.append(dict(pod.startup_phases))
+            self.cold_phases.append(pod.cold_start_phases())
         if self.activator is not None and not pod.act_ready:
             pod.act_ready = True
             self.activator.add_pod(pod)
@@ -384,7 +385,8 @@ class Sim:
         return self.n_sys > 0 or self.client.pending_retries > 0
 
     def finish(self) -> "Any":
-        self.rec.incomplete = self.n_sys
+        self.rec.incomplete = self.n_sys + self.client.pending_retries
+        horizon.close(self)
         self.rec.flush()
         from simulation.report import build_report
         return build_report(self)

@@ -40,6 +40,7 @@ from typing import Any
 
 import simpy
 
+from simulation import horizon
 from simulation.cluster import Cluster
 from simulation.engine import Sim
 from simulation.scenario import ClusterProfile, Scenario, load_scenario, parse_cluster
@@ -195,7 +196,7 @@ def _new_revision(old: FleetSim) -> FleetSim:
     new._pid = NEW_REVISION_POD_IDS
     # One service: one user population, one set of records across both revisions.
     new.rec, new.client = old.rec, old.client
-    new.cold_starts, new.cold_phases = old.cold_starts, old.cold_phases
+    new.cold_starts, new.cold_phases, new.cold_censored = old.cold_starts, old.cold_phases, old.cold_censored
     return new
 
 
@@ -233,6 +234,7 @@ def run_fleet(fleet: Fleet, seed: int = 0) -> dict:
         log = rollouts.get(sim.scenario.name)
         new = log.pop("new_revision", None) if log else None
         if new is not None:
+            horizon.close(new)   # its pods and requests still open (sim.finish closes the old revision's)
             sim.restarts += new.restarts
             sim.pods_created += new.pods_created
             for k, v in new.restart_reasons.items():

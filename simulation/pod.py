@@ -310,6 +310,16 @@ class Pod:
             self.ready_t = self.env._now
         self.sim.on_pod_ready(self)
 
+    def cold_start_phases(self) -> dict[str, float]:
+        """The start-up phases of the last attempt, and `restarts_s` (first container start → last: failed
+        start-up attempts and CrashLoopBackOff) when the container was restarted before its first Ready."""
+        phases = dict(self.startup_phases)
+        if self.restarts:
+            first = self.created + phases.get("node_s", 0.0) + phases.get("image_pull_s", 0.0) + \
+                phases.get("download_s", 0.0)
+            phases["restarts_s"] = self.container_start - first
+        return phases
+
     # -- failures -------------------------------------------------------------------------------------
     def crash(self, reason: str = "crash") -> None:
         """The container died: fail in-flight work (502), restart with the kubelet's back-off."""

@@ -1,7 +1,9 @@
 """The run's summary: `Report.to_dict()` (the `--json` object) and a `rich` table.
 
 Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see docs/simulation.md):
-- requests: user requests whose first attempt arrived in W; status_counts: status of each one's final attempt.
+- requests: user requests whose first attempt arrived in W; status_counts: status of each one's final attempt,
+  `unanswered` for one still open at the horizon duration_s + drain_s (simulation/horizon.py; an error; its
+  latency counted to the horizon); incomplete: attempts in flight and retries pending at the horizon (all).
 - error_rates[code] = count/requests (error_rate_total: all non-200); `ci95` is the wider of a batch-means t-interval (20 time batches by
   arrival) and a Wilson score interval — batch means cover correlation between neighbouring requests, Wilson
   covers rare events (a batch-means interval collapses to a point when no batch saw an error).
@@ -13,6 +15,9 @@ Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see
   sent in W / T; W̄ = their mean sojourn; rel_diff = |L − λW̄| / L (small when T ≫ W̄, the steady-state law);
   L_from_requests = Σ over attempts of the part of their sojourn inside W, / T — equal to L exactly when no
   request is lost or double counted (bookkeeping_rel_diff), whatever the load.
+- cold_starts, cold_start_s: pods created in the run that became Ready, creation → first Ready (failed start-up
+  attempts and back-off included: `restarts_s` in cold_start_phases_mean_s); cold_start_censored: pods still not
+  Ready at the horizon (count, longest wait so far: each cold start is longer than its wait).
 - replicas: Ready pods (time-weighted mean, min, max over W); gpu_hours: node GPUs × time over W (billed);
   pod_gpu_hours: GPUs held by pods × time over W.
 - server_stats: the model servers' counters summed over all pods, whole run (rejected_400, oom_events,
@@ -86,13 +91,14 @@ class Report:
         t = Table(title=f"{d['scenario']} — {d['mode']} mode, seed {d['seed']}, {d['duration_s']:g} s simulated")
         t.add_column("metric")
         t.add_column("value", justify="right")
-        t.add_row("requests", f"{d['requests']}" + (f" (+{d['incomplete']} unanswered)" if d["incomplete"] else ""))
+        t.add_row("requests", f"{d['requests']}")
         for code, n in sorted(d["status_counts"].items()):
             comps = d["errors_by_component"].get(code, {})
             who = ", ".join(f"{c} {k}" for c, k in sorted(comps.items()))
             rate = d["error_rates"].get(code)
             extra = f"  {rate['rate']:.4%} [{rate['ci95'][0]:.4%}, {rate['ci95'][1]:.4%}]" if rate else ""
-            t.add_row(f"HTTP {code}", f"{n}{extra}" + (f"  ({who})" if who else ""))
+            label = f"HTTP {code}" if code[:3].isdigit() else code
+            t.add_row(label, f"{n}{extra}" + (f"  ({who})" if who else ""))
         lat = d["latency_s"]
         if lat["count"]:
             t.add_row("latency p50/p95/p99 (s), successes", f"{lat['p50']:.3f} / {lat['p95']:.3f} / {lat['p99']:.3f}")
@@ -103,6 +109,12 @@ class Report:
             t.add_row("time to first byte p50/p99 (s)", f"{tt['p50']:.3f} / {tt['p99']:.3f}")
         t.add_row("attempts (retries)", f"{d['attempts']['count']} ({d['attempts']['retries']})")
         t.add_row("cold starts / pod restarts", f"{d['cold_starts']} / {d['pod_restarts']}")
+        cs, cens = d["cold_start_s"], d["cold_start_censored"]
+        if cs["max"] is not None or cens["count"]:
+            longest = "n/a" if cs["max"] is None else f"{cs['max']:.1f}"
+            more = f"; {cens['count']} not Ready at the end, waiting up to {cens['max_s']:.1f} s" if cens["count"] else ""
+            t.add_row("cold start p50 / max (s)", ("n/a" if cs["p50"] is None else f"{cs['p50']:.1f}") +
+                      f" / {longest}{more}")
         r = d["replicas"]
         t.add_row("ready replicas min/mean/max", f"{r['min']} / {r['mean']:.2f} / {r['max']}")
         t.add_row("GPU-hours (nodes / pods)", f"{d['gpu_hours']:.3f} / {d['pod_gpu_hours']:.3f}")
@@ -227,6 +239,7 @@ def build_report(sim: Any) -> Report:
         "littles_law": little,
         "cold_starts": len(sim.cold_starts),
         "cold_start_s": {"p50": cs["p50"], "mean": cs["mean"], "max": cs["max"]},
+        "cold_start_censored": {"count": len(sim.cold_censored), "max_s": max(sim.cold_censored, default=None)},
         "cold_start_phases_mean_s": phases,
         "pod_restarts": sim.restarts,
         "restart_reasons": dict(sorted(sim.restart_reasons.items())),

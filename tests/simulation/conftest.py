@@ -40,9 +40,9 @@ def mmck_scenario(lam: float, c: int, duration: float, *, depth_factor: int = 10
 def run(mapping: dict, seed: int = 1, base_dir: Path | None = None) -> dict:
     from simulation import load_scenario, run_simulation
     d = run_simulation(load_scenario(mapping, base_dir=base_dir or ROOT), seed=seed).to_dict()
-    # Little's law, window form, on every run through this helper: no request lost or counted twice.
-    if d["incomplete"] == 0:
-        assert d["littles_law"]["bookkeeping_rel_diff"] < 1e-6, d["littles_law"]
+    # Little's law, window form, on every run through this helper: no request lost or counted twice (one still
+    # open at the horizon is answered `unanswered` there, simulation/horizon.py).
+    assert d["littles_law"]["bookkeeping_rel_diff"] < 1e-6, d["littles_law"]
     return d
 
 
