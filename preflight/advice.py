@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from gate.verdict import FAIL, UNDECIDED, Verdict
+from gate.verdict import COLD_START_TERM, FAIL, UNDECIDED, Verdict
 from stackconfig.schema import ServiceConfig, StackConfig
 
 
@@ -59,7 +59,7 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[str]:
             out.append(_knob(stack, svc, "gpuNodeGroup.maxSize", nodes,
                              f"pods waited for a GPU node (peak {pending:.3g} Pending)"))
     if value("cold starts") > 0 and (missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
-                                               "error rate", "longest cold start (s)"}):
+                                               "error rate", COLD_START_TERM}):
         warm = max(svc.min_replicas + 1, math.ceil(value("mean ready replicas")))
         out.append(_knob(stack, svc, "minReplicas", min(warm, svc.max_replicas),
                          f"cold starts inside the window ({value('cold starts'):.3g} per run): keep pods warm"))
@@ -77,7 +77,7 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[str]:
     if missed & {"p99 latency (s)", "p99 time to first token (s)"} and not out and svc.scale_target:
         out.append(_knob(stack, svc, "scaleTarget", max(1, svc.scale_target * 3 // 4),
                          "slow requests on an unsaturated service: scale out earlier"))
-    if "longest cold start (s)" in missed and not cfg.model_cache.enabled:
+    if COLD_START_TERM in missed and not cfg.model_cache.enabled:
         out.append("longest cold start: enable the model cache (modelCache.enabled: true) so pods mount weights")
     return out
 

@@ -26,7 +26,8 @@ def service_lines(v: Verdict) -> list[str]:
              f"  errors counted by the gate {_e(m('error rate'), True)}; input-cap 400s excluded from it "
              f"{_e(m('400 rate (input caps, excluded)'), True)}",
              f"  GPU-hours of its pods {_e(m('pod GPU-hours'))}; ready replicas (mean) {_e(m('mean ready replicas'))}; "
-             f"cold starts {_e(m('cold starts'))}; restarts (replication 0) {r['pod_restarts']}"]
+             f"cold starts {_e(m('cold starts'))}; longest (runs with one) {_e(m('longest cold start (s)'))} s; "
+             f"restarts (replication 0) {r['pod_restarts']}"]
     at_max, pending = m("time at maxReplicas (fraction)"), m("peak Pending pods")
     if (at_max and at_max.value) or (pending and pending.value):
         lines.append(f"  SATURATED: wanted maxReplicas {_e(at_max, True)} of the time; peak Pending pods "
