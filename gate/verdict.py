@@ -128,7 +128,7 @@ def cold_start_check(limit_s: float, reports: Sequence[Mapping]) -> Check:
     """maxColdStartS as the fraction of replications in which a new pod waited longer (module doc)."""
     est = cold_start_misses(reports, limit_s)
     waits = [w for w in map(longest_cold_start, reports) if w is not None]
-    misses = round((est.value or 0.0) * est.replications)
+    misses = sum(1 for w in waits if w > limit_s)
     seen = f"longest {max(waits):.0f} s" if waits else "no cold start"
     return Check(COLD_START_TERM, est, COLD_START_MISS_FRACTION,
                  f"maxColdStartS {limit_s:g} s: {misses} of {est.replications} runs over; {seen}")
