@@ -24,12 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig.schema import ServiceConfig, Slo, StackConfig
 from validation.kubernetes import parse_duration
 
 STRESS_DURATION_S = 600.0
-PROGRESS_DEADLINE_S = 600.0   # Knative's default (config-deployment progress-deadline)
-PROGRESS_DEADLINE_KEY = "serving.knative.dev/progress-deadline"
 IDLE_WORKLOAD = {"kind": "poisson", "rate": 1e-6}   # a service the gate does not check still holds its pods
 KINDS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")
 
@@ -79,7 +78,7 @@ def progress_deadline_s(isvc: dict) -> float:
             seconds = parse_duration(str(value))
             if seconds:
                 return float(seconds)
-    return PROGRESS_DEADLINE_S
+    return DEFAULT_PROGRESS_DEADLINE_S
 
 
 def _checked(svc: ServiceConfig) -> bool:

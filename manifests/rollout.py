@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import math
 
+from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.kubernetes import parse_duration
 
-PROGRESS_DEADLINE = "serving.knative.dev/progress-deadline"
-DEFAULT_PROGRESS_DEADLINE_S = 600.0  # knative config/core/configmaps/deployment.yaml progress-deadline
 READY_MARGIN_S = 120  # webhook, revision creation, route programming
 
 
@@ -25,7 +24,7 @@ def cold_start_s(cfg: StackConfig, svc: ServiceConfig) -> float:
 
 
 def progress_deadline_s(svc: ServiceConfig) -> float:
-    return parse_duration(svc.annotations.get(PROGRESS_DEADLINE)) or DEFAULT_PROGRESS_DEADLINE_S
+    return parse_duration(svc.annotations.get(PROGRESS_DEADLINE_KEY)) or DEFAULT_PROGRESS_DEADLINE_S
 
 
 def ready_timeout_s(cfg: StackConfig, svc: ServiceConfig) -> int:

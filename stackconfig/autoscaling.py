@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
-from simulation.autoscaler.config import CLUSTER_ONLY, PREFIX, from_annotations
+from simulation.autoscaler.config import (CLUSTER_ONLY, PREFIX, PROGRESS_DEADLINE_KEY, from_annotations,
+                                          progress_deadline_s)
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from simulation.autoscaler.keda import DEFAULT_SCRAPE_INTERVAL_S, scrape_interval
 from validation.errors import Problem
 from validation.fields import Section
-from validation.kubernetes import parse_duration, validation_errors
+from validation.kubernetes import validation_errors
 
 # Knative annotations a service may set (pkg/apis/autoscaling/register.go). min/max-scale, target, metric and
 # class come from KServe's own fields, so setting them here would put one knob in two places.
@@ -30,7 +30,6 @@ KNATIVE_ANNOTATIONS = {
     # config/core/configmaps/deployment.yaml progress-deadline); GPU cold starts may need more.
     "serving.knative.dev/progress-deadline": "duration",
 }
-PROGRESS_DEADLINE = "serving.knative.dev/progress-deadline"
 
 # Standard-mode concurrency scaling (`hpa.scaler`): KEDA on the runtime's own in-flight metric (manifests/keda.py),
 # or our HPA on a Pods metric that a custom-metrics adapter (prometheus-adapter) must serve.
@@ -59,16 +58,11 @@ def parse_annotations(sec: Section, container_concurrency: int | None,
              if (k in KNATIVE_ANNOTATIONS or k in cluster_only) and k.startswith("autoscaling.")}
     from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"), cluster=cluster,
                      cluster_where="the stack's knative.autoscaler", refuse_zero_initial_scale=False)
-    deadline = annotations.get(PROGRESS_DEADLINE)
-    seconds = parse_duration(deadline) if deadline is not None else None
-    if deadline is not None and not (seconds or 0) > 0:
-        sec.problem(f"annotations.{PROGRESS_DEADLINE}", deadline, 'expected a positive duration such as "15m" '
-                    "(knative pkg/apis/serving/metadata_validation.go)")
-    elif seconds is not None and not float(seconds).is_integer():
-        # revision_validation.go validateProgressDeadlineAnnotation: "progress-deadline=… is not at second precision"
-        sec.problem(f"annotations.{PROGRESS_DEADLINE}", deadline, f"expected a duration in whole seconds such as "
-                    f'"{math.ceil(seconds)}s" or "15m": Knative refuses one below second precision '
-                    "(pkg/apis/serving/v1/revision_validation.go)")
+    deadline = annotations.get(PROGRESS_DEADLINE_KEY)
+    if deadline is not None:
+        _, allowed = progress_deadline_s(deadline)
+        if allowed:
+            sec.problem(f"annotations.{PROGRESS_DEADLINE_KEY}", deadline, allowed)
     return annotations
 
 

@@ -303,16 +303,26 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     return c
 
 
-def _progress_deadline(value: Any, path: str, problems: list[Problem]) -> float | None:
+def progress_deadline_s(value: Any) -> tuple[float | None, str | None]:
     """`serving.knative.dev/progress-deadline` as Knative admits it (`revision_validation.go:
     validateProgressDeadlineAnnotation`: a Go duration at second precision) and Kubernetes then accepts it on the
-    Deployment (`progressDeadlineSeconds`, an int32 that must exceed minReadySeconds 0): seconds, None if absent."""
+    Deployment (`progressDeadlineSeconds`, an int32 that must exceed minReadySeconds 0): (seconds, None), or
+    (None, what is allowed). The stack's check and the simulation's reader both use it."""
+    seconds = parse_duration(value) if isinstance(value, str) and value == value.strip() else None
+    if seconds is None or not 0 < seconds <= PROGRESS_DEADLINE_MAX_S:
+        return None, ('expected a positive duration in whole seconds such as "20m" (Knative '
+                      "revision_validation.go; the Deployment's progressDeadlineSeconds must be > 0 and an int32)")
+    if not float(seconds).is_integer():
+        return None, (f'expected a positive duration in whole seconds such as "{math.ceil(seconds)}s" or "15m": '
+                      "Knative refuses one below second precision (pkg/apis/serving/v1/revision_validation.go)")
+    return seconds, None
+
+
+def _progress_deadline(value: Any, path: str, problems: list[Problem]) -> float | None:
+    """`progress_deadline_s` for a scenario's annotation: seconds, None if absent or refused (with a problem)."""
     if value is None:
         return None
-    seconds = parse_duration(value) if isinstance(value, str) and value == value.strip() else None
-    if seconds is None or not 0 < seconds <= PROGRESS_DEADLINE_MAX_S or not float(seconds).is_integer():
-        problems.append(Problem(f"{path}[{PROGRESS_DEADLINE_KEY}]", value, 'expected a positive duration in whole '
-                                'seconds such as "20m" (Knative revision_validation.go; the Deployment\'s '
-                                'progressDeadlineSeconds must be > 0)'))
-        return None
+    seconds, allowed = progress_deadline_s(value)
+    if allowed:
+        problems.append(Problem(f"{path}[{PROGRESS_DEADLINE_KEY}]", value, allowed))
     return seconds
