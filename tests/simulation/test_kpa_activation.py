@@ -16,9 +16,8 @@ from simulation.autoscaler.loop import KpaLoop
 DEADLINE = "serving.knative.dev/progress-deadline"
 
 
-def _ticks(scn, tmp_path, monkeypatch, annotations: dict, cluster: dict, duration: float,
-           initial_replicas: int = 0, **top) -> list[tuple]:
-    """(time, PA state, replicas, Ready pods) after every KPA tick of a scale-from-zero run."""
+def _log_ticks(monkeypatch) -> list[tuple]:
+    """A list that gets (time, PA state, replicas, Ready pods) after every KPA tick from now on."""
     log: list[tuple] = []
     tick = KpaLoop.tick
 
@@ -27,6 +26,13 @@ def _ticks(scn, tmp_path, monkeypatch, annotations: dict, cluster: dict, duratio
         log.append((self.env.now, self.state, self.sim.replicas, len(self.sim.endpoints)))
 
     monkeypatch.setattr(KpaLoop, "tick", logged)
+    return log
+
+
+def _ticks(scn, tmp_path, monkeypatch, annotations: dict, cluster: dict, duration: float,
+           initial_replicas: int = 0, **top) -> list[tuple]:
+    """(time, PA state, replicas, Ready pods) after every KPA tick of a scale-from-zero run."""
+    log = _log_ticks(monkeypatch)
     trace = tmp_path / "t.csv"
     trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n10,10,10\n")
     scn.run({"inferenceService": scn.isvc(cc=1, min_replicas=0, max_replicas=3, annotations=annotations,
@@ -55,14 +61,7 @@ def _reviewers_repro(monkeypatch, deadline: str) -> list[tuple]:
     decider's last desired scale (> 0) stands until the pod reports."""
     from simulation import load_scenario, run_simulation
 
-    log: list[tuple] = []
-    tick = KpaLoop.tick
-
-    def logged(self):
-        tick(self)
-        log.append((self.env.now, self.state, self.sim.replicas, len(self.sim.endpoints)))
-
-    monkeypatch.setattr(KpaLoop, "tick", logged)
+    log = _log_ticks(monkeypatch)
     isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
             "metadata": {"name": "llama-8b", "annotations": {"serving.kserve.io/deploymentMode": "Knative",
                                                                DEADLINE: deadline}},
