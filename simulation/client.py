@@ -27,8 +27,12 @@ class Client:
         self.tokens = spec.budget_max_tokens
         self.retries = 0
         self.retries_denied = 0
-        self.pending_retries = 0
         self.backing_off: dict[int, Any] = {}   # attempt id → the failed attempt whose retry is scheduled
+
+    @property
+    def pending_retries(self) -> int:
+        """Retries scheduled and not yet sent."""
+        return len(self.backing_off)
 
     def on_response(self, req: Any) -> bool:
         """Called with every answered attempt; returns True if a retry was scheduled (not final)."""
@@ -53,13 +57,11 @@ class Client:
         elif spec.jitter == "equal":
             d = d / 2.0 + self.rng.random() * d / 2.0
         self.retries += 1
-        self.pending_retries += 1
         self.backing_off[req.id] = req
         call_later(self.env, d, self._retry, req)
         return True
 
     def _retry(self, prev: Any) -> None:
-        self.pending_retries -= 1
         del self.backing_off[prev.id]
         self.sim.send(prev.origin, prev.origin_t, prev.attempt + 1, prev.input_tokens, prev.output_tokens,
                       prev.measured)

@@ -62,4 +62,3 @@ def answer_unanswered(sim: Any) -> None:
             owner.rec.record(req, True)
             owner.timeline.final(req)
         client.backing_off.clear()
-        client.pending_retries = 0
