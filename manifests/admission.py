@@ -6,6 +6,7 @@ from __future__ import annotations
 from manifests import knative_features, render_stack, service_manifests
 from manifests.inference_service import repeated_flags
 from manifests.kserve_config import kserve_config_problems
+from manifests.model_cache import capacity_problems
 from stackconfig.schema import StackConfig
 from manifests.node_disk import root_disk_problems
 from manifests.node_fit import node_fit_problems
@@ -37,10 +38,11 @@ def admission_failure(cfg: StackConfig) -> str | None:
 
 def check_pods_can_run(cfg: StackConfig) -> None:
     """Raise InputError (key paths under the project namespace) when a pod cannot fit its nodes (requests, or
-    downloaded weights on the root volume: `node_disk`), a server would not start on its rendered args (a flag
+    downloaded weights on the root volume: `node_disk`), the cached models do not fit the cache's PVC
+    (`model_cache.capacity_problems`), a server would not start on its rendered args (a flag
     given twice: `inference_service.repeated_flags`), or a KServe config the user manages would copy the
     stack-only annotations onto the pods (manifests/kserve_config.py)."""
-    problems = (node_fit_problems(cfg) + root_disk_problems(cfg)
+    problems = (node_fit_problems(cfg) + root_disk_problems(cfg) + capacity_problems(cfg)
                 + kserve_config_problems(cfg, service_manifests(cfg)))
     for i, svc in enumerate(cfg.services):
         problems += [Problem(f"services[{i}].runtime.args", arg, "expected no flag the stack already renders from "

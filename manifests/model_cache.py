@@ -21,6 +21,7 @@ import shlex
 
 from manifests.common import labels, restricted_security_context
 from stackconfig.schema import ServiceConfig, StackConfig
+from validation.errors import Problem
 
 NAME = "model-cache-prefetch"
 MOUNT = "/models"
@@ -63,6 +64,27 @@ def cache_uri(cfg: StackConfig, svc: ServiceConfig) -> str:
 def cached_models(cfg: StackConfig) -> dict[str, str]:
     """cache key → source URI for every service whose model goes through the cache (sorted, deduplicated)."""
     return dict(sorted({cache_key(s): s.storage_uri for s in cfg.services if _cached(s)}.items()))
+
+
+def capacity_problems(cfg: StackConfig) -> list[Problem]:
+    """Every cached model must fit the PVC (`modelCache.sizeGib`) at once: the prefetch DaemonSet downloads each
+    one in full, and a download past the volume's capacity fails with ENOSPC and retries forever, so the
+    DaemonSet never turns Ready and Pulumi times out before any InferenceService. FSx for Lustre enforces the
+    size (its capacity is the claim's storage request, aws-fsx-csi-driver); EFS is elastic and ignores it, where
+    the check costs nothing. Copies of earlier revisions stay on the volume (nothing prunes them: an old
+    revision's pods may still read them during a rollout), so the real need grows with every re-pin."""
+    if not cfg.model_cache.enabled:
+        return []
+    held = {cache_key(s): s for s in cfg.services if _cached(s)}
+    need = sum(s.model.weights_gib for s in held.values())
+    if need <= cfg.model_cache.size_gib:
+        return []
+    models = ", ".join(f"{s.model.name} {s.model.weights_gib:.1f} GiB" for s in held.values())
+    return [Problem("modelCache.sizeGib", cfg.model_cache.size_gib, (
+        f"expected at least {math.ceil(need)} GiB: the cache holds every cached model at once ({models}); a "
+        "download past the volume's capacity fails (no space left on device), the prefetch DaemonSet never turns "
+        "Ready and no InferenceService is created. Raise modelCache.sizeGib (leave room for earlier revisions: "
+        "they are not pruned)"))]
 
 
 def fill_timeout_s(cfg: StackConfig) -> int:
