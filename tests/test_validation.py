@@ -12,7 +12,13 @@ from validation.kubernetes import image_pinned, parse_duration, tolerates
 @pytest.mark.parametrize("text, seconds", [
     ("90s", 90), ("5m", 300), ("1h30m", 5400), ("0s", 0), ("0", 0), ("500ms", 0.5), ("1.5m", 90),
     ("1m1h", 3660),  # Go's ParseDuration accepts units in any order
-    ("", None), ("5", None), ("2 minutes", None), ("-5s", None), (None, None), (60, None),
+    (".5m", 30), ("5.s", 5), ("+2m", 120), ("1500000us", 1.5), ("2000\u00b5s", 0.002), ("3\u03bcs", 3e-6),
+    ("250000000ns", 0.25), ("+0", 0), ("-0", 0), ("2562047h", 2562047 * 3600),  # all valid Go durations
+    ("2562048h", None), ("9" * 5000 + "s", None),  # past int64 nanoseconds: Go's "invalid duration"
+    ("0" * 5000 + "1." + "5" * 5000 + "s", 1.555555555),  # long but valid; truncated to whole ns as in Go
+    ("-5s", None),  # valid Go, but negative: nothing the stack reads may be negative
+    (".s", None), ("5", None), ("5x", None), ("1.5.5s", None), ("+", None), ("s", None), ("1mm", None),
+    ("", None), ("2 minutes", None), (None, None), (60, None),
     ("\uff16" + "0s", None), ("1\u0662s", None),  # Go reads ASCII digits only (fullwidth 6, Arabic-Indic 2)
     (" 15m", None), ("15m ", None), ("1m 30s", None), ("\t90s", None), ("90s\n", None)])  # Go refuses whitespace
 def test_durations_follow_go_parse_duration(text, seconds):

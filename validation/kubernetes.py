@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -73,28 +74,41 @@ def validation_errors(manifest: dict, kubernetes_version: str = "1.31") -> list[
     return []
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)", re.ASCII)  # Go reads ASCII digits only
-_DURATION_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+# One `[0-9]*(\.[0-9]*)?unit` part of Go's `time.ParseDuration` grammar (`[-+]?(...)+`): the unit is every
+# character up to the next digit or '.', so a space makes an unknown unit. ASCII digits only, as Go reads them.
+_DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
+_DURATION_NS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
+                "h": 3600 * 10**9}
+_GO_DURATION_MAX_NS = 2**63 - 1  # time.Duration is int64 nanoseconds; larger is "invalid duration"
 
 
 def parse_duration(text: object) -> float | None:
-    """Seconds in a Go `time.ParseDuration` string ("90s", "1m30s", "500ms", "1h"), as Knative parses its
-    duration annotations (`pkg/apis/autoscaling/register.go`); "0" is 0; None if malformed or not a string.
-    Whitespace is malformed, as in Go: Knative's webhook parses the annotation verbatim (serving
-    `pkg/apis/serving/v1/revision_validation.go` validateProgressDeadlineAnnotation, `pkg/apis/autoscaling/
-    annotation_validation.go`), so " 15m" is refused there."""
+    """Seconds in a Go `time.ParseDuration` string ("90s", "1m30s", "500ms", ".5h", "+2m", "1500us"), as Knative
+    parses its duration annotations (`pkg/apis/autoscaling/register.go`); "0" is 0; None if malformed, not a
+    string, or negative (every duration the stack and the simulation read must be >= 0, and their range checks
+    name the allowed values). Whitespace is malformed, as in Go: Knative's webhook parses the annotation verbatim
+    (serving `pkg/apis/serving/v1/revision_validation.go` validateProgressDeadlineAnnotation,
+    `pkg/apis/autoscaling/annotation_validation.go`), so " 15m" is refused there."""
     if not isinstance(text, str):
         return None
-    s = text
+    s = text[1:] if text[:1] in "+-" else text
+    if text[:1] == "-" and s != "0":
+        return None
     if s == "0":
         return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION_PART.finditer(s):
-        if m.start() != pos:
+    pos, ns = 0, 0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        whole, frac, unit = m.groups()
+        if not (whole or frac) or unit not in _DURATION_NS:  # ".s", a missing or unknown unit
             return None
+        whole = whole.lstrip("0")
+        if len(whole) > 19:  # past int64 before the unit: Go's leadingInt overflows
+            return None
+        # Go truncates to whole ns; fraction digits past 20 cannot reach a nanosecond even in hours
+        ns += int(Fraction(f"{whole or 0}.{(frac or '0')[:20]}") * _DURATION_NS[unit])
         pos = m.end()
-        total += float(m.group(1)) * _DURATION_UNIT[m.group(2)]
-    return total if pos == len(s) and pos > 0 else None
+    return ns / 1e9 if pos and ns <= _GO_DURATION_MAX_NS else None
 
 
 def image_pinned(image: str) -> bool:
