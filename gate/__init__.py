@@ -93,6 +93,8 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
         scenario["hpa"] = hpa
     if svc.client:
         scenario["client"] = svc.client
+    if svc.gateway:
+        scenario["gateway"] = svc.gateway
     server = dict(svc.engine_profile)  # measured figures (engineProfile) over the priors
     custom = _custom_catalog(cfg)
     if custom:

@@ -24,7 +24,7 @@ from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
 from simulation.budget import budget_problem
-from simulation.scenario import parse_client
+from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # relative trace paths resolve here
@@ -236,11 +236,13 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
             sec.problem(f"nodeSelector.{key}", value, f"expected a label the GPU node group sets: {ng.labels}")
 
     # The gate's inputs, checked now with the simulation's own parsers so a mistake stops `pulumi up` early.
-    workload, client = sec.raw("workload"), sec.raw("client")
+    workload, client, gateway = sec.raw("workload"), sec.raw("client"), sec.raw("gateway")
     if workload is not None:
         parse_workload(Section(workload, sec.key_path("workload"), sec.problems), base_dir=str(PROJECT_ROOT))
     if client is not None:
         parse_client(Section(client, sec.key_path("client"), sec.problems))
+    if gateway is not None:
+        parse_gateway(Section(gateway, sec.key_path("gateway"), sec.problems))
     slo = _slo(sec.section("slo"))
     if scale_metric == "memory" and slo is not None and workload is not None:
         sec.problem("scaleMetric", "memory", "expected cpu or concurrency for a service the SLO gate simulates: a "
@@ -262,7 +264,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         storage_uri=storage_uri, gpus=gpus, cpu=cpu, memory=memory, startup_probe=startup,
         readiness_probe=readiness, liveness_probe=liveness, caps=caps, gpu_memory_utilization=util,
         pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
-        workload=workload, client=client, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
+        workload=workload, client=client, gateway=gateway, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
         engine_profile=engine_profile,
         stress=stress, model_public=public,
     )
