@@ -6,7 +6,7 @@ import re
 
 from catalog import Catalog
 from stackconfig.formats import (DNS_LABEL, EKS_CLUSTER_NAME, LABEL_VALUE, QUALIFIED_NAME, QUANTITY, ROLE_ARN,
-                                 SUBNET_ID, check_format, check_k8s_name, check_labels)
+                                 SUBNET_ID, check_eks_key, check_format, check_k8s_name, check_labels)
 from stackconfig.types import ClusterConfig, NodeGroupConfig, Taint
 from validation.errors import Problem
 from validation.fields import Section
@@ -82,6 +82,7 @@ def _taints(sec: Section) -> list[Taint]:
         taint = Taint(t.str("key", "", required=True), t.str("value", ""), t.choice("effect", TAINT_EFFECTS, "NoSchedule"))
         check_format(t, "key", taint.key or None, QUALIFIED_NAME, "expected a taint key: an optional DNS subdomain "
                      "prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
+        check_eks_key(t, "key", taint.key, "taint")
         check_format(t, "value", taint.value, LABEL_VALUE, "expected a taint value: at most 63 letters, digits, "
                      "'-', '_' or '.', starting and ending with a letter or digit")
         if any((o.key, o.effect) == (taint.key, taint.effect) for o in out):
@@ -160,4 +161,6 @@ def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
 def _labels(sec: Section) -> dict[str, str]:
     labels = sec.str_map("labels", {})
     check_labels(sec, "labels", labels)
+    for name in labels:
+        check_eks_key(sec, f"labels.{name}", name, "label")
     return labels

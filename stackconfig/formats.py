@@ -25,6 +25,26 @@ def check_k8s_name(sec: Section, key: str, value: str | None, pattern: re.Patter
                     + ", starting and ending with a letter or digit")
 
 
+# KServe's default ingress `domainTemplate` (pkg/apis/serving/v1beta1/configmap.go DefaultDomainTemplate,
+# "{{ .Name }}-{{ .Namespace }}.{{ .IngressDomain }}"). In Standard (RawDeployment) mode the predictor's URL is
+# built from it with Name "<service>-predictor" (reconcilers/raw/raw_kube_reconciler.go createRawURL →
+# ingress/domain.go GenerateDomainName), and IsFullyQualifiedDomainName caps each DNS label at 63 characters.
+RAW_PREDICTOR_HOST_LABEL = "{name}-predictor-{namespace}"
+
+
+def check_raw_host_label(sec: Section, name: str, namespace: str) -> None:
+    """A Standard-mode service whose predictor host label would exceed 63 characters: KServe fails the reconcile
+    ("invalid domain name ...: must be no more than 63 characters") and the InferenceService never gets Ready."""
+    label = RAW_PREDICTOR_HOST_LABEL.format(name=name, namespace=namespace)
+    if len(label) > 63:
+        room = 63 - len(label) + len(name)
+        allowed = f"at most {room} characters" if room > 0 else "a shorter cluster.namespace (no name fits)"
+        sec.problem("name", name, f"expected {allowed} in Standard "
+                    f"(RawDeployment) mode in namespace {namespace!r}: KServe's default domainTemplate makes the "
+                    f"predictor host label {label!r} ({len(label)} characters, DNS allows 63) and the "
+                    "InferenceService never becomes Ready; shorten the name or cluster.namespace")
+
+
 def check_pinned(sec: Section, key: str, image: str | None) -> None:
     if image is not None and not image_pinned(image):
         sec.problem(key, image, "expected a pinned image tag or digest (no 'latest', no missing tag)")
@@ -84,6 +104,24 @@ def check_labels(sec: Section, key: str, labels: dict[str, str]) -> None:
                      "subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
         check_format(sec, f"{key}.{name}", value, LABEL_VALUE, "expected a label value: at most 63 letters, "
                      "digits, '-', '_' or '.', starting and ending with a letter or digit")
+
+
+# What the EKS node group API refuses in a label or taint key ("Label cannot contain reserved prefixes
+# [kubernetes.io/, k8s.io/, eks.amazonaws.com/]", InvalidParameterException; eksctl-io/eksctl#4007,
+# aws/containers-roadmap#1451): a substring match, so node-role.kubernetes.io/gpu and node.kubernetes.io/x are
+# refused too although the kubelet's NodeRestriction would allow the latter. Set through a launch template instead,
+# such labels stop AL2023 nodes joining (kubelet: "unknown 'kubernetes.io' or 'k8s.io' labels specified with
+# --node-labels"; terraform-aws-modules/terraform-aws-eks#3346, aws/containers-roadmap#2465).
+EKS_RESERVED_KEY_PARTS = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+
+
+def check_eks_key(sec: Section, key: str, name: str | None, what: str) -> None:
+    """A node group label or taint key EKS would refuse when `pulumi up` creates the node group."""
+    reserved = [part for part in EKS_RESERVED_KEY_PARTS if isinstance(name, str) and part in name]
+    if reserved:
+        sec.problem(key, name, f"expected a {what} key without the reserved prefixes "
+                    f"{', '.join(EKS_RESERVED_KEY_PARTS)} anywhere in it (EKS refuses the node group: \"{what.capitalize()} "
+                    f"cannot contain reserved prefixes\"); use your own prefix such as 'example.com/gpu'")
 
 
 def check_storage_uri(sec: Section, key: str, uri: str | None) -> None:

@@ -1,0 +1,81 @@
+"""What EKS and KServe refuse only after `pulumi up` has started: refused by the program before any resource."""
+
+from __future__ import annotations
+
+import pytest
+
+from offline import run_program
+from tests.program_refusal import refusal
+
+P = "kserve-preflight"
+
+
+def NO_GATE(c):
+    c[f"{P}:gate"] = {"enabled": False}
+
+
+def _labels(labels):
+    def edit(c):
+        c[f"{P}:gpuNodeGroup"]["labels"] = labels
+        NO_GATE(c)
+    return edit
+
+
+@pytest.mark.parametrize("key", ["node-role.kubernetes.io/gpu", "node.kubernetes.io/lifecycle", "kubernetes.io/role",
+                                 "team.k8s.io/pool", "eks.amazonaws.com/nodegroup"])
+def test_a_reserved_label_key_is_refused(key, registered):
+    message = refusal("dev", _labels({key: "true"}), registered)
+    assert f"gpuNodeGroup.labels.{key}: got '{key}'" in message
+    assert "without the reserved prefixes kubernetes.io/, k8s.io/, eks.amazonaws.com/" in message
+    assert "Label cannot contain reserved prefixes" in message
+
+
+def test_an_own_prefix_label_and_the_programs_accelerator_label_pass(registered):
+    r = run_program("dev", edit=_labels({"example.com/gpu-pool": "chat", "workload": "llm"}))
+    [ng] = r.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert ng.inputs["labels"]["example.com/gpu-pool"] == "chat"
+    assert ng.inputs["labels"]["k8s.amazonaws.com/accelerator"] == "nvidia-l40s"  # not a reserved prefix
+    assert "gpu-ng" in registered
+
+
+def test_a_reserved_taint_key_is_refused(registered):
+    def edit(c):
+        c[f"{P}:gpuNodeGroup"]["taints"] = [{"key": "nvidia.com/gpu", "value": "true"},
+                                            {"key": "node.kubernetes.io/gpu", "value": "true"}]
+        NO_GATE(c)
+
+    message = refusal("dev", edit, registered)
+    assert "gpuNodeGroup.taints[1].key: got 'node.kubernetes.io/gpu'" in message
+    assert "Taint cannot contain reserved prefixes" in message
+
+
+def _vision_name(name, namespace=None):
+    def edit(c):
+        c[f"{P}:services"][1]["name"] = name
+        if namespace:
+            c[f"{P}:cluster"]["namespace"] = namespace
+        NO_GATE(c)
+    return edit
+
+
+def test_a_standard_mode_name_too_long_for_the_predictor_host_is_refused(registered):
+    name = "vision-transformer-large-imagenet-clfr"  # 38: '<name>-predictor-kserve-inference' is 65 characters
+    message = refusal("staging", _vision_name(name), registered)
+    assert f"services[1].name: got '{name}'; expected at most 36 characters in Standard" in message
+    assert "'vision-transformer-large-imagenet-clfr-predictor-kserve-inference' (65 characters" in message
+
+
+def test_a_long_namespace_leaves_no_room_for_any_standard_mode_name(registered):
+    message = refusal("staging", _vision_name("vision", "n" * 53), registered)
+    assert "expected a shorter cluster.namespace (no name fits)" in message
+
+
+def test_the_longest_name_that_fits_passes_and_knative_mode_is_not_limited(registered):
+    run_program("staging", edit=_vision_name("vision-transformer-large-imagenet-c"))  # 36 characters: 63
+    assert "vision-isvc" not in registered and "vision-transformer-large-imagenet-c-isvc" in registered
+
+    def knative(c):
+        c[f"{P}:services"][0]["name"] = "chat-transformer-large-imagenet-clfr-x"  # Knative: its own domain
+        NO_GATE(c)
+
+    run_program("staging", edit=knative)
