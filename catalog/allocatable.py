@@ -7,12 +7,18 @@ EKS AMIs reserve (awslabs/amazon-eks-ami `nodeadm/internal/kubelet/config.go`, t
 - memory: 255 MiB + 11 MiB × maxPods (`getMemoryMebibytesToReserve`), maxPods = ENIs × (IPv4 addresses per
   ENI − 1) + 2 (`eni_max_pods.go: calculateStandardMaxPods`, ENI figures from its `instance-info.jsonl`);
 - eviction: `memory.available < 100Mi` (`evictionHard` default), also unavailable to pods.
-Simplification: capacity is the instance's nominal memory; the kernel keeps a little more, so a pod that fits
-with less than ~2 % to spare may still not schedule.
+Capacity is not the instance's nominal memory: the kubelet reports the kernel's MemTotal, which lacks the struct
+page array (64 bytes per 4 KiB page, 1.56 %), firmware and kernel reservations. Karpenter's measured table
+(aws/karpenter-provider-aws `pkg/providers/instancetype/zz_generated.memory_overhead.go`, nominal − capacity) has
+2.6–3.6 % for g5 (g5.xlarge 589 MiB of 16 GiB, g5.2xlarge 1,038 MiB of 32 GiB) and 4.3 % for g4dn.xlarge; its
+default `vmMemoryOverheadPercent` is a deliberately pessimistic 7.5 % (karpenter-provider-aws#7929). We subtract
+5 %, above every GPU instance type measured there, so a pod the check admits is not left Pending by a node
+smaller than the nominal figure; a pod that fits with less than that to spare is refused.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -20,6 +26,7 @@ from catalog import InstanceType
 
 MIB = 2**20
 EVICTION_HARD_MIB = 100
+VM_MEMORY_OVERHEAD = 0.05  # nominal memory the kernel never reports as MemTotal (see the module docstring)
 # instance type → (default max ENIs, IPv4 addresses per ENI), from amazon-eks-ami instance-info.jsonl.
 ENIS = {
     **{f"g5.{s}": e for s, e in (("xlarge", (4, 15)), ("2xlarge", (4, 15)), ("4xlarge", (8, 30)),
@@ -64,9 +71,14 @@ class Allocatable:
     gpus: int
 
 
+def capacity_memory_mib(inst: InstanceType) -> int:
+    """What the kubelet reports as the node's memory capacity (MemTotal), conservatively."""
+    return math.floor(inst.memory_gib * 1024 * (1 - VM_MEMORY_OVERHEAD))
+
+
 def allocatable(inst: InstanceType) -> Allocatable:
     return Allocatable(inst.name, inst.vcpus * 1000 - reserved_cpu_millis(inst.vcpus),
-                       inst.memory_gib * 1024 * MIB - (reserved_memory_mib(inst.name) + EVICTION_HARD_MIB) * MIB,
+                       (capacity_memory_mib(inst) - reserved_memory_mib(inst.name) - EVICTION_HARD_MIB) * MIB,
                        inst.gpus)
 
 

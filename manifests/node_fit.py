@@ -2,15 +2,16 @@
 
 For each instance type of the GPU node group: a service's pod (its CPU and memory requests, plus Knative's
 queue-proxy sidecar in Knative mode) and every DaemonSet that runs on the node must fit the node's allocatable
-(catalog/allocatable.py); and as many of the service's pods as the node has GPUs for must fit together, or GPUs
-sit idle that the capacity maths and the gate count as usable. Mixed instance types must share one shape: the
+(catalog/allocatable.py: the kernel's MemTotal, not the nominal memory, less kube-reserved and eviction); and as
+many of the service's pods as the node has GPUs for must fit together, or GPUs sit idle that the capacity maths
+and the gate count as usable. Mixed instance types must share one shape: the
 cluster-autoscaler builds its node template from the first type and assumes the rest match (kubernetes/autoscaler
 `cluster-autoscaler/cloudprovider/aws/README.md`, "Using Mixed Instances Policies and Spot Instances").
 """
 
 from __future__ import annotations
 
-from catalog.allocatable import allocatable, cpu_millis, quantity
+from catalog.allocatable import VM_MEMORY_OVERHEAD, allocatable, cpu_millis, quantity
 from manifests.device_plugin import device_plugin_daemonset
 from manifests.model_cache import model_cache_daemonset
 from stackconfig.schema import StackConfig
@@ -61,7 +62,9 @@ def node_fit_problems(cfg: StackConfig) -> list[Problem]:
             if fit >= wanted:
                 continue
             sidecar = f" + queue-proxy {QUEUE_PROXY_CPU_MILLIS}m" if svc.deployment_mode == "Knative" else ""
-            offer = (f"a {inst.name} offers {alloc.cpu_millis}m CPU / {alloc.memory_bytes / GIB:.1f} GiB allocatable, "
+            offer = (f"a {inst.name} offers {alloc.cpu_millis}m CPU / {alloc.memory_bytes / GIB:.1f} GiB allocatable "
+                     f"(its {inst.memory_gib} GiB less {VM_MEMORY_OVERHEAD:.0%} the kernel keeps, kube-reserved and "
+                     f"eviction), "
                      f"{free_cpu}m / {free_mem / GIB:.1f} GiB after the DaemonSets' {ds_cpu}m / {ds_mem / GIB:.1f} GiB")
             need = f"the pod requests cpu {svc.cpu}{sidecar} and memory {svc.memory}"
             consequence = ("so it never schedules (Pending for ever)" if fit < 1 else

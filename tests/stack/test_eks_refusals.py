@@ -79,3 +79,21 @@ def test_the_longest_name_that_fits_passes_and_knative_mode_is_not_limited(regis
         NO_GATE(c)
 
     run_program("staging", edit=knative)
+
+
+def _memory(memory):
+    def edit(c):
+        c[f"{P}:services"][0]["resources"]["memory"] = memory
+        NO_GATE(c)
+    return edit
+
+
+def test_a_pod_that_fits_only_the_nominal_memory_is_refused(registered):
+    """30900Mi fits 32 GiB less kube-reserved and eviction (31,775 MiB) but not the kubelet's capacity, which is
+    the kernel's MemTotal (Karpenter measures 3.2 % less than nominal on a g5.2xlarge)."""
+    message = refusal("dev", _memory("30900Mi"), registered)
+    assert "services[0].resources: got {'cpu': '3', 'memory': '30900Mi'}" in message
+    assert "a g6e.xlarge offers 3920m CPU / 29.4 GiB allocatable (its 32 GiB less 5% the kernel keeps" in message
+    assert "so it never schedules" in message
+    run_program("dev", edit=_memory("28Gi"))  # control: within the 28.6 GiB left beside the DaemonSets
+    assert "chat-isvc" in registered
