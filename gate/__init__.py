@@ -62,7 +62,7 @@ def cluster_profile(cfg: StackConfig, svc: ServiceConfig | None = None) -> dict:
         "instance_type": ng.instance_types[0],
         "gpus_per_node": ng.gpus_per_node,
         "max_nodes": max_nodes,
-        "warm_nodes": min(max(ng.min_size, ng.desired_size), max_nodes),
+        "warm_nodes": min(ng.min_size, max_nodes),  # the cluster-autoscaler removes empty nodes down to minSize
         "node_provision_s": cold.node_provision_s,
         "image_gib": cold.image_gib,
         "image_pull_mib_s": cold.image_pull_mbps * 1e6 / MIB,

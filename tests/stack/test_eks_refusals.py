@@ -97,3 +97,18 @@ def test_a_pod_that_fits_only_the_nominal_memory_is_refused(registered):
     assert "so it never schedules" in message
     run_program("dev", edit=_memory("28Gi"))  # control: within the 28.6 GiB left beside the DaemonSets
     assert "chat-isvc" in registered
+
+
+def test_the_gate_keeps_minsize_nodes_warm_not_the_first_desired_size():
+    """desiredSize only sizes the new node group: the cluster-autoscaler removes nodes left empty for
+    scale-down-unneeded-time (10 min) down to minSize, so the gate cannot count on the others being warm."""
+    from gate import cluster_profile
+    from stackconfig.load import load_stack, project_values, stack_config_values
+    from stackconfig.schema import parse_stack_config
+
+    project, raw = stack_config_values("prod")
+    values = project_values(raw, project)
+    values["gpuNodeGroup"].update(minSize=2, desiredSize=4)
+    cfg = parse_stack_config(values, project, "prod")
+    assert cluster_profile(cfg)["warm_nodes"] == 2
+    assert cluster_profile(load_stack("prod"))["warm_nodes"] == 4  # prod keeps its 4 nodes with minSize 4
