@@ -32,9 +32,13 @@ from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
 
 
-def kubeconfig(cluster: str, endpoint: str, ca_data: str, region: str | None) -> str:
-    """A kubeconfig that authenticates with `aws eks get-token` (what `aws eks update-kubeconfig` writes)."""
-    args = ["eks", "get-token", "--cluster-name", cluster] + (["--region", region] if region else [])
+def kubeconfig(cluster: str, endpoint: str, ca_data: str, region: str | None, profile: str | None = None) -> str:
+    """A kubeconfig that authenticates with `aws eks get-token` (what `aws eks update-kubeconfig` writes), as the
+    stack's `aws:profile` when set: the identity the AWS provider uses, not whatever the shell's default is (an
+    explicit `--profile`, as pulumi-eks's generateKubeconfig passes it, which ambient AWS_* credentials cannot
+    override)."""
+    args = ["eks", "get-token", "--cluster-name", cluster] + (["--region", region] if region else []) + (
+        ["--profile", profile] if profile else [])
     return json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": cluster,
         "clusters": [{"name": cluster, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
@@ -57,10 +61,11 @@ def kubernetes_provider(cfg: StackConfig) -> Any:
     import pulumi_kubernetes as k8s
 
     cluster = aws.eks.get_cluster_output(name=cfg.cluster.name)
-    region = pulumi.Config("aws").get("region")
+    aws_config = pulumi.Config("aws")
+    region, profile = aws_config.get("region"), aws_config.get("profile")
     ca_data = cluster.certificate_authorities.apply(lambda cas: cas[0].data)
     config = pulumi.Output.all(cluster.endpoint, ca_data).apply(
-        lambda v: kubeconfig(cfg.cluster.name, v[0], v[1], region))
+        lambda v: kubeconfig(cfg.cluster.name, v[0], v[1], region, profile))
     return k8s.Provider("eks", kubeconfig=config, enable_server_side_apply=True)
 
 

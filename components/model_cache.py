@@ -25,9 +25,12 @@ class ModelCacheArgs:
 class ModelCache(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("kserve-preflight:infra:ModelCache", name, {}, opts)
-        # Hundreds of GB of downloaded weights: never deleted by a `pulumi destroy` or a replace.
+        # Hundreds of GB of downloaded weights: never deleted by a `pulumi destroy` or a replace. The size is the
+        # claim's at creation: the API server refuses a smaller request on a bound claim, and a larger one unless the
+        # StorageClass has allowVolumeExpansion (PersistentVolumeClaimResize admission); EFS ignores it. So a later
+        # `modelCache.sizeGib` edit would only fail `pulumi up`: grow a claim by hand (README, `modelCache`).
         self.pvc = kubernetes_object(f"{name}-pvc", args.pvc, child_options(
-            self, opts, protect=True, retain_on_delete=True))
+            self, opts, protect=True, retain_on_delete=True, ignore_changes=["spec.resources.requests.storage"]))
         self.prefetch = kubernetes_object(f"{name}-prefetch", args.daemonset, child_options(
             self, opts, depends_on=[self.pvc]))
         self.register_outputs({"pvc": self.pvc.metadata["name"]})

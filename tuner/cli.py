@@ -10,7 +10,7 @@ from typing import Any
 from catalog.prices import PRICES, Price
 from stackconfig.load import ROOT, project_values, stack_config_values, stack_names
 from validation.errors import InputError, Problem
-from tuner.edit import stack_file_diff
+from tuner.edit import deploy_notes, stack_file_diff
 from tuner.search import Candidate, best, pareto, tune
 from tuner.space import KNOBS
 
@@ -146,13 +146,15 @@ def _row(c: Candidate) -> dict:
 def summary(args: Any, project: str, candidates: list[Candidate]) -> dict:
     today = candidates[0] if candidates else None
     win = best(candidates)
-    diff = ""
+    diff, notes = "", []
     if win is not None and today is not None and win.number != today.number:
-        diff = stack_file_diff(ROOT / "stacks" / f"Pulumi.{args.stack}.yaml", project, args.service, win.settings)
+        path = ROOT / "stacks" / f"Pulumi.{args.stack}.yaml"
+        diff = stack_file_diff(path, project, args.service, win.settings)
+        notes = deploy_notes(path, project, args.stack, win.settings)
     return {"stack": args.stack, "service": args.service, "seed": args.seed, "trials": len(candidates),
             "today": _row(today) if today else None, "best": _row(win) if win else None,
             "today_is_cheapest": win is not None and today is not None and win.number == today.number,
-            "passing": sum(c.passed for c in candidates), "diff": diff,
+            "passing": sum(c.passed for c in candidates), "diff": diff, "deploy_notes": notes,
             "tradeoffs": [_row(c) for c in pareto(candidates)]}
 
 
@@ -187,6 +189,9 @@ def print_summary(console: Any, result: dict) -> None:
     else:
         console.print("The edit to the stack file:")
         console.print(result["diff"], markup=False, highlight=False)
+        for note in result["deploy_notes"]:
+            console.print("[bold yellow]before pulumi up:[/] ", end="")
+            console.print(note, markup=False, highlight=False)
     trade = Table(title="trade-offs: passing configurations no other beats on both cost and p99 latency")
     for col in ("trial", "cost", "p99 latency (s)", "settings"):
         trade.add_column(col)

@@ -112,3 +112,33 @@ def test_the_gate_keeps_minsize_nodes_warm_not_the_first_desired_size():
     cfg = parse_stack_config(values, project, "prod")
     assert cluster_profile(cfg)["warm_nodes"] == 2
     assert cluster_profile(load_stack("prod"))["warm_nodes"] == 4  # prod keeps its 4 nodes with minSize 4
+
+
+def test_the_model_cache_claim_keeps_its_size_after_creation():
+    """A bound PVC's storage request cannot shrink, grows only with allowVolumeExpansion, and EFS ignores it: a
+    sizeGib edit must not make `pulumi up` patch (and fail on) the live claim."""
+    r = run_program("dev", edit=NO_GATE)
+    opts = r.options["model-cache-pvc"]
+    assert opts.ignore_changes == ["spec.resources.requests.storage"]
+    assert opts.protect is True and opts.retain_on_delete is True
+    [pvc] = r.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+    assert pvc.inputs["spec"]["resources"]["requests"]["storage"] == "100Gi"  # still the size it is created with
+
+
+def test_the_kubeconfig_authenticates_as_the_stacks_aws_profile():
+    """`aws eks get-token` must run as the identity the AWS provider uses (`aws:profile`), not the shell's."""
+    import json
+
+    def with_profile(c):
+        c["aws:profile"] = "inference-admin"
+        NO_GATE(c)
+
+    def args(edit):
+        [provider] = run_program("dev", edit=edit).of_type("pulumi:providers:kubernetes")
+        [user] = json.loads(provider.inputs["kubeconfig"])["users"]
+        return user["user"]["exec"]["args"]
+
+    with_it = args(with_profile)
+    assert with_it[:4] == ["eks", "get-token", "--cluster-name", "inference-dev"]
+    assert with_it[with_it.index("--profile") + 1] == "inference-admin"
+    assert "--profile" not in args(NO_GATE)  # control: no aws:profile, the default credential chain
