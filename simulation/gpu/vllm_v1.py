@@ -88,6 +88,8 @@ class VllmV1Engine(ModelServer):
         self._half = spec.block_size // 2  # each running request's last block counted half-full
         self._budget = spec.max_num_batched_tokens
         self._seats = spec.max_num_seqs
+        self._open_below = min(self._budget, self._seats)  # a decode-only batch below this leaves a newcomer room
+        self._step_over, self._prefill_over = c.step_overhead_s, c.prefill_overhead_s
         self._hit = spec.prefix_cache_hit_ratio
         self.window = self.model.sliding_window
         self.waiting: deque[_Req] = deque()
@@ -113,7 +115,6 @@ class VllmV1Engine(ModelServer):
         self.stats = new_stats()
         self.stats["preemptions"] = 0
         self.max_batch = 0
-        self.segments = 0
         self.sampled_tokens = 0  # output tokens sampled (each kept across a preemption)
         self.prefill_tokens = 0  # prompt tokens computed, recomputation included
         self._seg_dec = 0
@@ -223,7 +224,9 @@ class VllmV1Engine(ModelServer):
             return
         self._cut = True
         t0, dt = self._seg_t0, self._seg_dt
-        j = max(1, ceil((self.env._now - t0) / dt - 1e-9)) if dt > 0 else 1
+        j = ceil((self.env._now - t0) / dt - 1e-9) if dt > 0 else 1
+        if j < 1:
+            j = 1
         if j < self._seg_k:
             self._cancel()
             self._seg_k = j
@@ -283,11 +286,14 @@ class VllmV1Engine(ModelServer):
                 _, _, epoch, r = heappop(heap)
                 if epoch == r.epoch and r.state == DECODING:
                     self._finish(r)
-            self._plan_step()
+            if self.prefilling or self.waiting or not self._plan_decode():
+                self._plan_step()
         finally:
             self._planning = False
 
     def _plan_step(self) -> None:
+        """The next segment in general: chunks for the prefilling, preemption while the pool cannot hold the
+        step, admissions from the waiting queue (`_plan_decode` plans the decode-only case)."""
         n_dec, steps, running, prefilling = self.n_dec, self.steps, self.running, self.prefilling
         budget = self._budget - n_dec
         chunks: list[tuple[_Req, int]] = []
@@ -355,11 +361,40 @@ class VllmV1Engine(ModelServer):
             k = q
         if k < 1:
             k = 1
+        self._start(k, chunks, n_dec, budget > 0 and len(running) < self._seats and not waiting)
+
+    def _plan_decode(self) -> bool:
+        """`_plan_step` when nothing prefills or waits (most segments): the decoders alone, the same arithmetic
+        without the chunk and admission bookkeeping. False, with nothing done, when the pool cannot hold the
+        next step (a preemption: the general path plans it)."""
+        n = self.n_dec
+        if not n:
+            return True  # idle
+        steps, window = self.steps, self.window
+        used = self.dec_base + n * steps
+        if window and used > n * window:
+            used = n * window
+        room = self.cap - (n - 1) * self._half - used - self.kv_pre  # the pool left beside the batch
+        if room < n:
+            return False
+        k = self._heap[0][0] - steps  # until the first decode finishes …
+        q = room // n  # … or the pool runs dry
+        if q < k:
+            k = q
+        if k < 1:
+            k = 1
+        self._start(k, (), n, n < self._open_below)
+        return True
+
+    def _start(self, k: int, chunks: Any, n_dec: int, open_: bool) -> None:
+        """Begin a segment of k identical steps (the decoders and `chunks`) and schedule its end. The step time
+        is `roofline.StepCost.time` at the segment's mean context, with the same arithmetic."""
+        steps, window = self.steps, self.window
         mid = (k - 1) / 2.0
         dec_ctx = self.dec_base + n_dec * (steps + mid)
         if window and dec_ctx > n_dec * window:
             dec_ctx = n_dec * window
-        mem_base, mem_kv, cmp_tok, cmp_attn = self._coef  # roofline.StepCost.time, the same arithmetic
+        mem_base, mem_kv, cmp_tok, cmp_attn = self._coef
         if chunks:
             pre_tokens = pre_kv = attn = 0.0
             for r, c in chunks:
@@ -369,27 +404,27 @@ class VllmV1Engine(ModelServer):
                 attn += c * (prior + c / 2.0)
             memory_s = mem_base + mem_kv * (dec_ctx + pre_kv)
             compute_s = cmp_tok * (n_dec + pre_tokens) + cmp_attn * (dec_ctx + attn)
-            over = self.cost.prefill_overhead_s
+            over = self._prefill_over
         else:
             memory_s = mem_base + mem_kv * dec_ctx
             compute_s = cmp_tok * n_dec + cmp_attn * dec_ctx
-            over = self.cost.step_overhead_s
+            over = self._step_over
         dt = (memory_s if memory_s > compute_s else compute_s) + over
         self._seg_chunks = chunks
         self._seg_t0 = self.env._now
         self._seg_dt = dt
         self._seg_k = k
         self._seg_dec = n_dec
-        self._seg_open = budget > 0 and len(running) < self._seats and not waiting
+        self._seg_open = open_
         self._cut = False
         batch = n_dec + len(chunks)
         if batch > self.max_batch:
             self.max_batch = batch
-        self.segments += 1
         env, tick, delay = self.env, self._tick, k * dt
-        if (env._now + delay) % 1.0:  # schedule_tick, inline: the common case off the whole seconds
+        at = env._now + delay
+        if at % 1.0:  # schedule_tick, inline: the common case off the whole seconds
             tick.callbacks = self._run
-            env.schedule(tick, NORMAL, delay)
+            heappush(env._queue, (at, NORMAL, next(env._eid), tick))  # env.schedule (simpy 4.1.2)
             self._call = tick
         else:
             self._call = schedule_tick(env, tick, delay, self._run)
