@@ -124,8 +124,7 @@ class VllmV1Engine(ModelServer):
     def in_flight(self) -> int:
         return len(self._reqs)
 
-    def check(self, request: Any) -> int | None:
-        return check_request(self, request)
+    check = check_request  # the OpenAI server's 400s (simulation/gpu/vllm.py), one call per request
 
     def startup_error(self) -> str | None:
         return None if self.budget.can_start else f"vLLM refused to start: {self.budget.reason}"
