@@ -25,24 +25,52 @@ def check_k8s_name(sec: Section, key: str, value: str | None, pattern: re.Patter
                     + ", starting and ending with a letter or digit")
 
 
-# KServe's default ingress `domainTemplate` (pkg/apis/serving/v1beta1/configmap.go DefaultDomainTemplate,
-# "{{ .Name }}-{{ .Namespace }}.{{ .IngressDomain }}"). In Standard (RawDeployment) mode the predictor's URL is
-# built from it with Name "<service>-predictor" (reconcilers/raw/raw_kube_reconciler.go createRawURL →
-# ingress/domain.go GenerateDomainName), and IsFullyQualifiedDomainName caps each DNS label at 63 characters.
-RAW_PREDICTOR_HOST_LABEL = "{name}-predictor-{namespace}"
+# KServe's default ingress `domainTemplate` and `ingressDomain` (pkg/apis/serving/v1beta1/configmap.go
+# DefaultDomainTemplate, DefaultIngressDomain). In Standard (RawDeployment) mode the predictor's URL is rendered
+# from them with Name "<service>-predictor" (reconcilers/raw/raw_kube_reconciler.go createRawURL →
+# ingress/domain.go GenerateDomainName), which fails the reconcile unless IsFullyQualifiedDomainName accepts it.
+DEFAULT_DOMAIN_TEMPLATE = "{{ .Name }}-{{ .Namespace }}.{{ .IngressDomain }}"
+DEFAULT_INGRESS_DOMAIN = "example.com"
+_TEMPLATE_FIELD = re.compile(r"\{\{-?\s*\.(Name|Namespace|IngressDomain)\s*-?\}\}")
 
 
-def check_raw_host_label(sec: Section, name: str, namespace: str) -> None:
-    """A Standard-mode service whose predictor host label would exceed 63 characters: KServe fails the reconcile
-    ("invalid domain name ...: must be no more than 63 characters") and the InferenceService never gets Ready."""
-    label = RAW_PREDICTOR_HOST_LABEL.format(name=name, namespace=namespace)
-    if len(label) > 63:
-        room = 63 - len(label) + len(name)
-        allowed = f"at most {room} characters" if room > 0 else "a shorter cluster.namespace (no name fits)"
-        sec.problem("name", name, f"expected {allowed} in Standard "
-                    f"(RawDeployment) mode in namespace {namespace!r}: KServe's default domainTemplate makes the "
-                    f"predictor host label {label!r} ({len(label)} characters, DNS allows 63) and the "
-                    "InferenceService never becomes Ready; shorten the name or cluster.namespace")
+def render_domain(template: str, name: str, namespace: str, domain: str) -> str | None:
+    """The host KServe renders, or None when the template reads what the stack cannot know offline
+    (`.Annotations`, `.Labels`, functions)."""
+    host = _TEMPLATE_FIELD.sub(lambda m: {"Name": name, "Namespace": namespace, "IngressDomain": domain}[m[1]],
+                               template)
+    return None if "{{" in host else host
+
+
+def fqdn_problem(host: str) -> str | None:
+    """apimachinery IsFullyQualifiedDomainName: a DNS-1123 subdomain of at most 253 characters, two or more
+    labels, each a DNS-1123 label of at most 63."""
+    host = host[:-1] if host.endswith(".") else host
+    labels = host.split(".")
+    too_long = [label for label in labels if len(label) > 63]
+    if too_long:
+        return f"its DNS label {too_long[0]!r} has {len(too_long[0])} characters (DNS allows 63)"
+    if len(host) > 253 or not DNS_SUBDOMAIN.match(host):
+        return "it is not a DNS name of at most 253 lowercase letters, digits, '-' and '.'"
+    if len(labels) < 2:
+        return "it has fewer than two dot-separated labels"
+    return None
+
+
+def check_raw_host(sec_problem, path: str, name: str, namespace: str, template: str, domain: str) -> None:
+    """A Standard-mode service whose predictor host KServe cannot build: the reconcile fails ("invalid domain
+    name …") and the InferenceService never becomes Ready. `sec_problem(path, value, allowed)` reports it."""
+    host = render_domain(template, f"{name}-predictor", namespace, domain)
+    problem = fqdn_problem(host) if host is not None else None
+    if problem is None:
+        return
+    room = ""
+    if template == DEFAULT_DOMAIN_TEMPLATE and len(f"{name}-predictor-{namespace}") > 63:
+        fits = 63 - len("-predictor-") - len(namespace)
+        room = f"at most {fits} characters, " if fits > 0 else "a shorter cluster.namespace (no name fits), "
+    sec_problem(path, name, f"expected {room}a name whose Standard-mode predictor host is a valid DNS name: KServe "
+                f"renders {host!r} from kserve.domainTemplate {template!r} and {problem}, so the "
+                "InferenceService never becomes Ready; shorten the name or cluster.namespace")
 
 
 def check_pinned(sec: Section, key: str, image: str | None) -> None:

@@ -7,14 +7,16 @@ policies or Pulumi read would roll the GPU pods whenever its value changes. By d
 (manifests/kserve_config.py). `manageConfig: false` leaves the ConfigMap alone; then
 `serviceAnnotationDisallowedList` must say what the cluster's list already holds beyond KServe's built-in
 entries, and the program refuses the stack when an annotation it writes is missing there. With `manageConfig`,
-entries given there are written too.
+entries given there are written too. `domainTemplate` and `ingressDomain` say what the ConfigMap's `ingress` key
+holds (KServe's defaults when unset): Standard-mode predictor hosts are rendered from them and must be DNS names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stackconfig.formats import DNS_LABEL, QUALIFIED_NAME, check_format, check_k8s_name
+from stackconfig.formats import (DEFAULT_DOMAIN_TEMPLATE, DEFAULT_INGRESS_DOMAIN, DNS_LABEL, DNS_SUBDOMAIN,
+                                 QUALIFIED_NAME, check_format, check_k8s_name)
 from validation.fields import Section
 
 
@@ -23,12 +25,21 @@ class KServeConfig:
     manage_config: bool = True
     namespace: str = "kserve"  # the controller's POD_NAMESPACE (pkg/constants: KServeNamespace)
     service_annotation_disallowed_list: tuple[str, ...] = ()  # the cluster's entries beyond KServe's built-ins
+    # The cluster's `ingress` settings in inferenceservice-config: Standard-mode predictor hosts are built from them.
+    domain_template: str = DEFAULT_DOMAIN_TEMPLATE
+    ingress_domain: str = DEFAULT_INGRESS_DOMAIN
 
 
 def parse_kserve(sec: Section) -> KServeConfig:
     out = KServeConfig(manage_config=sec.bool("manageConfig", True), namespace=sec.str("namespace", "kserve"),
-                       service_annotation_disallowed_list=tuple(sec.str_list("serviceAnnotationDisallowedList", [])))
+                       service_annotation_disallowed_list=tuple(sec.str_list("serviceAnnotationDisallowedList", [])),
+                       domain_template=sec.str("domainTemplate", DEFAULT_DOMAIN_TEMPLATE),
+                       ingress_domain=sec.str("ingressDomain", DEFAULT_INGRESS_DOMAIN))
     check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
+    check_k8s_name(sec, "ingressDomain", out.ingress_domain, DNS_SUBDOMAIN, "DNS domain")
+    if "{{" not in out.domain_template:
+        sec.problem("domainTemplate", out.domain_template, "expected a Go template such as "
+                    f"{DEFAULT_DOMAIN_TEMPLATE!r} (KServe's default), as in the cluster's inferenceservice-config")
     for i, key in enumerate(out.service_annotation_disallowed_list):
         check_format(sec, f"serviceAnnotationDisallowedList[{i}]", key, QUALIFIED_NAME, "expected an annotation "
                      "key: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")

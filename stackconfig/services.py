@@ -12,7 +12,7 @@ from pathlib import Path
 from stackconfig.autoscaling import check_hpa_behavior, check_keda, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
 from stackconfig.engine_profile import parse_engine_profile
-from stackconfig.formats import (ENV_NAME, check_raw_host_label, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
+from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
                                  check_storage_uri)
 from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import expected_load_s, load_gbps
@@ -85,8 +85,6 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         sec.problem("name", name, "expected a DNS-1035 label: lowercase letters, digits and '-', starting "
                     "with a letter, at most 42 characters (KServe appends '-predictor-…')")
     mode = DEPLOYMENT_MODES.get(sec.choice("deploymentMode", list(DEPLOYMENT_MODES), "Knative"), "Knative")
-    if mode == "Standard" and name and SERVICE_NAME.match(name):
-        check_raw_host_label(sec, name, ctx.cluster.namespace)
     min_r = sec.int("minReplicas", 1, min=0, max=1000)
     max_r = sec.int("maxReplicas", 0, min=1, max=1000, required=True)
     if max_r and min_r > max_r:

@@ -49,11 +49,13 @@ def test_a_reserved_taint_key_is_refused(registered):
     assert "Taint cannot contain reserved prefixes" in message
 
 
-def _vision_name(name, namespace=None):
+def _vision_name(name, namespace=None, kserve=None):
     def edit(c):
         c[f"{P}:services"][1]["name"] = name
         if namespace:
             c[f"{P}:cluster"]["namespace"] = namespace
+        if kserve:
+            c[f"{P}:kserve"] = kserve
         NO_GATE(c)
     return edit
 
@@ -61,8 +63,10 @@ def _vision_name(name, namespace=None):
 def test_a_standard_mode_name_too_long_for_the_predictor_host_is_refused(registered):
     name = "vision-transformer-large-imagenet-clfr"  # 38: '<name>-predictor-kserve-inference' is 65 characters
     message = refusal("staging", _vision_name(name), registered)
-    assert f"services[1].name: got '{name}'; expected at most 36 characters in Standard" in message
-    assert "'vision-transformer-large-imagenet-clfr-predictor-kserve-inference' (65 characters" in message
+    assert f"services[1].name: got '{name}'; expected at most 36 characters, a name whose Standard-mode" in message
+    assert ("'vision-transformer-large-imagenet-clfr-predictor-kserve-inference.example.com' from "
+            "kserve.domainTemplate '{{ .Name }}-{{ .Namespace }}.{{ .IngressDomain }}'") in message
+    assert "has 65 characters (DNS allows 63)" in message
 
 
 def test_a_long_namespace_leaves_no_room_for_any_standard_mode_name(registered):
@@ -70,9 +74,25 @@ def test_a_long_namespace_leaves_no_room_for_any_standard_mode_name(registered):
     assert "expected a shorter cluster.namespace (no name fits)" in message
 
 
+def test_the_clusters_own_domain_template_decides(registered):
+    name = "vision-transformer-large-imagenet-clfr"
+    dotted = {"domainTemplate": "{{.Name}}.{{.Namespace}}.{{.IngressDomain}}", "ingressDomain": "models.example.org"}
+    run_program("staging", edit=_vision_name(name, kserve=dotted))  # separate labels: 48 and 16 characters
+    assert f"{name}-isvc" in registered
+    registered.clear()
+    tight = {"domainTemplate": "{{ .Name }}-{{ .Namespace }}-x.{{ .IngressDomain }}"}
+    message = refusal("staging", _vision_name("vision-transformer-large-imagenet-cl", kserve=tight), registered)
+    assert "services[1].name" in message and "has 65 characters" in message  # fits the default, not this one
+
+
+def test_a_domain_template_without_fields_is_refused(registered):
+    message = refusal("staging", _vision_name("vision", kserve={"domainTemplate": "static.example.com"}), registered)
+    assert "kserve.domainTemplate: got 'static.example.com'; expected a Go template" in message
+
+
 def test_the_longest_name_that_fits_passes_and_knative_mode_is_not_limited(registered):
-    run_program("staging", edit=_vision_name("vision-transformer-large-imagenet-c"))  # 36 characters: 63
-    assert "vision-isvc" not in registered and "vision-transformer-large-imagenet-c-isvc" in registered
+    run_program("staging", edit=_vision_name("vision-transformer-large-imagenet-cl"))  # 36 characters: 63
+    assert "vision-isvc" not in registered and "vision-transformer-large-imagenet-cl-isvc" in registered
 
     def knative(c):
         c[f"{P}:services"][0]["name"] = "chat-transformer-large-imagenet-clfr-x"  # Knative: its own domain
