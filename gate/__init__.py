@@ -203,5 +203,5 @@ def gate_failure(verdicts: list[Verdict]) -> str | None:
 
 
 def gate_warnings(verdicts: list[Verdict]) -> list[str]:
-    """Checks still undecided after the replication budget, under `gate.undecided: warn`."""
+    """Checks still undecided after the replication budget that `gate.undecided` lets pass (with a warning)."""
     return [w for v in verdicts for w in v.warnings()]

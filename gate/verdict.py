@@ -1,8 +1,10 @@
 """SLO checks that hold statistically: each term is an estimate across replications with its 95 % interval.
 
 A check passes only when the interval's upper end meets the SLO, fails when its lower end misses it, and is
-undecided otherwise (the gate then runs more replications, `gate/sequential.py`). A service with an undecided
-check after the replication budget passes with a warning (`gate.undecided: warn`) or fails (`fail`).
+undecided otherwise (the gate then runs more replications, `gate/sequential.py`). A check still undecided after
+the replication budget is settled by `gate.undecided` (`UNDECIDED_POLICIES`): `estimate` (the default) fails it
+when its point estimate misses the limit and passes it with a warning when the estimate meets it; `warn` passes
+every one with a warning; `fail` fails every one.
 
 `maxColdStartS` bounds every new pod's wait for Ready, a maximum: one slow pod in a run is a miss, however many
 runs have none. Its term is the fraction of replications with a miss (a cold start, or a pod still waiting at the
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from simulation.replicate import METRICS, Estimate, cold_start_misses, estimate, estimates, longest_cold_start
+from stackconfig.platform import UNDECIDED_POLICIES
 from stackconfig.schema import Slo
 
 PASS, FAIL, UNDECIDED = "pass", "FAIL", "undecided"
@@ -57,6 +60,17 @@ class Check:
     def ok(self) -> bool:
         return self.status == PASS
 
+    @property
+    def estimate_meets(self) -> bool:
+        """The point estimate alone meets the limit (what `gate.undecided: estimate` settles an undecided on)."""
+        return self.observed is not None and self.observed <= self.limit
+
+    def fails(self, policy: str) -> bool:
+        """This check fails the gate: a FAIL, or an undecided one under `policy` (gate.undecided)."""
+        if self.status != UNDECIDED:
+            return self.status == FAIL
+        return policy == "fail" or (policy == "estimate" and not self.estimate_meets)
+
     def describe(self, service: str) -> str:
         ci = f" (95% CI {_fmt(self.estimate.lo)}–{_fmt(self.estimate.hi)}, {self.estimate.replications} " \
              "replications)" if self.ci95 else ""
@@ -78,7 +92,7 @@ class Verdict:
     report: dict  # replication 0's simulation JSON object (time series for plots, one run's counts)
     replications: int = 1
     scenario: str = "steady"
-    undecided_policy: str = "warn"  # gate.undecided
+    undecided_policy: str = UNDECIDED_POLICIES[0]  # gate.undecided
     metrics: Mapping[str, Estimate] = field(default_factory=dict)  # every simulation.replicate.METRICS figure
 
     @property
@@ -87,24 +101,29 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        failed = any(c.status == FAIL for c in self.checks)
-        return not failed and (self.undecided_policy == "warn" or not self.undecided)
+        return not any(c.fails(self.undecided_policy) for c in self.checks)
 
     @property
     def label(self) -> str:
         return self.service if self.scenario == "steady" else f"{self.service} [{self.scenario}]"
 
     def misses(self) -> list[str]:
-        """One line per check that fails the gate (an undecided one too under `gate.undecided: fail`)."""
-        bad = [c for c in self.checks
-               if c.status == FAIL or (c.status == UNDECIDED and self.undecided_policy == "fail")]
-        return [c.describe(self.label) + (" — undecided" if c.status == UNDECIDED else "") for c in bad]
+        """One line per check that fails the gate (an undecided one too, as `gate.undecided` settles it)."""
+        return [c.describe(self.label) + (self._undecided_why(c) if c.status == UNDECIDED else "")
+                for c in self.checks if c.fails(self.undecided_policy)]
 
     def warnings(self) -> list[str]:
-        if self.undecided_policy != "warn":
-            return []
-        return [c.describe(self.label) + " — undecided after the replication budget (gate.replications.max)"
-                for c in self.undecided]
+        """One line per undecided check that `gate.undecided` lets pass."""
+        return [c.describe(self.label) + self._undecided_why(c)
+                for c in self.undecided if not c.fails(self.undecided_policy)]
+
+    def _undecided_why(self, c: Check) -> str:
+        head = f" — undecided after {self.replications} replications (gate.replications.max)"
+        if self.undecided_policy == "estimate":
+            return head + (": its estimate meets the SLO, so it passes on the estimate alone (gate.undecided: "
+                           "estimate)" if c.estimate_meets else ": its estimate misses the SLO (gate.undecided: "
+                           "estimate)")
+        return head + f" (gate.undecided: {self.undecided_policy})"
 
     def to_dict(self) -> dict:
         return {"service": self.service, "scenario": self.scenario, "passed": self.passed,
@@ -135,7 +154,7 @@ def cold_start_check(limit_s: float, reports: Sequence[Mapping]) -> Check:
 
 
 def judge(service: str, slo: Slo, reports: Sequence[Mapping], *, scenario: str = "steady",
-          undecided_policy: str = "warn") -> Verdict:
+          undecided_policy: str = UNDECIDED_POLICIES[0]) -> Verdict:
     return Verdict(service, slo_checks(slo, reports), dict(reports[0]), len(reports), scenario, undecided_policy,
                    estimates(reports, METRICS))
 

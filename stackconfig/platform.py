@@ -110,13 +110,14 @@ def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_
 
 
 GATE_SCENARIOS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py
+UNDECIDED_POLICIES = ("estimate", "warn", "fail")   # gate.undecided (gate/verdict.py); the first is the default
 
 
 def parse_gate(sec: Section) -> GateConfig:
     out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
                      duration_s=sec.float("durationS", 900.0, min=60, max=86400),
                      seed=sec.int("seed", 1, min=0, max=2**31 - 1),
-                     undecided=sec.choice("undecided", ("warn", "fail"), "warn"),
+                     undecided=sec.choice("undecided", UNDECIDED_POLICIES, UNDECIDED_POLICIES[0]),
                      request_budget=sec.int("requestBudget", DEFAULT_REQUEST_BUDGET, min=1000, max=10**9))
     reps = sec.section("replications")
     lo = reps.int("min", 5, min=2, max=1000)

@@ -207,10 +207,11 @@ class GateConfig:
     duration_s: float
     seed: int
     # Independent replications per scenario (simulation/replicate.py): at least `min_replications`, more while a
-    # check's 95 % interval straddles its SLO, up to `max_replications`; then `undecided` is "warn" or "fail".
+    # check's 95 % interval straddles its SLO, up to `max_replications`; then `undecided` ("estimate", "warn" or
+    # "fail": gate/verdict.py) settles what is still undecided.
     min_replications: int = 5
     max_replications: int = 20
-    undecided: str = "warn"
+    undecided: str = "estimate"
     request_budget: int = 2_000_000  # most requests one simulation run may generate (simulation/budget.py)
     # The scenarios the gate runs (gate/stress.py); every one by default.
     scenarios: tuple[str, ...] = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")

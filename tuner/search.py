@@ -3,7 +3,8 @@ every gate scenario's SLO.
 
 Each trial writes its settings into the stack config (tuner/space.py) and runs the gate's scenarios one after the
 other, steady first, each replicated until decided (gate/sequential.py) on the given executor (local processes,
-Dask or Ray: simulation/executors.py). The first scenario with a failing service prunes the trial
+Dask or Ray: simulation/executors.py). The first scenario with a failing service (judged as `pulumi up` would:
+`Verdict.misses`, an undecided term settled by `gate.undecided`) prunes the trial
 (`optuna.TrialPruned`), so an infeasible candidate costs one scenario, not five. A passing trial's value is the
 node group's cost in the steady scenario: mean node GPU-hours per simulated hour over the replications ÷ GPUs
 per node × the instance type's price (catalog/prices.py, on-demand or spot as the node group's capacityType).

@@ -35,7 +35,7 @@ def test_a_check_on_the_edge_runs_to_the_budget_then_warns_or_fails():
     edge = four.checks[0].observed  # the SLO set to the 4-replication estimate: its interval straddles it
     [v] = gate.check_stack(_dev({"min": 2, "max": 4}, p99=edge))
     assert v.replications == 4 and v.checks[0].status == "undecided"
-    assert v.passed and "undecided after the replication budget" in v.warnings()[0]
+    assert v.passed and "undecided after 4 replications (gate.replications.max)" in v.warnings()[0]
     assert gate.gate_failure([v]) is None and gate.gate_warnings([v])
     [strict] = gate.check_stack(_dev({"min": 2, "max": 4}, p99=edge, undecided="fail"))
     assert not strict.passed and "undecided" in strict.misses()[0]
