@@ -5,8 +5,8 @@ Definitions (window W = [warmup_s, duration_s), T = duration_s − warmup_s; see
   `unanswered` for one still open at the horizon duration_s + drain_s (simulation/horizon.py; an error; its
   latency counted to the horizon); incomplete: attempts in flight and retries pending at the horizon (all).
 - error_rates[code] = count/requests (error_rate_total: all non-200); `ci95` is the wider of a batch-means t-interval (20 time batches by
-  arrival) and a Wilson score interval — batch means cover correlation between neighbouring requests, Wilson
-  covers rare events (a batch-means interval collapses to a point when no batch saw an error).
+  arrival) and the Clopper–Pearson exact interval — batch means cover correlation between neighbouring requests,
+  Clopper–Pearson covers rare events (a batch-means interval collapses to a point when no batch saw an error).
 - latency_s / ttfb_s: percentiles of successful requests, from first arrival to the last byte / first byte;
   latency_all_s: of every answered request, a failure counted at the time it failed (a 504 after the timeout).
   all three exact up to 65,536 requests, beyond that from a log histogram within 0.1 % relative error (count,
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from simulation.analytic import batch_means_ci, wilson
+from simulation.analytic import batch_means_ci, clopper_pearson
 from simulation.autoscaler.hpa import MAX_REPLICAS
 from simulation.request import status_label
 
@@ -137,7 +137,7 @@ def _counts(table: dict[tuple[int, str], int]) -> tuple[dict, dict]:
 
 def _rate(k: int, n: int, batch_k: list[int], batch_n: list[int]) -> dict:
     rate = k / n if n else 0.0
-    lo, hi = wilson(k, n)
+    lo, hi = clopper_pearson(k, n)
     vals = [bk / bn for bk, bn in zip(batch_k, batch_n) if bn > 0]
     if len(vals) >= 10:
         _, blo, bhi = batch_means_ci(vals)

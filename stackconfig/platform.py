@@ -12,6 +12,7 @@ from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConf
                                ServiceConfig)
 from validation.errors import Problem
 from validation.fields import Section
+from simulation.analytic import zero_event_trials
 from simulation.budget import DEFAULT_REQUEST_BUDGET
 
 
@@ -111,6 +112,9 @@ def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_
 
 GATE_SCENARIOS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py
 UNDECIDED_POLICIES = ("estimate", "warn", "fail")   # gate.undecided (gate/verdict.py); the first is the default
+COLD_START_MISS_FRACTION = 0.2   # the most runs (of gate.durationS) with a slower cold start the gate accepts
+# Replications before the maxColdStartS term can pass: 0 misses must bring its Clopper–Pearson upper end to 0.2.
+COLD_START_RUNS_TO_PASS = zero_event_trials(COLD_START_MISS_FRACTION)
 
 
 def parse_gate(sec: Section) -> GateConfig:
@@ -135,6 +139,25 @@ def parse_gate(sec: Section) -> GateConfig:
         out = replace(out, min_replications=lo, max_replications=hi)
     sec.done()
     return out
+
+
+def check_gate_budget(gate: GateConfig, services: list[ServiceConfig], problems: list[Problem]) -> None:
+    """Under `gate.undecided: fail`, a `maxColdStartS` term needs `COLD_START_RUNS_TO_PASS` replications to pass
+    at all (gate/verdict.py): a smaller `gate.replications.max` fails every service that declares one. (Under
+    `estimate` or `warn` such a term passes with a warning at best; the check's note says so.)"""
+    if not gate.enabled or gate.undecided != "fail" or gate.max_replications >= COLD_START_RUNS_TO_PASS:
+        return
+    for i, svc in enumerate(services):
+        stress = [s.slo for s in vars(svc.stress).values()] if svc.stress else []
+        if svc.workload is not None and svc.slo is not None and \
+                (svc.slo.max_cold_start_s is not None or any("max_cold_start_s" in s for s in stress)):
+            problems.append(Problem("gate.replications.max", gate.max_replications, f"expected at least "
+                                    f"{COLD_START_RUNS_TO_PASS} under gate.undecided: fail: services[{i}] ({svc.name}) "
+                                    f"declares maxColdStartS, a term that passes only when 0 of "
+                                    f"{COLD_START_RUNS_TO_PASS} or more replications see a slower cold start "
+                                    f"(Clopper–Pearson 95 % upper end ≤ {COLD_START_MISS_FRACTION}), so it would fail "
+                                    "every time; raise replications.max or use gate.undecided: estimate"))
+            return
 
 
 def check_model_cache(mc: ModelCacheConfig, cluster: ClusterConfig, services: list[ServiceConfig],

@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from simulation.analytic import wilson
+from simulation.analytic import clopper_pearson
 from simulation.executors import LocalExecutor, SerialExecutor, make_executor
 from simulation.replicate import (clear_cache, estimates, mean_interval, paired_difference, rate_interval,
                                   replication_seed, replication_seeds, run_replications, simulate_job,
@@ -57,12 +57,15 @@ def test_mean_interval_never_leaves_the_range_and_always_contains_its_estimate()
     assert mean_interval([None, None]).value is None
 
 
-def test_rate_interval_of_zero_events_is_wilsons_not_a_point():
+def test_rate_interval_of_zero_events_is_clopper_pearsons_not_a_point():
     e = rate_interval([(0, 1000)] * 5)
-    assert e.value == 0.0 and e.lo == 0.0 and e.hi == pytest.approx(wilson(0, 5000)[1])
+    assert e.value == 0.0 and e.lo == 0.0 and e.hi == pytest.approx(1 - 0.025 ** (1 / 5000))   # ≈ 3.69 / 5000
+    cp = clopper_pearson(20, 400)
+    even = rate_interval([(5, 100)] * 4)    # the replications agree: the exact interval of 20 in 400
+    assert (even.lo, even.hi) == pytest.approx(cp)
     spread = rate_interval([(1, 100), (9, 100), (2, 100), (8, 100)])
     assert spread.value == pytest.approx(0.05)
-    assert spread.hi - spread.lo > wilson(20, 400)[1] - wilson(20, 400)[0]  # the replications disagree
+    assert spread.hi - spread.lo > cp[1] - cp[0]  # the replications disagree
     assert 0.0 <= spread.lo <= spread.value <= spread.hi <= 1.0
 
 
