@@ -8,9 +8,18 @@ every one with a warning; `fail` fails every one.
 
 `maxColdStartS` bounds every new pod's wait for Ready, a maximum: one slow pod in a run is a miss, however many
 runs have none. Its term is the fraction of replications with a miss (a cold start, or a pod still waiting at the
-horizon, longer than the limit: `simulation.replicate.cold_start_misses`) with its Wilson interval, held to
-`COLD_START_MISS_FRACTION`: it passes when the interval shows fewer than 1 run in 5 misses (0 misses in 16 or
-more replications: with the default budget, 0 in 20), fails when it shows more, and is undecided between.
+horizon, longer than the limit: `simulation.replicate.cold_start_misses`) with its Clopper–Pearson exact
+interval, held to `COLD_START_MISS_FRACTION`: it passes when the interval shows fewer than 1 run in 5 misses (0
+misses in `COLD_START_RUNS_TO_PASS` = 17 or more replications: with the default budget, 0 in 20), fails
+when it shows more (at 5 replications: 4 or 5 misses), and is undecided between.
+
+A p99 term rests on each run's own p99 (simulation/quantiles.py: Hyndman–Fan type 8, median-unbiased). Runs
+that average fewer than `MIN_P99_VALUES` values give no p99 worth the name (its 1 % tail holds less than one
+value: an extrapolation), so such a term can fail but never pass: it stays undecided, whatever the number of
+replications (`Check.can_pass`; the gate does not add replications for it), and `gate.undecided` settles it.
+Runs without a single value (no successful request) are left out of its mean, and its note says how many.
+A rate term with no event in any run notes that its bound assumes independent requests
+(`simulation.replicate.rate_interval`).
 """
 
 from __future__ import annotations
@@ -19,12 +28,13 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from simulation.replicate import METRICS, Estimate, cold_start_misses, estimate, estimates, longest_cold_start
-from stackconfig.platform import UNDECIDED_POLICIES
+from stackconfig.platform import COLD_START_MISS_FRACTION, COLD_START_RUNS_TO_PASS, UNDECIDED_POLICIES
 from stackconfig.schema import Slo
 
 PASS, FAIL, UNDECIDED = "pass", "FAIL", "undecided"
 COLD_START_TERM = "runs with a cold start over maxColdStartS (fraction)"
-COLD_START_MISS_FRACTION = 0.2   # the most runs (of gate.durationS) with a slower cold start the gate accepts
+MIN_P99_VALUES = 100   # values per run below which a p99 is an extrapolation (its 1 % tail holds < 1 value)
+P99_SOURCES = {"p99 latency (s)": "latency_s", "p99 time to first token (s)": "ttfb_s"}   # report key per term
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,7 @@ class Check:
     estimate: Estimate
     limit: float
     note: str = ""   # what the figure is made of, when its name does not say (the cold-start term)
+    can_pass: bool = True   # False: no number of replications can pass it (a p99 of too few values per run)
 
     @property
     def observed(self) -> float | None:
@@ -51,7 +62,7 @@ class Check:
         if e.value is None:  # e.g. no request succeeded, so there is no latency to meet the SLO with
             return FAIL
         if e.hi is not None and e.hi <= self.limit:
-            return PASS
+            return PASS if self.can_pass else UNDECIDED
         if e.lo is not None and e.lo > self.limit:
             return FAIL
         return UNDECIDED
@@ -100,6 +111,11 @@ class Verdict:
         return [c for c in self.checks if c.status == UNDECIDED]
 
     @property
+    def open(self) -> list[Check]:
+        """The undecided checks more replications could decide (gate/sequential.py adds them only for these)."""
+        return [c for c in self.undecided if c.can_pass]
+
+    @property
     def passed(self) -> bool:
         return not any(c.fails(self.undecided_policy) for c in self.checks)
 
@@ -118,7 +134,8 @@ class Verdict:
                 for c in self.undecided if not c.fails(self.undecided_policy)]
 
     def _undecided_why(self, c: Check) -> str:
-        head = f" — undecided after {self.replications} replications (gate.replications.max)"
+        head = (f" — undecided after {self.replications} replications (gate.replications.max)" if c.can_pass else
+                f" — undecided at any number of replications (fewer than {MIN_P99_VALUES} values per run)")
         if self.undecided_policy == "estimate":
             return head + (": its estimate meets the SLO, so it passes on the estimate alone (gate.undecided: "
                            "estimate)" if c.estimate_meets else ": its estimate misses the SLO (gate.undecided: "
@@ -137,10 +154,31 @@ def slo_checks(slo: Slo, reports: Sequence[Mapping]) -> tuple[Check, ...]:
              ("503 rate", slo.max_503_rate)]
     if slo.p99_ttft_s is not None:
         terms.append(("p99 time to first token (s)", slo.p99_ttft_s))
-    checks = tuple(Check(name, estimate(name, reports), limit) for name, limit in terms)
+    checks = tuple((p99_check if name in P99_SOURCES else rate_check)(name, limit, reports) for name, limit in terms)
     if slo.max_cold_start_s is None:
         return checks
     return checks + (cold_start_check(slo.max_cold_start_s, reports),)
+
+
+def p99_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
+    """A p99 term: the mean of the runs' own p99s; it cannot pass when the runs average fewer than
+    `MIN_P99_VALUES` values, and its note counts runs left out for having none (module doc)."""
+    summaries = [r.get(P99_SOURCES[name]) or {} for r in reports]
+    mean_count = sum(s.get("count") or 0 for s in summaries) / max(1, len(summaries))
+    empty = sum(1 for s in summaries if s.get("p99") is None)
+    notes = [f"{empty} of {len(reports)} runs had no successful request: left out of the mean"] if empty else []
+    if mean_count < MIN_P99_VALUES:
+        notes.append(f"{mean_count:.0f} values per run on average: a p99 of fewer than {MIN_P99_VALUES} is an "
+                     "extrapolation, so this term cannot pass (a longer gate.durationS gives it more)")
+    return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=mean_count >= MIN_P99_VALUES)
+
+
+def rate_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
+    """A rate term; with no event in any run its note says what its bound assumes (simulation.replicate)."""
+    counts = [METRICS[name][1](r) for r in reports]
+    clean = not any(k for k, _ in counts)
+    note = f"none in {len(reports)} runs: the bound assumes independent requests, not bursts" if clean else ""
+    return Check(name, estimate(name, reports), limit, note)
 
 
 def cold_start_check(limit_s: float, reports: Sequence[Mapping]) -> Check:
@@ -149,8 +187,10 @@ def cold_start_check(limit_s: float, reports: Sequence[Mapping]) -> Check:
     waits = [w for w in map(longest_cold_start, reports) if w is not None]
     misses = sum(1 for w in waits if w > limit_s)
     seen = f"longest {max(waits):.0f} s" if waits else "no cold start"
+    short = f"; 0 over passes only from {COLD_START_RUNS_TO_PASS} runs" if est.replications < COLD_START_RUNS_TO_PASS \
+        else ""
     return Check(COLD_START_TERM, est, COLD_START_MISS_FRACTION,
-                 f"maxColdStartS {limit_s:g} s: {misses} of {est.replications} runs over; {seen}")
+                 f"maxColdStartS {limit_s:g} s: {misses} of {est.replications} runs over; {seen}{short}")
 
 
 def judge(service: str, slo: Slo, reports: Sequence[Mapping], *, scenario: str = "steady",

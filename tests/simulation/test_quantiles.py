@@ -33,7 +33,7 @@ def test_percentiles_are_within_the_documented_relative_error(draw):
     x = draw(np.random.default_rng(7))
     q = _fill(x, limit=1_000)
     assert not q.exact and len(q.buf) <= 1_000 + 256          # bounded: the buffer never grows past its limit
-    got, want = np.array(q.percentiles(QS)), np.percentile(x, QS)
+    got, want = np.array(q.percentiles(QS)), np.percentile(x, QS, method="median_unbiased")
     assert np.all(np.abs(got - want) <= REL_ERR * want + 1e-12), (got, want)
     s = q.summary()
     assert s["count"] == len(x) and s["max"] == x.max() and s["mean"] == pytest.approx(x.mean(), rel=1e-12)
@@ -43,7 +43,7 @@ def test_exact_while_the_values_fit_the_buffer():
     x = np.random.default_rng(3).exponential(1.0, 5_000)
     q = _fill(x, limit=10_000)
     assert q.exact
-    p50, p95, p99 = np.percentile(x, [50, 95, 99])
+    p50, p95, p99 = np.percentile(x, [50, 95, 99], method="median_unbiased")
     assert q.summary() == {"p50": p50, "p95": p95, "p99": p99, "mean": x.mean(), "max": x.max(), "count": 5_000}
 
 
@@ -64,3 +64,17 @@ def test_a_simulation_summarised_by_the_histogram_matches_the_exact_path(scn, mo
             assert abs(f[p] - e[p]) <= REL_ERR * e[p] + 1e-5, (key, p, f[p], e[p])
     drop = ("latency_s", "ttfb_s", "latency_all_s")
     assert {k: v for k, v in folded.items() if k not in drop} == {k: v for k, v in exact.items() if k not in drop}
+
+
+@pytest.mark.parametrize("n, folded", [(100, False), (300, False), (300, True)])
+def test_a_small_runs_p99_is_median_unbiased_not_biased_low(n, folded):
+    """Each run's p99 is type 8 (median-unbiased): about half the runs fall below the true p99, where numpy's
+    default (type 7) puts 73 % of 100-value runs below it and is 9 % low on average (300 values: 64 %, 3.4 % low).
+    Type 8 errs high in the mean instead (+5 % at 100, +1.4 % at 300): the gate's mean of p99s is conservative."""
+    rng = np.random.default_rng(11)
+    true = np.log(100.0)   # Exp(1)'s p99
+    runs = [_fill(rng.exponential(1.0, n), limit=64 if folded else 1 << 16) for _ in range(3000)]
+    assert all(q.exact != folded for q in runs)
+    p99 = np.array([q.percentiles([99])[0] for q in runs])
+    assert 0.42 < np.mean(p99 <= true) < 0.53
+    assert 0.0 < p99.mean() / true - 1 < (0.08 if n == 100 else 0.03)
