@@ -11,20 +11,26 @@ interval than two independent runs would give (common random numbers; Law & Kelt
 shows each side's estimate with its 95 % interval, the mean paired difference with its 95 % t-interval, and
 each side's SLO verdict. `--workload` / `--rate-scale` change the traffic of both sides.
 
+Each side's verdict is the gate's own (`gate.sequential.decide`: replications doubled while a term is undecided,
+`gate.undecided` after `gate.replications.max`), so it is the verdict `preflight check` and `pulumi up` give that
+config. The estimates and the paired difference use `--replications` seeds per side, or as many as either
+side's verdict took when that is more (the same seeds: the runs are shared).
+
 Exit status: 0 when the after side meets every SLO, 1 when it misses one, 2 for a user's mistake.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from gate import trials as gate_trials
+from gate.sequential import Decision
 from gate.verdict import Verdict, format_estimate
 from preflight.overrides import apply_sets, read_workload, set_workloads, stack_values
-from simulation.replicate import METRICS, Estimate, paired_difference, per_replication, replication_seeds, \
-    run_replications
+from simulation.replicate import METRICS, Estimate, estimates, paired_difference, per_replication, \
+    replication_seeds, submit_replications
 from stackconfig.load import ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 from validation.errors import InputError, Problem
@@ -37,7 +43,7 @@ SHOWN = ("error rate", "503 rate", "429 rate", "504 rate", "502 rate", "400 rate
 
 @dataclass
 class Comparison:
-    """One gate scenario on both sides."""
+    """One gate scenario on both sides: each side's gate verdict, and the paired runs (`reports`, `metrics`)."""
 
     key: Any
     before: Verdict
@@ -45,9 +51,17 @@ class Comparison:
     reports: tuple[list[dict], list[dict]]
     difference: dict[str, Estimate] = field(default_factory=dict)
     unchanged: bool = False  # the same scenario on both sides: the edits do not touch it
+    metrics: tuple[dict[str, Estimate], dict[str, Estimate]] = ({}, {})   # each side over the paired runs
+
+    @property
+    def replications(self) -> int:
+        return len(self.reports[0])
 
     def to_dict(self) -> dict:
         return {"unchanged": self.unchanged, "before": self.before.to_dict(), "after": self.after.to_dict(),
+                "paired": {"replications": self.replications,
+                           "before": {k: e.to_dict() for k, e in self.metrics[0].items()},
+                           "after": {k: e.to_dict() for k, e in self.metrics[1].items()}},
                 "difference": {k: e.to_dict() for k, e in self.difference.items()}}
 
 
@@ -90,7 +104,8 @@ def sides(stack: str, sets: list[str], against: str | None = None, workload: str
 def compare(before: StackConfig, after: StackConfig, replications: int, executor: Any = None,
             services: list[str] | None = None, *, stack: str = "", against: str | None = None,
             sets: list[str] | None = None) -> WhatIf:
-    """Both sides' gate scenarios on the same seeds; paired differences per METRICS figure."""
+    """Both sides' gate verdicts (the gate's sequential rule) and, on the same seeds, paired differences per
+    METRICS figure over max(`replications`, the replications either verdict took) runs per side."""
     def pick(cfg: StackConfig) -> dict:
         return {t.key: t for t in gate_trials(cfg) if not services or _service(t.key) in services}
 
@@ -102,18 +117,42 @@ def compare(before: StackConfig, after: StackConfig, replications: int, executor
             known = sorted({_service(k) for k in ta})
             raise InputError([Problem("--service", s, "a service with a workload and an SLO on both sides: "
                                       + (", ".join(known) or "none")) for s in missing])
-    seeds = replication_seeds(before.gate.seed, replications)
-    runs = run_replications([tb[k].scenario for k in common] + [ta[k].scenario for k in common], seeds, executor,
-                            base_dir=ROOT)
+    verdicts = _verdicts([(("before", k), tb[k]) for k in common], [(("after", k), ta[k]) for k in common],
+                         before, after, executor)
+    counts = {k: max(replications, verdicts["before", k].replications, verdicts["after", k].replications)
+              for k in common}
+    handles = {}   # the paired runs: every scenario of both sides on the same seeds, all sent before any wait
+    for n in sorted(set(counts.values())):
+        keys = [k for k in common if counts[k] == n]
+        handles[n] = (keys, submit_replications([tb[k].scenario for k in keys] + [ta[k].scenario for k in keys],
+                                                replication_seeds(before.gate.seed, n), executor, base_dir=ROOT))
+    runs = {}
+    for keys, handle in handles.values():
+        result = handle.result()
+        runs.update({k: (result[i], result[len(keys) + i]) for i, k in enumerate(keys)})
     out = []
-    for i, key in enumerate(common):
-        runs_b, runs_a = runs[i], runs[len(common) + i]
-        rb, ra = [tb[key].report(r) for r in runs_b], [ta[key].report(r) for r in runs_a]   # the service's reports
+    for key in common:
+        rb, ra = ([t[key].report(r) for r in side] for t, side in zip((tb, ta), runs[key]))   # the service's reports
         diff = {name: paired_difference(per_replication(name, rb), per_replication(name, ra)) for name in METRICS}
-        out.append(Comparison(key, tb[key].judge(runs_b), ta[key].judge(runs_a), (rb, ra), diff,
-                              tb[key].scenario == ta[key].scenario))
+        out.append(Comparison(key, verdicts["before", key], verdicts["after", key], (rb, ra), diff,
+                              tb[key].scenario == ta[key].scenario, (estimates(rb, METRICS), estimates(ra, METRICS))))
     only = {"before": [str(k) for k in tb if k not in ta], "after": [str(k) for k in ta if k not in tb]}
-    return WhatIf(stack or after.stack, against, list(sets or []), replications, seeds, out, only)
+    most = max(counts.values(), default=replications)
+    return WhatIf(stack or after.stack, against, list(sets or []), replications,
+                  replication_seeds(before.gate.seed, most), out, only)
+
+
+def _verdicts(trials_b: list, trials_a: list, before: StackConfig, after: StackConfig, executor: Any) -> dict:
+    """Each side's verdicts as the gate decides them (gate/sequential.py), keyed (side, key). With one gate
+    config on both sides one decision runs them, so a scenario the edits leave alone is simulated once."""
+    def keyed(pairs: list) -> list:
+        return [replace(t, key=key) for key, t in pairs]
+
+    if before.gate == after.gate:
+        return Decision(keyed(trials_b + trials_a), before.gate, executor).result()
+    first = Decision(keyed(trials_b), before.gate, executor)   # both started before either is awaited
+    second = Decision(keyed(trials_a), after.gate, executor)
+    return {**first.result(), **second.result()}
 
 
 def _service(key: Any) -> str:
@@ -153,13 +192,14 @@ def tables(result: WhatIf) -> list:
                        f"{'meets' if c.after.passed else 'misses'} its SLO)")
             continue
         before = "before" + (f" ({result.against})" if result.against else "")
-        t = Table(title=f"what-if {result.stack}/{c.after.label}: {result.replications} replications per side on "
-                        "common random numbers (95% intervals)")
+        t = Table(title=f"what-if {result.stack}/{c.after.label}: {c.replications} replications per side on "
+                        f"common random numbers (95% intervals); verdicts by the gate's rule on {c.before.replications} "
+                        f"(before) and {c.after.replications} (after) replications")
         for col in ("metric", before, "after", "after − before (paired)", ""):
             t.add_column(col)
         for name in SHOWN:
             pct = METRICS[name][0] == "rate"
-            t.add_row(name, format_estimate(c.before.metrics[name], pct), format_estimate(c.after.metrics[name], pct),
+            t.add_row(name, format_estimate(c.metrics[0][name], pct), format_estimate(c.metrics[1][name], pct),
                       format_estimate(c.difference[name], pct), _change(c.difference[name]))
         t.add_section()
         for cb, ca in zip(c.before.checks, c.after.checks):
@@ -183,7 +223,9 @@ def add_parser(sub: Any) -> None:
     traffic.add_argument("--workload", metavar="FILE", help="both sides under this workload (YAML, simulation format)")
     traffic.add_argument("--rate-scale", type=float, metavar="X", help="both sides at X × each workload's rate")
     cmd.add_argument("--service", action="append", help="compare only this service (repeatable)")
-    cmd.add_argument("--replications", type=int, default=10, help="replications per side (default 10)")
+    cmd.add_argument("--replications", type=int, default=10,
+                     help="replications per side for the paired difference (default 10; more when a side's verdict, "
+                          "decided by the gate's own rule, took more)")
     cmd.add_argument("--plot", type=Path, metavar="DIR", help="write before/after overlay plots (PNG) to DIR")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     add_executor_arguments(cmd)

@@ -100,3 +100,17 @@ def test_the_gate_whatif_and_tune_settle_an_undecided_term_alike(edge):
     [w] = gate.check_stack(parse_stack_config(lenient, project, "dev"))
     assert w.passed and w.warnings()
     assert evaluate(lenient, project, "dev", "chat", current(lenient, "chat"), PRICES).passed
+
+
+def test_whatif_verdicts_are_the_gates_sequential_ones():
+    """A maxColdStartS term passes only at 0 slow cold starts in 17+ runs: whatif's fixed 10 replications left it
+    undecided (and so failed it under gate.undecided: fail) where `preflight check` passed it at 20."""
+    project, values = _dev(undecided="fail")
+    values["gate"].update(durationS=300, replications={"min": 5, "max": 20})
+    values["services"][0]["slo"]["maxColdStartS"] = 900
+    cfg = parse_stack_config(values, project, "dev")
+    [checked] = gate.check_stack(cfg)
+    assert checked.passed and checked.replications == 20
+    [c] = compare(cfg, cfg, replications=10).comparisons
+    assert c.after.passed and c.after.replications == 20 and c.after.to_dict() == checked.to_dict()
+    assert c.replications == 20 and c.difference["p99 latency (s)"].replications == 20   # the paired runs too
