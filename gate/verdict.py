@@ -177,7 +177,7 @@ def rate_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
     """A rate term; with no event in any run its note says what its bound assumes (simulation.replicate)."""
     counts = [METRICS[name][1](r) for r in reports]
     clean = not any(k for k, _ in counts)
-    note = f"none in {len(reports)} runs: the bound assumes independent requests, not bursts" if clean else ""
+    note = f"none in {len(reports)} runs: bound assumes independent requests" if clean else ""
     return Check(name, estimate(name, reports), limit, note)
 
 
