@@ -26,7 +26,7 @@ from simulation.activator import Activator
 from simulation.autoscaler.hpa import MAX_REPLICAS
 from simulation.autoscaler.loop import HpaLoop, KpaLoop
 from simulation.client import Client
-from simulation.clock import call_later
+from simulation.clock import call_later, run_until
 from simulation.cluster import Cluster
 from simulation.deadlines import deadline_queue
 from simulation.fused import FusedPath
@@ -397,7 +397,7 @@ class Sim:
         env = self.env
         self.start()
         if progress is None:
-            env.run(until=sc.duration_s + 1e-9)
+            run_until(env, sc.duration_s + 1e-9)
         else:  # the same events in the same order, in 100 slices (a SimPy run may stop and resume)
             for i in range(1, 101):
                 env.run(until=sc.duration_s * i / 100 + (1e-9 if i == 100 else 0.0))

@@ -79,8 +79,16 @@ class FusedPath:
         else:
             self._send(oid, now, ev.nin, ev.nout)
         nxt = next(sim._arr, None)
-        if nxt is not None:
-            ev.schedule(self.env, nxt[0] - now, nxt[1], nxt[2])
+        if nxt is not None:                 # `NextArrival.schedule(env, nxt[0] - now, nxt[1], nxt[2])`, inline
+            env = self.env
+            at, ev.nin, ev.nout = nxt
+            at = now + (at - now)
+            if at % 1.0:
+                ev.callbacks = ev.fn
+            else:
+                hook = scrapes_first(env, at)
+                ev.callbacks = ev.fn if hook is None else (hook,) + ev.fn
+            heappush(env._queue, (at, 1, next(env._eid), ev))   # Environment.schedule (simpy 4.1.2)
 
     def _send(self, oid: int, now: float, nin: int, nout: int) -> None:
         """`Sim.send` + `Activator.accept` + `QueueProxy.accept` + `Pod.enter` + `SimpleServer.start`."""

@@ -124,25 +124,28 @@ class WindowBuckets:
             return 0.0
         n = self.n
         d = now_idx - last
+        if d == 1 and n > 1:
+            # Stale seconds after the last write are left out, not counted as 0: Knative divides by
+            # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first 50 s").
+            # One stale second (a KPA tick just before the scrape of its own second): total − b[now].
+            nb = last - self.first + 1
+            if nb > n - 1:
+                nb = n - 1
+            return round6((self.total - self.buckets[now_idx % n]) / nb)
         if d <= 0:
             nb = min(last - self.first + 1, n)
             return round6(self.total / nb)
         if d < n:
-            # Stale seconds after the last write are left out, not counted as 0: Knative divides by
-            # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first 50 s").
             # total − b[last+1] − … − b[now] in that order; with no write since the previous call (the same total
             # object: `add` replaces it) the subtractions go on from where that call stopped.
             total = self.total
             buckets = self.buckets
-            if d == 1:
-                ret = total - buckets[now_idx % n]
-            else:
-                t, l, to, ret = self._stale
-                if t is not total or l != last or to > now_idx:
-                    to, ret = last, total
-                for i in range(to + 1, now_idx + 1):
-                    ret -= buckets[i % n]
-                self._stale = (total, last, now_idx, ret)
+            t, l, to, ret = self._stale
+            if t is not total or l != last or to > now_idx:
+                to, ret = last, total
+            for i in range(to + 1, now_idx + 1):
+                ret -= buckets[i % n]
+            self._stale = (total, last, now_idx, ret)
             nb = last - self.first + 1
             if nb > n - d:
                 nb = n - d

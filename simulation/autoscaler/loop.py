@@ -228,19 +228,22 @@ class KpaLoop:
             self.tick()
 
     def _tick(self, _event: Any = None) -> None:
+        env = self.env
+        now = env._now
         quiet = self.quiet
         if quiet is not None and quiet == signature(self):
-            skip_bookkeeping(self, self.env._now)      # settled, nothing moved: the tick would change nothing
+            skip_bookkeeping(self, now)                # settled, nothing moved: the tick would change nothing
         else:
-            if self.sim.scrape_due < self.env._now:
-                self.catch_scrapes(self.env._now)
+            if self.sim.scrape_due < now:
+                self.catch_scrapes(now)
             self.tick()
-        if self._next_tick is None:
-            call_later(self.env, self.cfg.tick_interval_s, self._tick)
+        nxt = self._next_tick
+        if nxt is None:
+            call_later(env, self.cfg.tick_interval_s, self._tick)
         elif self.quiet is None:
-            self._next_tick.schedule(self.env, self.cfg.tick_interval_s)
+            nxt.schedule_at(env, now + self.cfg.tick_interval_s)   # `Recurring.schedule`: the same float
         else:
-            self._next_tick.schedule_at(self.env, self._past_idle(self.env._now, self.cfg.tick_interval_s))
+            nxt.schedule_at(env, self._past_idle(now, self.cfg.tick_interval_s))
 
     def _past_idle(self, now: float, interval: float) -> float:
         """Settled: the next tick's time, past every tick before the next event anywhere (`env.peek()`), which
@@ -278,38 +281,52 @@ class KpaLoop:
         else:
             want, self.ebc, _ = self.decider.scale(now, ready, stable.average_at(now_idx),
                                                    self.panic.average_at(now_idx))
+        reached = self.reached_initial
         if want >= 0:
             # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero. With no data
             # the multiscaler keeps the last valid desired scale (tickScaler), which this loop has applied already.
             lo = cfg.min_scale
-            if not self.reached_initial and cfg.initial_scale > 1:
-                lo = max(lo, cfg.initial_scale)
+            if not reached and cfg.initial_scale > 1 and cfg.initial_scale > lo:
+                lo = cfg.initial_scale
             if want < lo:
                 want = lo
-            if cfg.max_scale and want > cfg.max_scale:
-                want = cfg.max_scale
-            apply = True
+            hi = cfg.max_scale
+            if hi and want > hi:
+                want = hi
             if want == 0:
                 want, apply = self._scale_to_zero(now)
                 moving = True                          # timers
-            if apply and want >= 0 and not (want == sim.replicas == sim.n_live):
+                if apply and want >= 0 and not (want == sim.replicas == sim.n_live):
+                    sim.set_replicas(want)
+            elif not (want == sim.replicas == sim.n_live):
                 sim.set_replicas(want)
                 moving = True                          # the next tick reads other counts
-        reached = self.reached_initial
         # kpa.go activeThreshold: initial-scale counts until the scale target has been initialized, which
         # computeActiveCondition marks once that many pods are Ready (the threshold read before the mark).
-        min_ready = max(cfg.min_scale, 1 if reached else cfg.initial_scale)
-        if ready >= min_ready:
+        min_ready = cfg.min_scale
+        if min_ready < 1 and reached:
+            min_ready = 1
+        elif not reached and min_ready < cfg.initial_scale:
+            min_ready = cfg.initial_scale
+        if ready >= min_ready and not reached:
             self.reached_initial = True
-        if not (want > 0 and self.state == "active" and 0 < min_ready <= ready):
-            self._active_condition(now, want, ready, min_ready)    # (else it stays Active)
-        self.want = want if want >= 0 else self.want
-        # kpa.go ReconcileKind: activator in path iff want == 0, EBC < 0, or unknown while inactive.
-        proxy = want == 0 or self.ebc < 0 or (want < 0 and self.state == "inactive")
+        # kpa.go ReconcileKind: activator in path iff want == 0, EBC < 0, or unknown (want < 0) while inactive.
+        if want > 0:
+            self.want = want
+            if not (self.state == "active" and 0 < min_ready <= ready):
+                self._active_condition(now, want, ready, min_ready)    # (else it stays Active)
+            proxy = self.ebc < 0
+        else:
+            self._active_condition(now, want, ready, min_ready)
+            if want == 0:
+                self.want = 0
+                proxy = True
+            else:
+                proxy = self.ebc < 0 or self.state == "inactive"
         if proxy != sim.proxy:
             sim.set_proxy(proxy)
-        if (not moving and ready == len(sim.endpoints) and reached == self.reached_initial and not self.EAGER
-                and settled(self, now, want, ready)):   # the next tick reads the same, and more (quiet.py)
+        if (not moving and not sim.activator.n and reached == self.reached_initial and ready == len(sim.endpoints)
+                and not self.EAGER and settled(self, now, want, ready)):   # the next ticks read the same (quiet.py)
             self.quiet = signature(self)                # the next ticks are skipped while it holds (`quiet.py`)
 
     def _active_condition(self, now: float, want: int, ready: int, min_ready: int) -> None:
