@@ -41,6 +41,7 @@ from typing import Any
 import simpy
 
 from simulation import horizon
+from simulation.clock import run_until
 from simulation.cluster import Cluster
 from simulation.engine import Sim
 from simulation.scenario import ClusterProfile, Scenario, load_scenario, parse_cluster
@@ -224,7 +225,7 @@ def run_fleet(fleet: Fleet, seed: int = 0) -> dict:
         env.process(_at(env, fleet.node_loss.at_s, lambda: lose_busiest_node(cluster, fleet.node_loss.detect_s, loss)))
     pending = {s.scenario.name: [0, 0] for s in sims}     # [max Pending pods, Pending pod-seconds]
     env.process(_count_pending(env, cluster, pending, fleet.duration_s))
-    env.run(until=fleet.duration_s + 1e-9)
+    run_until(env, fleet.duration_s + 1e-9)   # `env.run(until=…)` with SimPy's step inlined
     every = lambda: sims + [r["new_revision"] for r in rollouts.values() if "new_revision" in r]  # noqa: E731
     end = fleet.duration_s + max(m.scenario.drain_s for m in fleet.members)
     while any(s.busy for s in every()) and env.now < end:

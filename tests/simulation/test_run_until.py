@@ -87,3 +87,19 @@ def test_reports_are_the_same_with_simpys_run(scn, seed, monkeypatch):
     ours = engine.Sim(load_scenario(mapping), seed).run().to_json()
     monkeypatch.setattr(engine, "run_until", lambda env, at: env.run(until=at))
     assert ours == engine.Sim(load_scenario(mapping), seed).run().to_json()
+
+
+@pytest.mark.parametrize("extra", [{}, {"node_loss": {"at_s": 200, "detect_s": 20}}])
+def test_a_fleet_reports_the_same_with_simpys_run(extra, monkeypatch):
+    """simulation/fleet.py runs the shared clock of its services with `run_until` too: a rollout on one service,
+    scale from zero on the other, a node lost mid-run — the same result as `Environment.run`."""
+    import json
+
+    from simulation import fleet
+    from tests.simulation.test_fleet import _fleet, _run, _svc
+
+    mapping = _fleet({"scenario": _svc("a", 1.0, min_r=1, max_r=3)},
+                     {"scenario": _svc("b", 0.5, min_r=0, max_r=3), "rollout": {"at_s": 150}}, duration=400.0, **extra)
+    ours = json.dumps(_run(mapping), sort_keys=True)
+    monkeypatch.setattr(fleet, "run_until", lambda env, at: env.run(until=at))
+    assert ours == json.dumps(_run(mapping), sort_keys=True)
