@@ -2,50 +2,101 @@
 deploy command.
 
 Each suggestion is a concrete `--set` edit with a proposed value, printed as the `preflight whatif` command that
-tests it on common random numbers before the stack file is touched. Which knob is read from the run itself:
+tests it on common random numbers before the stack file is touched. Which knob is read from the run itself, and
+from why requests failed:
+- 502s (in-flight work lost with its process or pod): a CUDA OOM crash (the server's `oom_crashes`) →
+  containerConcurrency 1 in Knative mode (the queue-proxy's hard limit; Standard mode has none, so a smaller
+  batch cap there) and an input cap; a lost node (the nodeLoss scenario, no OOM) → one more warm pod, so a
+  second node still serves; any other restart → its reason, no knob;
 - saturation (the autoscaler wanted maxReplicas a fifth of the time or more) → more replicas, and a bigger node
   group when pods were Pending (a GPU pod without a node: the guides' "GPU pods Pending" failure);
 - cold starts inside the window → keep warm pods (minReplicas, initial-scale);
 - queue-proxy 503s (more than 11 × containerConcurrency on a pod) → scale out earlier (scaleTarget,
   target-burst-capacity) and more minimum pods; activator 503s → at least one pod (minReplicas);
-- 502s (a CUDA OOM killed the process with requests in flight) → containerConcurrency 1 and input caps;
-- 504s → more capacity or a longer `timeout`; 429s → the server's admission (maxBatchSize) or more pods;
+- 504s → more capacity or a longer `timeout`; 429s from the model server → its own admission limit (TGI's
+  router: `limits.maxConcurrentRequests`, at least containerConcurrency; guide 004: fix the server's concurrency
+  limit first, then the autoscaler's target);
+- a client timeout below the service's p99 latency → every slow request times out and its retries do too;
 - slow requests on an unsaturated service → lower scaleTarget (scale out earlier) or cap output tokens.
+
+Every suggested edit is parsed by the stack config's own loader (as `whatif` will) before it is printed: a knob
+the loader refuses for that service (containerConcurrency in Standard mode, a maxReplicas the node group cannot
+hold) is never suggested.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from gate.verdict import COLD_START_TERM, FAIL, UNDECIDED, Verdict
+from simulation.gpu.server_common import OOM_REASON
 from stackconfig.schema import ServiceConfig, StackConfig
+from validation.errors import InputError
 
 
-def _knob(stack: str, svc: ServiceConfig, path: str, value: object, why: str, *also: tuple[str, object]) -> str:
-    """The what-if command that tries `path=value` (plus edits the config needs with it, e.g. scaleTarget ≤ CC)."""
-    sets = []
-    for p, v in ((path, value), *also):
-        prefix = "" if p.startswith("gpuNodeGroup") else f"services.{svc.name}."
-        sets.append(f"--set '{prefix}{p}={v}'")
-    return f"{why}: python -m preflight whatif --stack {stack} " + " ".join(sets)
+@dataclass(frozen=True)
+class Tip:
+    """One suggestion: why, and the `(path, value)` edits to try (paths under the service, or `gpuNodeGroup.…`)."""
+
+    why: str
+    edits: tuple[tuple[str, object], ...]
+
+    def sets(self, svc: ServiceConfig) -> list[str]:
+        return [f"{'' if p.startswith('gpuNodeGroup') else f'services.{svc.name}.'}{p}={v}" for p, v in self.edits]
+
+    def command(self, stack: str, svc: ServiceConfig) -> str:
+        return f"{self.why}: python -m preflight whatif --stack {stack} " + " ".join(
+            f"--set '{s}'" for s in self.sets(svc))
 
 
-def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[str]:
+def _tip(why: str, path: str, value: object, *also: tuple[str, object]) -> Tip:
+    return Tip(why, ((path, value), *also))
+
+
+def crash_cause(v: Verdict) -> str:
+    """Why in-flight requests got 502s in replication 0: "oom" (the server's CUDA OOM crashes), "node loss" (the
+    nodeLoss scenario without an OOM), else "restarts" (another container restart, e.g. a failed start)."""
+    r = v.report
+    if (r.get("server_stats") or {}).get("oom_crashes") or (r.get("restart_reasons") or {}).get(OOM_REASON):
+        return "oom"
+    return "node loss" if v.scenario == "nodeLoss" else "restarts"
+
+
+def _crash_tips(svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
+    cause = crash_cause(v)
+    if cause == "oom":
+        out: list[Tip | str] = []
+        if svc.deployment_mode == "Knative" and (svc.container_concurrency or 0) != 1:
+            out.append(_tip("502s from CUDA OOM crashes: one request per pod", "containerConcurrency", 1,
+                            *([("scaleTarget", 1)] if svc.scale_target and svc.scale_target > 1 else [])))
+        elif svc.deployment_mode != "Knative" and (svc.caps.max_batch_size or 0) > 1:
+            out.append(_tip("502s from CUDA OOM crashes: a smaller batch (Standard mode has no queue-proxy to cap "
+                            "requests per pod)", "limits.maxBatchSize", max(1, svc.caps.max_batch_size // 2)))
+        if svc.caps.max_input_tokens is None:
+            out.append(_tip("502s from CUDA OOM crashes: cap the input", "limits.maxInputTokens", 4096))
+        return out
+    if cause == "node loss":
+        warm = svc.min_replicas + 1
+        return [_tip("502s/503s from the lost node (its in-flight requests, then no pod until a new one starts): "
+                     "keep one more pod warm so another node still serves", "minReplicas", warm,
+                     *([("maxReplicas", warm)] if warm > svc.max_replicas else []))]
+    reasons = ", ".join(f"{k} × {n}" for k, n in (v.report.get("restart_reasons") or {}).items())
+    return [f"502s from container restarts ({reasons or 'no reason recorded'}): fix what makes the container "
+            "exit (see its restart reasons and the plots, --plot DIR); no autoscaling knob prevents them"]
+
+
+def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
     m = v.metrics
     report = v.report
     value = lambda name: (m.get(name).value if m.get(name) is not None else None) or 0.0  # noqa: E731
     comps = report.get("errors_by_component") or {}
     missed = {c.name for c in v.checks if c.status in (FAIL, UNDECIDED)}
-    out: list[str] = []
-    stack = cfg.stack
+    out: list[Tip | str] = []
     ng = cfg.node_group
     # causes first: crashed pods (CUDA OOM → 502) also show up as saturation and cold starts
     if "502" in comps and "error rate" in missed:
-        if (svc.container_concurrency or 0) != 1:
-            out.append(_knob(stack, svc, "containerConcurrency", 1, "502s from CUDA OOM crashes: one request per pod",
-                             *([("scaleTarget", 1)] if svc.scale_target and svc.scale_target > 1 else [])))
-        if svc.caps.max_input_tokens is None:
-            out.append(_knob(stack, svc, "limits.maxInputTokens", 4096, "502s from CUDA OOM crashes: cap the input"))
+        out += _crash_tips(svc, v)
     saturated = value("time at maxReplicas (fraction)") >= 0.2
     if saturated:
         more = svc.max_replicas + max(1, math.ceil(svc.max_replicas / 2))
@@ -53,52 +104,95 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[str]:
         nodes = max(ng.max_size + 1,
                     math.ceil((ng.gpu_capacity + (more - svc.max_replicas) * svc.gpus) / ng.gpus_per_node))
         grow = [("gpuNodeGroup.maxSize", nodes)] if more * svc.gpus > ng.gpu_capacity else []
-        out.append(_knob(stack, svc, "maxReplicas", more, f"saturated: wanted maxReplicas "
-                         f"{value('time at maxReplicas (fraction)'):.0%} of the time", *grow))
+        out.append(_tip(f"saturated: wanted maxReplicas {value('time at maxReplicas (fraction)'):.0%} of the time",
+                        "maxReplicas", more, *grow))
         if pending > 0 and not grow:
-            out.append(_knob(stack, svc, "gpuNodeGroup.maxSize", nodes,
-                             f"pods waited for a GPU node (peak {pending:.3g} Pending)"))
+            out.append(_tip(f"pods waited for a GPU node (peak {pending:.3g} Pending)", "gpuNodeGroup.maxSize", nodes))
     if value("cold starts") > 0 and (missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
                                                "error rate", COLD_START_TERM}):
         warm = max(svc.min_replicas + 1, math.ceil(value("mean ready replicas")))
-        out.append(_knob(stack, svc, "minReplicas", min(warm, svc.max_replicas),
-                         f"cold starts inside the window ({value('cold starts'):.3g} per run): keep pods warm"))
+        out.append(_tip(f"cold starts inside the window ({value('cold starts'):.3g} per run): keep pods warm",
+                        "minReplicas", min(warm, svc.max_replicas)))
     if "503" in comps and ("503 rate" in missed or "error rate" in missed):
         if "queue-proxy" in comps["503"] and svc.scale_target:
-            out.append(_knob(stack, svc, "scaleTarget", max(1, svc.scale_target * 3 // 4),
-                             "queue-proxy 503s (queue past 11 × containerConcurrency): scale out earlier"))
+            out.append(_tip("queue-proxy 503s (queue past 11 × containerConcurrency): scale out earlier",
+                            "scaleTarget", max(1, svc.scale_target * 3 // 4)))
         if "activator" in comps["503"] and svc.min_replicas == 0:
-            out.append(_knob(stack, svc, "minReplicas", 1, "activator 503s with no pod: keep one warm"))
+            out.append(_tip("activator 503s with no pod: keep one warm", "minReplicas", 1))
     if "504" in comps and "error rate" in missed and svc.timeout_s and not saturated:
-        out.append(_knob(stack, svc, "timeout", min(600, svc.timeout_s * 2), "504s: requests outlive the timeout"))
-    if "429" in comps and "error rate" in missed and svc.caps.max_batch_size:
-        out.append(_knob(stack, svc, "limits.maxBatchSize", svc.caps.max_batch_size * 2,
-                         "429s from the server's admission limit"))
+        out.append(_tip("504s: requests outlive the timeout", "timeout", min(600, svc.timeout_s * 2)))
+    if "429" in comps and "error rate" in missed:
+        out += _admission_tips(svc, comps["429"])
     if missed & {"p99 latency (s)", "p99 time to first token (s)"} and not out and svc.scale_target:
-        out.append(_knob(stack, svc, "scaleTarget", max(1, svc.scale_target * 3 // 4),
-                         "slow requests on an unsaturated service: scale out earlier"))
+        out.append(_tip("slow requests on an unsaturated service: scale out earlier", "scaleTarget",
+                        max(1, svc.scale_target * 3 // 4)))
     if COLD_START_TERM in missed and not cfg.model_cache.enabled:
         out.append("longest cold start: enable the model cache (modelCache.enabled: true) so pods mount weights")
     return out
 
 
-def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool) -> list[str]:
-    """Lines for the end of the report."""
+def _admission_tips(svc: ServiceConfig, by_component: dict) -> list[Tip]:
+    """429s from the model server: TGI's router answers 429 above `--max-concurrent-requests` (the only server
+    here with such a limit; simulation/gpu/tgi.py). Raise it to at least what the queue-proxy lets through."""
+    if "server" not in by_component or svc.engine != "tgi":
+        return []
+    from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
+
+    now = svc.caps.max_concurrent_requests or DEFAULT_MAX_CONCURRENT_REQUESTS
+    return [_tip(f"429s from TGI's router (limits.maxConcurrentRequests {now} admits fewer requests than are sent "
+                 "to a pod): raise the server's own limit first", "limits.maxConcurrentRequests",
+                 max(now * 2, svc.container_concurrency or 0))]
+
+
+def accepted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip) -> bool:
+    """Whether the stack config's loader takes `tip`'s edits on `values` (the stack's project keys), exactly as
+    `preflight whatif --set …` will parse them."""
+    from preflight.overrides import apply_sets
+    from stackconfig.schema import parse_stack_config
+
+    try:
+        parse_stack_config(apply_sets(values, tip.sets(svc)), cfg.project, cfg.stack)
+    except InputError:
+        return False
+    return True
+
+
+def _stack_values(cfg: StackConfig) -> dict | None:
+    from preflight.overrides import stack_values
+
+    try:
+        return stack_values(cfg.stack)[1]
+    except InputError:
+        return None
+
+
+def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: dict | None = None) -> list[str]:
+    """Lines for the end of the report. `values`: the stack's project keys the suggestions are checked against
+    (default: the stack file `cfg` was loaded from); a suggestion its loader refuses is left out."""
     if passed:
-        lines = [f"next: deploy with `pulumi stack select {cfg.stack} && pulumi preview --policy-pack policy "
-                 f"&& pulumi up --policy-pack policy`"]
+        lines = [f"next: deploy with `pulumi stack select {cfg.stack} --create && pulumi preview --policy-pack "
+                 "policy && pulumi up --policy-pack policy`"]
         undecided = [v.label for v in verdicts if v.undecided]
         if undecided:
             lines.append(f"  (undecided after {cfg.gate.max_replications} replications: {', '.join(undecided)}; "
                          "raise gate.replications.max or set gate.undecided: fail to be strict)")
         return lines
+    values = values if values is not None else _stack_values(cfg)
     by_name = {s.name: s for s in cfg.services}
     lines, advised = [], set()
     for v in verdicts:   # steady first; one block per service (its stress misses usually share the fix)
         if v.passed or v.service in advised:
             continue
         advised.add(v.service)
-        tips = _suggestions(cfg, by_name[v.service], v)
+        svc = by_name[v.service]
+        tips, seen = [], set()
+        for t in _suggestions(cfg, svc, v):
+            if isinstance(t, Tip):
+                if t.edits in seen or values is None or not accepted(values, cfg, svc, t):
+                    continue
+                seen.add(t.edits)
+                t = t.command(cfg.stack, svc)
+            tips.append(t)
         lines.append(f"next for {v.label}: " + ("try one of these, then `preflight check` again:" if tips else
                      "no single knob stands out; see the plots (--plot DIR) and docs/simulation.md"))
         lines.extend(f"  - {t}" for t in tips)

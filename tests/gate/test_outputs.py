@@ -84,7 +84,7 @@ def test_a_crashing_service_gets_the_guides_fix_first_as_commands_the_config_acc
     values["gpuNodeGroup"]["instanceTypes"] = ["g5.xlarge"]
     values["gate"] = {"durationS": 600}
     cfg = parse_stack_config(values, project, "dev")
-    lines = next_steps(cfg, gate.check_stack(cfg), passed=False)
+    lines = next_steps(cfg, gate.check_stack(cfg), passed=False, values=values)
     assert lines[0] == "next for chat: try one of these, then `preflight check` again:"
     assert "containerConcurrency=1' --set 'services.chat.scaleTarget=1'" in lines[1]
     assert "limits.maxInputTokens=4096" in lines[2]
