@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from validation.errors import InputError, Problem, exit_with  # noqa: E402
@@ -34,7 +35,7 @@ def rules_table() -> Table:
     for col in ("id", "severity", "scope", "checks", "guides"):
         table.add_column(col, overflow="fold")
     for r in RULES:
-        table.add_row(r.id, _sev(r.severity), "stack" if r.stack else "resource", r.title, r.source)
+        table.add_row(r.id, _sev(r.severity), "stack" if r.stack else "resource", escape(r.title), escape(r.source))
     return table
 
 
@@ -50,7 +51,8 @@ def violations_table(stack: str, violations: list[Violation]) -> Table:
     table.add_column("what to change", overflow="fold")
     order = sorted(violations, key=lambda v: (v.severity != MANDATORY, v.rule, v.resource_name))
     for v in order:
-        table.add_row(_sev(v.severity), v.rule, f"{v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}", v.message)
+        table.add_row(_sev(v.severity), v.rule, escape(f"{v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}"),
+                      escape(v.message))  # messages quote keys and values, e.g. "[spike]": not markup
     return table
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from validation.errors import InputError, Problem, exit_with
@@ -175,8 +176,8 @@ def slo_table(stack: str, verdicts: list[Verdict]) -> Table:
     for v in verdicts:
         for i, c in enumerate(v.checks):
             ci = f"{c.ci95[0]:.3g}–{c.ci95[1]:.3g}" if c.ci95 else ""
-            table.add_row(v.label if i == 0 else "", str(v.replications) if i == 0 else "",
-                          c.name + (f"\n  {c.note}" if c.note else ""),
+            table.add_row(escape(v.label) if i == 0 else "", str(v.replications) if i == 0 else "",
+                          escape(c.name + (f"\n  {c.note}" if c.note else "")),
                           "n/a" if c.observed is None else f"{c.observed:.4g}", ci, f"{c.limit:g}",
                           _STATUS[c.status])
         table.add_section()

@@ -181,6 +181,7 @@ def _change(e: Estimate) -> str:
 
 
 def tables(result: WhatIf) -> list:
+    from rich.markup import escape
     from rich.table import Table
 
     from preflight.check import _STATUS
@@ -188,13 +189,14 @@ def tables(result: WhatIf) -> list:
     out = []
     for c in result.comparisons:
         if c.unchanged:
-            out.append(f"{result.stack}/{c.after.label}: unchanged by these edits (the same scenario on both sides; "
+            out.append(f"{escape(result.stack)}/{escape(c.after.label)}: unchanged by these edits (the same scenario "
+                       "on both sides; "
                        f"{'meets' if c.after.passed else 'misses'} its SLO)")
             continue
-        before = "before" + (f" ({result.against})" if result.against else "")
-        t = Table(title=f"what-if {result.stack}/{c.after.label}: {c.replications} replications per side on "
-                        f"common random numbers (95% intervals); verdicts by the gate's rule on {c.before.replications} "
-                        f"(before) and {c.after.replications} (after) replications")
+        before = "before" + (f" ({escape(result.against)})" if result.against else "")
+        t = Table(title=f"what-if {escape(result.stack)}/{escape(c.after.label)}: {c.replications} replications per "
+                        f"side on common random numbers (95% intervals); verdicts by the gate's rule on "
+                        f"{c.before.replications} (before) and {c.after.replications} (after) replications")
         for col in ("metric", before, "after", "after − before (paired)", ""):
             t.add_column(col)
         for name in SHOWN:
@@ -203,7 +205,7 @@ def tables(result: WhatIf) -> list:
                       format_estimate(c.difference[name], pct), _change(c.difference[name]))
         t.add_section()
         for cb, ca in zip(c.before.checks, c.after.checks):
-            t.add_row(f"SLO {cb.name} ≤ {ca.limit:g}", _STATUS[cb.status], _STATUS[ca.status], "", "")
+            t.add_row(escape(f"SLO {cb.name} ≤ {ca.limit:g}"), _STATUS[cb.status], _STATUS[ca.status], "", "")
         t.add_row("verdict", "[green]pass[/]" if c.before.passed else "[red]FAIL[/]",
                   "[green]pass[/]" if c.after.passed else "[red]FAIL[/]", "", "")
         out.append(t)
