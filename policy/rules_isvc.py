@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Iterator
 
@@ -27,7 +28,7 @@ def _container_concurrency(res: Resource, ctx: Context) -> Iterator[str]:
     cc = num(predictor(res).get("containerConcurrency"))
     if not cc:
         yield (f"{res.label}: spec.predictor.containerConcurrency is {fmt(cc)} (unlimited), so every burst lands "
-               "on the GPU at once (429s from the queue, CUDA OOM). Set containerConcurrency to what one replica "
+               "on the GPU at once (CUDA OOM; the queue-proxy queues without bound, then 503s). Set containerConcurrency to what one replica "
                "serves concurrently, e.g. the runtime's max batch (--max-num-seqs); scaleTarget at or below it.")
 
 
@@ -264,6 +265,50 @@ def _batch_caps(res: Resource, ctx: Context) -> Iterator[str]:
                "Environment variables such as MAX_BATCH_SIZE are read by no runtime.")
 
 
+TGI_MAX_CONCURRENT_FLAGS = ("--max-concurrent-requests", "--max_concurrent_requests")
+TGI_DEFAULT_MAX_CONCURRENT = 128   # text-generation-launcher's default (simulation/gpu/tgi.py)
+
+
+def _flag_value(args: list[str], flags: tuple[str, ...]) -> float | None:
+    """The last value of `--flag=V` or `--flag V` (clap and argparse both take the last)."""
+    out = None
+    for i, a in enumerate(args):
+        for f in flags:
+            if a.startswith(f + "="):
+                out = num(a.split("=", 1)[1])
+            elif a == f and i + 1 < len(args):
+                out = num(args[i + 1])
+    return out
+
+
+@rule("isvc-server-admission-limit", MANDATORY,
+      "Knative: the server's own admission limit (TGI --max-concurrent-requests) admits at least what the "
+      "queue-proxy sends a pod (containerConcurrency) and the KPA target", "004 §5; 000 §4",
+      lambda res: is_gpu_isvc(res) and deployment_mode(res) == "Knative"
+      and str(annotations(res).get(ANN + "engine", "")) == "tgi")
+def _server_admission(res: Resource, ctx: Context) -> Iterator[str]:
+    """TGI's router answers 429 "Model is overloaded" once `--max-concurrent-requests` requests are inside
+    (text-generation-inference router/src: `InferError::Overloaded`). The queue-proxy lets containerConcurrency
+    requests through to the pod at once, and the KPA adds pods only when the average per pod passes its target,
+    so a lower server limit answers 429s before either would act: certain under the load the service is sized
+    for, like a timeout below the p99 (`isvc-timeout`). Guide 004: fix the server's concurrency limit first, then
+    set the autoscaler's target to it. Standard mode has no queue-proxy: the server's limit is the only one."""
+    args, _ = _all_args_env(res)
+    limit = _flag_value(args, TGI_MAX_CONCURRENT_FLAGS)
+    shown = f"{fmt(limit)}" if limit is not None else f"{TGI_DEFAULT_MAX_CONCURRENT} (TGI's default)"
+    limit = TGI_DEFAULT_MAX_CONCURRENT if limit is None else limit
+    pred = predictor(res)
+    cc = num(pred.get("containerConcurrency")) or math.inf   # 0 or unset: the queue-proxy sends without limit
+    target = num(pred.get("scaleTarget")) if pred.get("scaleMetric", "concurrency") == "concurrency" else None
+    sends = max(cc, target or 0)
+    if sends > limit:
+        yield (f"{res.label}: TGI's --max-concurrent-requests is {shown}, below the "
+               f"{'unlimited' if sends == math.inf else fmt(sends)} requests the queue-proxy sends one pod "
+               f"(containerConcurrency {fmt(None if cc == math.inf else cc)}, scaleTarget {fmt(target)}), so the "
+               "router answers 429 before Knative queues or scales. Set limits.maxConcurrentRequests to at least "
+               "containerConcurrency (stack), or lower containerConcurrency and scaleTarget to it.")
+
+
 def _is_pytorch(res: Resource) -> bool:
     """vLLM, TGI and plain Transformers run on PyTorch; without the engine annotation, go by the model format."""
     engine = str(annotations(res).get(ANN + "engine", ""))
@@ -309,26 +354,46 @@ def _alloc_conf(res: Resource, ctx: Context) -> Iterator[str]:
                "expandable_segments:True (stack: pytorchCudaAllocConf).")
 
 
+# Knative's config-autoscaler defaults (pkg/autoscaler/config/config.go): stable-window 60 s, scale-down-delay 0;
+# Kubernetes' HPA: behavior.scaleDown.stabilizationWindowSeconds 300 when unset (autoscaling/v2 defaults).
+KNATIVE_STABLE_WINDOW_S, KNATIVE_SCALE_DOWN_DELAY_S, HPA_SCALE_DOWN_WINDOW_S = 60.0, 0.0, 300.0
+MIN_SCALE_DOWN_HOLD_S = 120.0   # twice Knative's default window: the guides' example (window "120s")
+
+
 @rule("isvc-scale-down-stabilization", MANDATORY,
-      "Spiky traffic: a scale-down delay / stable window (Knative) or scaleDown stabilization window (HPA)",
+      f"Spiky traffic: a pod is kept at least {MIN_SCALE_DOWN_HOLD_S:g} s after its load ends (Knative stable "
+      "window + scale-down delay; HPA scaleDown stabilization window)",
       "004 §5, §8; 001 §5", lambda res: is_gpu_isvc(res) and annotations(res).get(
           "preflight.kserve.io/traffic", "spiky") == "spiky", stack=True)
 def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
     """Applies where traffic is spiky: the `preflight.kserve.io/traffic` annotation, derived from the service's
     workload by `stackconfig.schema.traffic_shape` (gamma CV > 1, step, spike, trace; a missing annotation counts
-    as spiky). A GPU replica takes minutes to bring back, so removing it right after a burst makes it flap."""
+    as spiky). A GPU replica takes minutes to bring back (node, image, model load), so removing it right after a
+    burst makes it flap. Knative averages over the stable window and then holds the highest recommendation for
+    the scale-down delay, so a pod outlives its load by about window + delay: with the defaults (60 s + 0) the
+    next burst a minute later pays a cold start, and a short window ("6s") is 10× worse — both fail. The HPA's
+    scaleDown stabilization window is the same hold (Kubernetes' default 300 s passes)."""
     ann = annotations(res)
     if deployment_mode(res) == "Knative":
         cluster = knative_autoscaler_data(ctx)  # the stack's config-autoscaler values count for every revision
-        delay = duration_s(ann.get("autoscaling.knative.dev/scale-down-delay", cluster.get("scale-down-delay")))
-        window = duration_s(ann.get("autoscaling.knative.dev/window", cluster.get("stable-window")))
-        if not delay and not window:
-            yield (f"{res.label}: neither autoscaling.knative.dev/scale-down-delay nor autoscaling.knative.dev/window "
-                   "is set, so a GPU replica is removed ~60 s after a spike and the next spike pays a cold start "
-                   "(flapping). Set scale-down-delay (e.g. \"5m\") and/or window (e.g. \"120s\").")
+        delay_text = ann.get("autoscaling.knative.dev/scale-down-delay", cluster.get("scale-down-delay"))
+        window_text = ann.get("autoscaling.knative.dev/window", cluster.get("stable-window"))
+        delay, window = duration_s(delay_text), duration_s(window_text)
+        delay = KNATIVE_SCALE_DOWN_DELAY_S if delay is None else delay
+        window = KNATIVE_STABLE_WINDOW_S if window is None else window
+        if window + delay < MIN_SCALE_DOWN_HOLD_S:
+            shown = (f"window {window_text or f'{KNATIVE_STABLE_WINDOW_S:g}s (default)'} + scale-down-delay "
+                     f"{delay_text or f'{KNATIVE_SCALE_DOWN_DELAY_S:g}s (default)'}")
+            yield (f"{res.label}: autoscaling.knative.dev/{shown} keeps a GPU replica only ~{window + delay:g} s "
+                   f"after a spike (at least {MIN_SCALE_DOWN_HOLD_S:g} s expected), so the next spike pays a cold "
+                   "start (flapping). Set scale-down-delay (e.g. \"5m\") and/or window (e.g. \"120s\").")
         return
     for hpa in hpas_for(res, ctx):
         down = _map(autoscaler_behavior(hpa).get("scaleDown"))
-        if not num(down.get("stabilizationWindowSeconds")):
-            yield (f"{res.label}: {hpa.label} has no behavior.scaleDown.stabilizationWindowSeconds, so replicas "
-                   "flap with spiky traffic. Set it (e.g. 600) with a slow scale-down policy (stack: hpa.behavior).")
+        window = num(down.get("stabilizationWindowSeconds"))
+        if window is not None and window < MIN_SCALE_DOWN_HOLD_S:
+            yield (f"{res.label}: {hpa.label} has behavior.scaleDown.stabilizationWindowSeconds {fmt(window)} "
+                   f"(at least {MIN_SCALE_DOWN_HOLD_S:g} s expected; Kubernetes' default is "
+                   f"{HPA_SCALE_DOWN_WINDOW_S:g}), so replicas flap with spiky traffic. Set it (e.g. 600) with a "
+                   "slow scale-down policy (stack: hpa.behavior).")
+

@@ -61,3 +61,22 @@ def test_command_line_entry_point():
                           capture_output=True, text=True, timeout=300)  # a bound, not a speed test
     assert proc.returncode == 0, proc.stderr
     assert "PASS stack prod" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_policy_findings_do_not_wait_for_the_slo_gate():
+    """docs/policy.md: `pytest tests/policy` and `python -m policy.report` list a stack's mandatory violations.
+    With the SLO gate on, a stack that misses its SLO stopped the program (pulumi.RunError) before any rule ran;
+    the rules judge the manifests, so they run with the gate off."""
+    import pulumi
+
+    from offline import run_program
+    from policy.rules import evaluate, mandatory
+
+    def hopeless(config: dict) -> None:   # an SLO no GPU service meets, and a node group without its taint
+        config["kserve-preflight:services"][0]["slo"]["p99LatencyS"] = 0.001
+        config["kserve-preflight:gpuNodeGroup"]["taints"] = []
+
+    with pytest.raises(pulumi.RunError, match="SLO gate"):   # control: the program itself stops at the gate
+        run_program("dev", edit=lambda c: (hopeless(c), c.__setitem__("kserve-preflight:gate", {"durationS": 300})))
+    findings = mandatory(evaluate(policy.stack.stack_resources("dev", edit=hopeless)))
+    assert "nodegroup-gpu-taint" in {v.rule for v in findings}

@@ -82,11 +82,10 @@ def test_environment_comes_from_node_group_tag_then_urn():
 
 def _staging_with_hpa() -> Stack:
     """Staging with `hpa.scaler: hpa`: our HPA on the adapter's Pods metric instead of the KEDA ScaledObject."""
-    from offline import run_program
-    from policy.stack import resources_from_run
+    from policy.stack import stack_resources
 
-    run = run_program("staging", edit=lambda c: c["kserve-preflight:services"][1]["hpa"].update(scaler="hpa"))
-    return Stack(resources_from_run(run, "staging"))
+    return Stack(stack_resources("staging", edit=lambda c: c["kserve-preflight:services"][1]["hpa"].update(
+        scaler="hpa")))
 
 
 def test_scale_metric_standard_mode_cases():
@@ -186,16 +185,40 @@ def test_model_revision_pinning_reads_a_custom_predictors_storage_uri():
                for m in _fired(s.resources, "model-revision-pinned"))
 
 
-def test_hpa_without_stabilization_window_is_flagged():
+def test_hpa_scale_down_window_below_the_minimum_is_flagged():
+    """An explicit short scaleDown window flaps; none set is Kubernetes' default 300 s (autoscaling/v2), not a miss."""
     s = _staging_with_hpa()
-    s.props("vision-hpa")["spec"].pop("behavior")
-    assert any("no behavior.scaleDown.stabilizationWindowSeconds" in m
+    s.props("vision-hpa")["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 30
+    assert any("behavior.scaleDown.stabilizationWindowSeconds 30 (at least 120 s expected" in m
                for m in _fired(s.resources, "isvc-scale-down-stabilization"))
+    s.props("vision-hpa")["spec"].pop("behavior")
+    assert _fired(s.resources, "isvc-scale-down-stabilization") == []
     keda = Stack(shipped("staging"))  # KEDA copies advanced.horizontalPodAutoscalerConfig.behavior into its HPA
     assert _fired(keda.resources, "isvc-scale-down-stabilization") == []
-    keda.props("vision-scaledobject")["spec"].pop("advanced")
-    assert any("ScaledObject/vision-predictor-scaler has no behavior.scaleDown.stabilizationWindowSeconds" in m
+    behavior = keda.props("vision-scaledobject")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    behavior["scaleDown"]["stabilizationWindowSeconds"] = 0
+    assert any("ScaledObject/vision-predictor-scaler has behavior.scaleDown.stabilizationWindowSeconds 0" in m
                for m in _fired(keda.resources, "isvc-scale-down-stabilization"))
+    keda.props("vision-scaledobject")["spec"].pop("advanced")
+    assert _fired(keda.resources, "isvc-scale-down-stabilization") == []
+
+
+def test_knative_scale_down_hold_is_window_plus_delay_against_a_minimum():
+    """The reviewer's flapping story: window "6s" passed (it was set) though it holds a pod 10× shorter than the
+    default 60 s, which failed. Now the hold (window + delay, Knative's defaults 60 s + 0 where unset) must reach
+    120 s: "6s" alone fails, "6s" with a 2m delay passes, "120s" alone passes, "90s" alone fails."""
+    s = Stack(shipped("prod"))
+    annotations = s.props("chat-isvc")["metadata"]["annotations"]
+    annotations.pop("autoscaling.knative.dev/scale-down-delay")
+    for window, delay, fires in (("6s", None, 1), ("6s", "2m", 0), ("120s", None, 0), ("90s", None, 1),
+                                 (None, "1m", 0), (None, "30s", 1)):
+        for key, value in (("window", window), ("scale-down-delay", delay)):
+            annotations.pop(f"autoscaling.knative.dev/{key}", None)
+            if value is not None:
+                annotations[f"autoscaling.knative.dev/{key}"] = value
+        fired = _fired(s.resources, "isvc-scale-down-stabilization")
+        assert len(fired) == fires, (window, delay, fired)
+    assert "window 60s (default) + scale-down-delay 30s keeps a GPU replica only ~90 s" in fired[0]
 
 
 def test_stabilization_is_only_required_where_traffic_is_spiky():
@@ -281,3 +304,40 @@ def test_the_stacks_config_autoscaler_counts_for_stabilization():
         patch = Resource("kubernetes:core/v1:ConfigMapPatch", "knative-autoscaler-patch", {
             "metadata": {"name": "config-autoscaler", "namespace": "knative-serving"}, "data": data})
         assert len(_fired([*s.resources, patch], "isvc-scale-down-stabilization")) == fires, data
+
+
+def test_tgi_admission_limit_must_admit_what_the_queue_proxy_sends():
+    """Pulumi.tgi.yaml: containerConcurrency 8, TGI's router admitting 2 → 70 % 429s in the gate. The rule fires
+    below containerConcurrency (or the KPA target), names both, and is quiet at or above it, with TGI's default
+    128, for other engines and in Standard mode (no queue-proxy)."""
+    from policy_fixtures import _tgi_admitting
+
+    def fired(limit, **pred):
+        s = Stack(shipped("prod"))   # chat: containerConcurrency 16, scaleTarget 12
+        if limit is not None:
+            _tgi_admitting(s, "chat-isvc", limit)
+        else:
+            s.props("chat-isvc")["metadata"]["annotations"]["preflight.kserve.io/engine"] = "tgi"
+        s.pred("chat-isvc").update(pred)
+        return _fired(s.resources, "isvc-server-admission-limit")
+
+    [msg] = fired(8)
+    assert "--max-concurrent-requests is 8, below the 16 requests" in msg and "containerConcurrency 16" in msg
+    assert "limits.maxConcurrentRequests" in msg
+    assert fired(16) == [] and fired(None) == []
+    assert fired(100, containerConcurrency=200.0)             # above TGI's default when it is unset
+    assert "below the 12 requests" in fired(8, containerConcurrency=8.0, scaleTarget=12.0)[0]
+    assert "unlimited" in fired(64, containerConcurrency=0.0)[0]
+    s = Stack(shipped("prod"))
+    s.model("chat-isvc")["args"].append("--max-concurrent-requests=2")   # vLLM: no router limit to compare
+    assert _fired(s.resources, "isvc-server-admission-limit") == []
+    s = Stack(shipped("staging"))                              # vision: Standard mode
+    _tgi_admitting(s, "vision-isvc", 1)
+    assert _fired(s.resources, "isvc-server-admission-limit") == []
+
+
+def test_unlimited_concurrency_message_names_the_queue_proxys_503_not_429():
+    """Knative's queue-proxy answers 503 when its queue overflows (reference knative-kserve.md); 429 never comes
+    from Knative, only from a gateway or a server's own admission limit."""
+    [msg] = _fired(broken("isvc-container-concurrency"), "isvc-container-concurrency")
+    assert "503" in msg and "429" not in msg
