@@ -15,13 +15,11 @@ from tuner.space import ANN
 
 def stack_file_diff(path: Path, project: str, service: str, settings: dict) -> str:
     """The unified diff that applies `settings` (tuner/space.py names) to the stack file at `path`."""
-    from ruamel.yaml import YAML
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-    yaml = YAML()  # round-trip
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)   # the stack files' style: "  - name:" under a key
+    from stackconfig.roundtrip import stack_yaml
+
+    yaml = stack_yaml()
     before = path.read_text()
     doc = yaml.load(before)
     config = doc["config"]

@@ -9,15 +9,13 @@ from validation.errors import InputError, Problem
 
 def write_engine_profile(stack: str, service: str, profile: dict, root: Path | None = None) -> Path:
     """Set `services[name == service].engineProfile` in stacks/Pulumi.<stack>.yaml (keys merged over any there)."""
-    from ruamel.yaml import YAML
-
     from stackconfig.load import ROOT, read_project
+    from stackconfig.roundtrip import stack_yaml
 
     root = root or ROOT
     project = read_project(root)
     path = root / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
-    yaml = YAML()  # round trip: comments, order and flow style kept
-    yaml.preserve_quotes = True
+    yaml = stack_yaml()  # round trip in the stack files' style: only the engineProfile lines change
     doc = yaml.load(path.read_text())
     services = ((doc or {}).get("config") or {}).get(f"{project['name']}:services")
     entry = next((s for s in services or [] if isinstance(s, dict) and s.get("name") == service), None)

@@ -120,3 +120,21 @@ def test_the_gate_simulates_the_measured_engine():
     assert gate.scenario_for(cfg, measured)["server"]["activation_gib"] == 9.0
     assert "server" not in gate.scenario_for(cfg, chat) or "activation_gib" not in gate.scenario_for(cfg, chat)["server"]
 
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_write_touches_only_the_engine_profile_lines(stack, tmp_path):
+    """`calibrate --write` once re-wrapped and re-indented the whole file (a 91-line diff for a 3-line change):
+    it dumps in the stack files' own style (stackconfig/roundtrip.py, shared with the tuner's diff)."""
+    import difflib
+
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copytree(ROOT / "stacks", tmp_path / "stacks")
+    before = (tmp_path / "stacks" / f"Pulumi.{stack}.yaml").read_text()
+    service = load_stack(stack, root=tmp_path).services[0].name
+    after = write_engine_profile(stack, service, {"activationGib": 1.26, "nonTorchGib": 1.79}, root=tmp_path).read_text()
+    changed = [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed and all(line.startswith("+") for line in changed), changed
+    assert [line.strip() for line in changed] == ["+engineProfile:", "+activationGib: 1.26", "+nonTorchGib: 1.79"] \
+        or all("engineProfile" in line or "Gib" in line for line in changed), changed
