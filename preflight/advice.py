@@ -15,8 +15,11 @@ from why requests failed:
   target-burst-capacity) and more minimum pods; activator 503s → at least one pod (minReplicas);
 - 504s → more capacity or a longer `timeout`; 429s from the model server → its own admission limit (TGI's
   router: `limits.maxConcurrentRequests`, at least containerConcurrency; guide 004: fix the server's concurrency
-  limit first, then the autoscaler's target);
-- a client timeout below the service's p99 latency → every slow request times out and its retries do too;
+  limit first, then the autoscaler's target); 429s from the gateway → its rate limit;
+- a service pinned at minReplicas = maxReplicas is not "saturated" (it is at its maximum by construction): when
+  it misses, the advice is to let the autoscaler add pods;
+- a client timeout below the p99 latency of all requests → the slowest requests time out and so do their
+  retries (guide 000 §4.3): a warning on a pass too, since the gate judges the p99 of successes;
 - slow requests on an unsaturated service → lower scaleTarget (scale out earlier) or cap output tokens.
 
 Every suggested edit is parsed by the stack config's own loader (as `whatif` will) before it is printed: a knob
@@ -30,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 from gate.verdict import COLD_START_TERM, FAIL, UNDECIDED, Verdict
+from preflight.summary import fixed_size
 from simulation.gpu.server_common import OOM_REASON
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import InputError
@@ -97,15 +101,19 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
     # causes first: crashed pods (CUDA OOM → 502) also show up as saturation and cold starts
     if "502" in comps and "error rate" in missed:
         out += _crash_tips(svc, v)
-    saturated = value("time at maxReplicas (fraction)") >= 0.2
-    if saturated:
+    fixed = fixed_size(report)   # min = max: "at maxReplicas" by construction, not saturation (summary.py)
+    saturated = value("time at maxReplicas (fraction)") >= 0.2 and not fixed
+    if saturated or (fixed and missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
+                                         "error rate"}):
         more = svc.max_replicas + max(1, math.ceil(svc.max_replicas / 2))
         pending = value("peak Pending pods")
         nodes = max(ng.max_size + 1,
                     math.ceil((ng.gpu_capacity + (more - svc.max_replicas) * svc.gpus) / ng.gpus_per_node))
         grow = [("gpuNodeGroup.maxSize", nodes)] if more * svc.gpus > ng.gpu_capacity else []
-        out.append(_tip(f"saturated: wanted maxReplicas {value('time at maxReplicas (fraction)'):.0%} of the time",
-                        "maxReplicas", more, *grow))
+        why = (f"fixed at {fixed} replicas (minReplicas = maxReplicas) and missing its SLO: let the autoscaler add "
+               "pods" if fixed else
+               f"saturated: wanted maxReplicas {value('time at maxReplicas (fraction)'):.0%} of the time")
+        out.append(_tip(why, "maxReplicas", more, *grow))
         if pending > 0 and not grow:
             out.append(_tip(f"pods waited for a GPU node (peak {pending:.3g} Pending)", "gpuNodeGroup.maxSize", nodes))
     if value("cold starts") > 0 and (missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
@@ -123,7 +131,7 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
         out.append(_tip("504s: requests outlive the timeout", "timeout", min(600, svc.timeout_s * 2)))
     if "429" in comps and "error rate" in missed:
         out += _admission_tips(svc, comps["429"])
-    if missed & {"p99 latency (s)", "p99 time to first token (s)"} and not out and svc.scale_target:
+    if missed & {"p99 latency (s)", "p99 time to first token (s)"} and not out and svc.scale_target and not fixed:
         out.append(_tip("slow requests on an unsaturated service: scale out earlier", "scaleTarget",
                         max(1, svc.scale_target * 3 // 4)))
     if COLD_START_TERM in missed and not cfg.model_cache.enabled:
@@ -134,14 +142,53 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
 def _admission_tips(svc: ServiceConfig, by_component: dict) -> list[Tip]:
     """429s from the model server: TGI's router answers 429 above `--max-concurrent-requests` (the only server
     here with such a limit; simulation/gpu/tgi.py). Raise it to at least what the queue-proxy lets through."""
+    out = []
+    limit = ((svc.gateway or {}).get("rate_limit") or {}).get("rate_per_s")
+    if "gateway" in by_component and limit:
+        out.append(_tip(f"429s from the gateway's rate limit ({limit:g} req/s): raise it, or it throttles the "
+                        "traffic the SLO is about", "gateway.rate_limit.rate_per_s", _round_up(limit * 2)))
     if "server" not in by_component or svc.engine != "tgi":
-        return []
+        return out
     from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
 
     now = svc.caps.max_concurrent_requests or DEFAULT_MAX_CONCURRENT_REQUESTS
-    return [_tip(f"429s from TGI's router (limits.maxConcurrentRequests {now} admits fewer requests than are sent "
-                 "to a pod): raise the server's own limit first", "limits.maxConcurrentRequests",
-                 max(now * 2, svc.container_concurrency or 0))]
+    return out + [_tip(f"429s from TGI's router (limits.maxConcurrentRequests {now} admits fewer requests than are "
+                       "sent to a pod): raise the server's own limit first", "limits.maxConcurrentRequests",
+                       max(now * 2, svc.container_concurrency or 0))]
+
+
+def _round_up(x: float) -> float | int:
+    """`x` rounded up to 2 significant figures, for a proposed value a person would type."""
+    if x <= 0:
+        return x
+    step = 10 ** (math.floor(math.log10(x)) - 1)
+    out = float(f"{math.ceil(x / step) * step:.6g}")
+    return int(out) if out.is_integer() else out
+
+
+def retry_warnings(cfg: StackConfig, verdicts: list[Verdict], values: dict | None) -> list[str]:
+    """Guide 000 §4.3's retry storm: a client timeout below the service's p99 latency of all requests means the
+    slowest requests time out, and each retry (the same request, as slow again) times out too — every retry is
+    load with no chance of success. The gate can pass on the p99 of successes while this happens, so it is said
+    on a pass as well as on a miss."""
+    by_name = {s.name: s for s in cfg.services}
+    out, seen = [], set()
+    for v in verdicts:
+        svc = by_name.get(v.service)
+        client = (svc.client or {}) if svc else {}
+        timeout = client.get("timeout_s")
+        p99 = v.metrics.get("p99 latency, all requests (s)")
+        if svc is None or not timeout or p99 is None or p99.lo is None or p99.lo <= timeout or v.service in seen:
+            continue
+        seen.add(v.service)
+        retries = client.get("max_retries", 0)
+        tip = _tip(f"warning: {v.label}: the client's timeout_s {timeout:g} is below the p99 latency of all requests "
+                   f"{p99.value:.3g} s (95% CI {p99.lo:.3g}–{p99.hi:.3g}), so the slowest requests time out"
+                   + (f" and each of their {retries} retries times out again (a retry storm, guide 000 §4.3)"
+                      if retries else "") + "; give the client a timeout above the p99, or cap output tokens",
+                   "client.timeout_s", _round_up(p99.hi * 1.2))
+        out.append(tip.command(cfg.stack, svc) if values is not None and accepted(values, cfg, svc, tip) else tip.why)
+    return out
 
 
 def accepted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip) -> bool:
@@ -169,6 +216,7 @@ def _stack_values(cfg: StackConfig) -> dict | None:
 def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: dict | None = None) -> list[str]:
     """Lines for the end of the report. `values`: the stack's project keys the suggestions are checked against
     (default: the stack file `cfg` was loaded from); a suggestion its loader refuses is left out."""
+    values = values if values is not None else _stack_values(cfg)
     if passed:
         lines = [f"next: deploy with `pulumi stack select {cfg.stack} --create && pulumi preview --policy-pack "
                  "policy && pulumi up --policy-pack policy`"]
@@ -176,8 +224,7 @@ def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: 
         if undecided:
             lines.append(f"  (undecided after {cfg.gate.max_replications} replications: {', '.join(undecided)}; "
                          "raise gate.replications.max or set gate.undecided: fail to be strict)")
-        return lines
-    values = values if values is not None else _stack_values(cfg)
+        return lines + retry_warnings(cfg, verdicts, values)
     by_name = {s.name: s for s in cfg.services}
     lines, advised = [], set()
     for v in verdicts:   # steady first; one block per service (its stress misses usually share the fix)
@@ -196,4 +243,5 @@ def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: 
         lines.append(f"next for {v.label}: " + ("try one of these, then `preflight check` again:" if tips else
                      "no single knob stands out; see the plots (--plot DIR) and docs/simulation.md"))
         lines.extend(f"  - {t}" for t in tips)
-    return lines or ["next: fix the manifest or policy findings above, then run `preflight check` again"]
+    return (lines or ["next: fix the manifest or policy findings above, then run `preflight check` again"]) \
+        + retry_warnings(cfg, verdicts, values)

@@ -154,3 +154,63 @@ def test_every_suggestion_of_every_story_loads(stack, scenario, errors, stats):
     lines = next_steps(cfg, verdicts, passed=False, values=values)
     assert sum("--set" in line for line in lines) >= len(cfg.services)
     _assert_every_suggestion_loads(lines, project, values, base)
+
+
+def _with_client(values: dict, **client) -> dict:
+    values["services"][0]["client"] = client
+    return values
+
+
+def test_a_client_timeout_below_the_p99_of_all_requests_is_a_warning_even_on_a_pass():
+    """Pulumi.retry.yaml: client timeout_s 15 with 3 retries; requests fail with 504 at ~62 s after 4 attempts, and
+    the gate passes on the p99 of successes. The check says so, with a what-if the loader accepts."""
+    project, values = _values()
+    values = _with_client(values, timeout_s=15, max_retries=3)
+    cfg = parse_stack_config(values, project, "dev")
+    slow = {"p99 latency, all requests (s)": Estimate(62.0, 60.0, 64.0, 5)}
+    v = Verdict("chat", (Check("p99 latency (s)", Estimate(12, 11, 13, 5), 60),), {}, 5, metrics=slow)
+    lines = next_steps(cfg, [v], passed=True, values=values)
+    assert lines[0].startswith("next: deploy with `pulumi stack select dev --create")
+    [warning] = [line for line in lines if line.startswith("warning:")]
+    assert "timeout_s 15 is below the p99 latency of all requests 62" in warning and "3 retries" in warning
+    assert "--set 'services.chat.client.timeout_s=77'" in warning
+    _assert_every_suggestion_loads(["", warning], project, values)
+    calm = _with_client(_values()[1], timeout_s=120, max_retries=3)
+    cfg = parse_stack_config(calm, project, "dev")
+    assert not any("warning" in line for line in next_steps(cfg, [v], passed=True, values=calm))
+
+
+def test_a_service_pinned_at_min_equals_max_is_not_saturated():
+    """staging's vision (minReplicas = maxReplicas) showed SATURATED 100 %: at its maximum by construction. The
+    report leaves it out unless pods were Pending; on a miss the advice lets the autoscaler add pods."""
+    from preflight.summary import service_lines
+
+    project, values = _values()
+    values["services"][0].update(minReplicas=2, maxReplicas=2)
+    cfg = parse_stack_config(values, project, "dev")
+    metrics = {"time at maxReplicas (fraction)": Estimate(1.0, 1.0, 1.0, 5), "peak Pending pods": Estimate(0, 0, 0, 5)}
+    v = _verdict("steady", {"503": {"queue-proxy": 30}}, metrics=metrics)
+    v.report.update(service={"min_scale": 2, "max_scale": 2}, requests=100, status_counts={"200": 70, "503": 30})
+    assert not any("SATURATED" in line for line in service_lines(v))
+    text = "\n".join(next_steps(cfg, [v], passed=False, values=values))
+    assert "saturated: wanted" not in text and "fixed at 2 replicas" in text and "maxReplicas=3" in text
+    pending = {**metrics, "peak Pending pods": Estimate(1, 1, 1, 5)}
+    assert any("fixed at 2 replicas" in line for line in service_lines(_with(v, pending)))
+    v.report["service"] = {"min_scale": 1, "max_scale": 2}   # room to scale: the signal is real again
+    assert any("SATURATED: wanted maxReplicas" in line for line in service_lines(v))
+
+
+def _with(v: Verdict, metrics: dict) -> Verdict:
+    from dataclasses import replace
+
+    return replace(v, metrics=metrics)
+
+
+def test_gateway_429s_point_at_its_rate_limit():
+    project, values = _values()
+    values["services"][0]["gateway"] = {"rate_limit": {"rate_per_s": 2.5, "burst": 5}}
+    cfg = parse_stack_config(values, project, "dev")
+    lines = next_steps(cfg, [_verdict("steady", {"429": {"gateway": 300}})], passed=False, values=values)
+    text = "\n".join(lines)
+    assert "gateway's rate limit (2.5 req/s)" in text and "gateway.rate_limit.rate_per_s=5" in text
+    _assert_every_suggestion_loads(lines, project, values)

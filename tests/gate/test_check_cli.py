@@ -40,26 +40,35 @@ def test_an_unknown_stack_exits_2_without_a_traceback():
     assert "Traceback" not in proc.stderr
 
 
-def _failing_check() -> cli.StackCheck:
+def _failing_values() -> dict:
     project, values = stack_config_values("prod")
     values = project_values(values, project)
     values["services"][0].update(minReplicas=1, maxReplicas=1)
     values["services"][0]["annotations"].pop("autoscaling.knative.dev/initial-scale")
-    cfg = parse_stack_config(values, project, "prod")
+    return values
+
+
+def _failing_check() -> cli.StackCheck:
+    cfg = parse_stack_config(_failing_values(), "kserve-preflight", "prod")
     return cli.StackCheck("prod", resources=13, verdicts=gate.check_stack(cfg), cfg=cfg)
 
 
 def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
+    import preflight.advice
+
     failing = _failing_check()
     assert not failing.passed
     monkeypatch.setattr(cli, "check", lambda stack, console, plot, executor=None, timings=None, cache=None: failing)
     assert cli.main(["check", "--stack", "prod"]) == 1
+    # the advice checks its edits against the stack file; here that is prod with chat pinned at 1 replica
+    monkeypatch.setattr(preflight.advice, "_stack_values", lambda cfg: _failing_values())
     buf = io.StringIO()
-    cli.print_result(failing, Console(file=buf, width=160))
+    cli.print_result(failing, Console(file=buf, width=300))
     text = buf.getvalue()
     assert "FAIL stack prod" in text and "p99 latency (s)" in text
-    # what to do next: the saturated service's replicas, as a what-if command to try
-    assert "next for chat" in text and "SATURATED" in text
+    # what to do next: chat is pinned (min = max = 1), not "saturated": let it scale, as a what-if command
+    assert "next for chat" in text and "SATURATED: wanted maxReplicas 100.000%" not in text
+    assert "fixed at 1 replicas (minReplicas = maxReplicas) and missing its SLO: let the autoscaler add pods" in text
     assert "python -m preflight whatif --stack prod --set 'services.chat.maxReplicas=2'" in text
 
 
