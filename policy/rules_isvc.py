@@ -357,23 +357,26 @@ def _alloc_conf(res: Resource, ctx: Context) -> Iterator[str]:
 # Knative's config-autoscaler defaults (pkg/autoscaler/config/config.go): stable-window 60 s, scale-down-delay 0;
 # Kubernetes' HPA: behavior.scaleDown.stabilizationWindowSeconds 300 when unset (autoscaling/v2 defaults).
 KNATIVE_STABLE_WINDOW_S, KNATIVE_SCALE_DOWN_DELAY_S, HPA_SCALE_DOWN_WINDOW_S = 60.0, 0.0, 300.0
-MIN_SCALE_DOWN_HOLD_S = 120.0   # twice Knative's default window: the guides' example (window "120s")
+MIN_SCALE_DOWN_HOLD_S = {"spiky": 120.0,   # twice Knative's default window: the guides' example (window "120s")
+                         "steady": KNATIVE_STABLE_WINDOW_S}   # never less stable than Knative's default
 
 
 @rule("isvc-scale-down-stabilization", MANDATORY,
-      f"Spiky traffic: a pod is kept at least {MIN_SCALE_DOWN_HOLD_S:g} s after its load ends (Knative stable "
-      "window + scale-down delay; HPA scaleDown stabilization window)",
-      "004 §5, §8; 001 §5", lambda res: is_gpu_isvc(res) and annotations(res).get(
-          "preflight.kserve.io/traffic", "spiky") == "spiky", stack=True)
+      "A pod is kept after its load ends (Knative stable window + scale-down delay; HPA scaleDown stabilization "
+      "window) at least 120 s where traffic is spiky, and no shorter than Knative's default 60 s elsewhere",
+      "004 §5, §8; 001 §5", is_gpu_isvc, stack=True)
 def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
-    """Applies where traffic is spiky: the `preflight.kserve.io/traffic` annotation, derived from the service's
+    """Traffic is spiky or steady by the `preflight.kserve.io/traffic` annotation, derived from the service's
     workload by `stackconfig.schema.traffic_shape` (gamma CV > 1, step, spike, trace; a missing annotation counts
     as spiky). A GPU replica takes minutes to bring back (node, image, model load), so removing it right after a
     burst makes it flap. Knative averages over the stable window and then holds the highest recommendation for
     the scale-down delay, so a pod outlives its load by about window + delay: with the defaults (60 s + 0) the
-    next burst a minute later pays a cold start, and a short window ("6s") is 10× worse — both fail. The HPA's
+    next burst a minute later pays a cold start. Steady traffic may keep the defaults, but a shorter window
+    ("6s", 10× less stable: the README's flapping story under waves of traffic) fails everywhere. The HPA's
     scaleDown stabilization window is the same hold (Kubernetes' default 300 s passes)."""
     ann = annotations(res)
+    traffic = "steady" if ann.get(ANN + "traffic", "spiky") == "steady" else "spiky"
+    minimum = MIN_SCALE_DOWN_HOLD_S[traffic]
     if deployment_mode(res) == "Knative":
         cluster = knative_autoscaler_data(ctx)  # the stack's config-autoscaler values count for every revision
         delay_text = ann.get("autoscaling.knative.dev/scale-down-delay", cluster.get("scale-down-delay"))
@@ -381,19 +384,18 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
         delay, window = duration_s(delay_text), duration_s(window_text)
         delay = KNATIVE_SCALE_DOWN_DELAY_S if delay is None else delay
         window = KNATIVE_STABLE_WINDOW_S if window is None else window
-        if window + delay < MIN_SCALE_DOWN_HOLD_S:
+        if window + delay < minimum:
             shown = (f"window {window_text or f'{KNATIVE_STABLE_WINDOW_S:g}s (default)'} + scale-down-delay "
                      f"{delay_text or f'{KNATIVE_SCALE_DOWN_DELAY_S:g}s (default)'}")
             yield (f"{res.label}: autoscaling.knative.dev/{shown} keeps a GPU replica only ~{window + delay:g} s "
-                   f"after a spike (at least {MIN_SCALE_DOWN_HOLD_S:g} s expected), so the next spike pays a cold "
-                   "start (flapping). Set scale-down-delay (e.g. \"5m\") and/or window (e.g. \"120s\").")
+                   f"after its load ends (at least {minimum:g} s expected for {traffic} traffic), so the next burst "
+                   "pays a cold start (flapping). Set scale-down-delay (e.g. \"5m\") and/or window (e.g. \"120s\").")
         return
     for hpa in hpas_for(res, ctx):
         down = _map(autoscaler_behavior(hpa).get("scaleDown"))
         window = num(down.get("stabilizationWindowSeconds"))
-        if window is not None and window < MIN_SCALE_DOWN_HOLD_S:
+        if window is not None and window < minimum:
             yield (f"{res.label}: {hpa.label} has behavior.scaleDown.stabilizationWindowSeconds {fmt(window)} "
-                   f"(at least {MIN_SCALE_DOWN_HOLD_S:g} s expected; Kubernetes' default is "
-                   f"{HPA_SCALE_DOWN_WINDOW_S:g}), so replicas flap with spiky traffic. Set it (e.g. 600) with a "
-                   "slow scale-down policy (stack: hpa.behavior).")
-
+                   f"(at least {minimum:g} s expected for {traffic} traffic; Kubernetes' default is "
+                   f"{HPA_SCALE_DOWN_WINDOW_S:g}), so replicas flap. Set it (e.g. 600) with a slow scale-down "
+                   "policy (stack: hpa.behavior).")

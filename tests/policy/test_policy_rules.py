@@ -221,15 +221,19 @@ def test_knative_scale_down_hold_is_window_plus_delay_against_a_minimum():
     assert "window 60s (default) + scale-down-delay 30s keeps a GPU replica only ~90 s" in fired[0]
 
 
-def test_stabilization_is_only_required_where_traffic_is_spiky():
+def test_stabilization_minimum_follows_the_traffic_shape():
     s = Stack(shipped("prod"))
     annotations = s.props("chat-isvc")["metadata"]["annotations"]
     for key in ("autoscaling.knative.dev/scale-down-delay", "autoscaling.knative.dev/window"):
         annotations.pop(key)
     assert annotations["preflight.kserve.io/traffic"] == "spiky"  # a trace replay
     assert len(_fired(s.resources, "isvc-scale-down-stabilization")) == 1
-    annotations["preflight.kserve.io/traffic"] = "steady"
+    annotations["preflight.kserve.io/traffic"] = "steady"   # steady traffic may keep Knative's default 60 s
     assert _fired(s.resources, "isvc-scale-down-stabilization") == []
+    annotations["autoscaling.knative.dev/window"] = "6s"   # but not less: the flapping story's waves are "steady"
+    [msg] = _fired(s.resources, "isvc-scale-down-stabilization")
+    assert "~6 s after its load ends (at least 60 s expected for steady traffic)" in msg
+    annotations.pop("autoscaling.knative.dev/window")
     annotations.pop("preflight.kserve.io/traffic")  # unknown counts as spiky
     assert len(_fired(s.resources, "isvc-scale-down-stabilization")) == 1
 
