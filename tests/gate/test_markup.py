@@ -36,8 +36,9 @@ def test_the_slo_table_keeps_scenario_labels_and_notes():
 
 
 def test_whatif_tables_keep_scenario_labels():
-    changed = Comparison(("chat", "spike"), _verdict("spike"), _verdict("spike"), ([], []),
-                         {name: E for name in SHOWN})
+    shown = {name: E for name in SHOWN}
+    changed = Comparison(("chat", "spike"), _verdict("spike"), _verdict("spike"), ([], []), shown,
+                         metrics=(shown, shown))
     same = Comparison(("chat", "nodeLoss"), _verdict("nodeLoss"), _verdict("nodeLoss"), ([], []), {}, True)
     result = WhatIf("dev", "HEAD~[1]", [], 5, [1], [changed, same], {"before": [], "after": []})
     text = _text(*tables(result))
