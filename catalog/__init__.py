@@ -68,6 +68,7 @@ class Model:
     vocab_size: int = 0  # LLM: vocabulary (config.json vocab_size); sizes the logits tensor
     gflops_per_item: float = 0.0  # vision: forward FLOPs per image at reference_pixels (2 × published GMACs)
     intermediate_size: int = 0  # LLM: MLP width (config.json intermediate_size); 0 = 3.5 × hidden_size
+    num_heads: int = 0  # LLM: query heads (config.json num_attention_heads); 0 = hidden_size // head_dim
 
     @property
     def weights_bytes(self) -> int:
@@ -78,6 +79,19 @@ class Model:
     @property
     def weights_gib(self) -> float:
         return self.weights_bytes / GIB
+
+    @property
+    def attention_heads(self) -> int:
+        """Query heads: `num_heads`, else hidden_size // head_dim (true for Llama, Mistral, Qwen2.5; not for
+        Qwen3-32B or Gemma-2, whose config.json sets head_dim apart from hidden_size)."""
+        if self.num_heads:
+            return self.num_heads
+        return self.hidden_size // self.head_dim if self.head_dim else 0
+
+    @property
+    def attention_width(self) -> int:
+        """heads × head_dim: the width of Q and of the attention output (what attention FLOPs scale with)."""
+        return self.attention_heads * self.head_dim
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -122,6 +136,9 @@ _INSTANCES = [
     InstanceType("p5en.48xlarge", "H200-141GB", 8, 192, 2048),
 ]
 
+_MISTRAL_V03 = Model("mistral-7b-v0.3", "llm", params_b=7.25, layers=32, kv_heads=8, head_dim=128,
+                     max_context=32768, hidden_size=4096, vocab_size=32768, intermediate_size=14336)
+
 _MODELS = [
     Model("llama-2-7b", "llm", params_b=6.74, layers=32, kv_heads=32, head_dim=128, max_context=4096,
           hidden_size=4096, vocab_size=32000, intermediate_size=11008),
@@ -129,7 +146,12 @@ _MODELS = [
           hidden_size=5120, vocab_size=32000, intermediate_size=13824),
     Model("llama-3-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=8192,
           hidden_size=4096, vocab_size=128256, intermediate_size=14336),
-    Model("mistral-7b", "llm", params_b=7.24, layers=32, kv_heads=8, head_dim=128, max_context=32768,
+    # Mistral-7B: v0.1 keeps a 4,096-token sliding window and a 32,000 vocabulary; v0.2 and v0.3 attend to the
+    # whole context (config.json "sliding_window": null) and v0.3 has 32,768 tokens (mistralai/
+    # Mistral-7B-Instruct-v0.3 config.json). `mistral-7b` is v0.3, the release the shipped stacks deploy.
+    _MISTRAL_V03,
+    replace(_MISTRAL_V03, name="mistral-7b"),
+    Model("mistral-7b-v0.1", "llm", params_b=7.24, layers=32, kv_heads=8, head_dim=128, max_context=32768,
           sliding_window=4096, hidden_size=4096, vocab_size=32000, intermediate_size=14336),
     Model("llama-3-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=8192,
           hidden_size=8192, vocab_size=128256, intermediate_size=28672),
@@ -159,11 +181,11 @@ _MODELS = [
     Model("qwen3-8b", "llm", params_b=8.19, layers=36, kv_heads=8, head_dim=128, max_context=40960,
           hidden_size=4096, vocab_size=151936, intermediate_size=12288),
     Model("qwen3-32b", "llm", params_b=32.76, layers=64, kv_heads=8, head_dim=128, max_context=40960,
-          hidden_size=5120, vocab_size=151936, intermediate_size=25600),
+          hidden_size=5120, vocab_size=151936, intermediate_size=25600, num_heads=64),
     Model("gemma-2-9b", "llm", params_b=9.24, layers=42, kv_heads=8, head_dim=256, max_context=8192,
-          hidden_size=3584, vocab_size=256000, intermediate_size=14336),
+          hidden_size=3584, vocab_size=256000, intermediate_size=14336, num_heads=16),
     Model("gemma-2-27b", "llm", params_b=27.23, layers=46, kv_heads=16, head_dim=128, max_context=8192,
-          hidden_size=4608, vocab_size=256000, intermediate_size=36864),
+          hidden_size=4608, vocab_size=256000, intermediate_size=36864, num_heads=32),
     # Vision: torchvision ResNet-50 (25.6 M parameters, fp32; 4.1 GMACs at 224×224) and ViT-L/16 (304 M,
     # fp16; 61.6 GMACs). The per-image activation peak at 224×224 is an estimate (inference keeps no
     # activations for backward); calibrate it.

@@ -75,3 +75,23 @@ def test_extended_adds_and_overrides_without_touching_default():
     assert cat.gpus["A10G"].memory_gib == 48.0
     assert DEFAULT.gpus["A10G"].memory_gib == 22.49 and "my-7b" not in DEFAULT.models
     assert cat.gpus["A10G"].memory_bytes == 48 * GIB
+
+
+def test_mistral_7b_is_the_release_the_stacks_deploy_and_v0_1_keeps_its_window():
+    """stacks/Pulumi.prod.yaml serves mistralai/Mistral-7B-Instruct-v0.3, whose config.json has "sliding_window": null
+    and "vocab_size": 32768; v0.1 had a 4,096-token window and 32,000 tokens."""
+    for name in ("mistral-7b", "mistral-7b-v0.3"):
+        m = DEFAULT.models[name]
+        assert (m.sliding_window, m.vocab_size, m.max_context) == (0, 32768, 32768)
+    v01 = DEFAULT.models["mistral-7b-v0.1"]
+    assert (v01.sliding_window, v01.vocab_size) == (4096, 32000)
+
+
+@pytest.mark.parametrize("name, heads, width", [
+    ("llama-3-8b", 32, 4096), ("qwen3-32b", 64, 8192), ("gemma-2-9b", 16, 4096), ("gemma-2-27b", 32, 4096),
+])
+def test_attention_heads_follow_config_json_not_hidden_size(name, heads, width):
+    """num_attention_heads × head_dim is the attention width; Qwen3-32B and Gemma-2 set head_dim apart from
+    hidden_size (Qwen3-32B: 64 × 128 = 8192 against hidden 5120)."""
+    m = DEFAULT.models[name]
+    assert (m.attention_heads, m.attention_width) == (heads, width)
