@@ -4,8 +4,9 @@ A forward pass is bounded below by two things: moving the bytes it touches throu
 (bytes / bandwidth) and doing its arithmetic (FLOPs / peak FLOP/s). The roofline takes the larger:
 
 * **Prefill** of P prompt tokens (all processed in one pass) is compute-bound for any useful P:
-  FLOPs ≈ 2 × parameters × P (one multiply-add per weight per token) + attention 2 × 2 × layers × hidden
-  × P² / 2 (QKᵀ and AV, causal half); it can never be faster than reading the weights once.
+  FLOPs ≈ 2 × parameters × P (one multiply-add per weight per token) + attention 2 × 2 × layers × heads
+  × head_dim × P² / 2 (QKᵀ and AV, causal half; heads × head_dim is `Model.attention_width`, the hidden size
+  for Llama but not for Qwen3-32B or Gemma-2); it can never be faster than reading the weights once.
 * **Decode** step of a batch of B sequences produces one token for each: it reads all the weights once
   and the KV cache of every sequence in the batch (memory-bound at the batch sizes serving uses), and does
   2 × parameters × B FLOPs. So the step time — the inter-token latency (ITL) every sequence in the batch
@@ -53,9 +54,9 @@ def _flops(gpu: Gpu, eff: Efficiency, tp: int) -> float:
 
 
 def prefill_flops(model: Model, input_tokens: int) -> float:
-    """FLOPs of one prompt's prefill: 2 × params × P + causal attention (2 × 2 × layers × hidden × P²/2)."""
+    """FLOPs of one prompt's prefill: 2 × params × P + causal attention (2 × 2 × layers × heads × head_dim × P²/2)."""
     linear = model.flops_per_token * input_tokens
-    attention = 2.0 * model.layers * model.hidden_size * input_tokens * input_tokens
+    attention = 2.0 * model.layers * model.attention_width * input_tokens * input_tokens
     return linear + attention
 
 
@@ -74,14 +75,14 @@ def decode_step_time(model: Model, gpu: Gpu, batch: int, context_tokens: int | N
                      eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> float:
     """Seconds for one decode step of `batch` sequences holding `context_tokens` tokens in total (KV read).
 
-    bytes = weights + KV bytes/token × Σ context;  FLOPs = 2 × params × batch + 4 × layers × hidden × Σ context.
+    bytes = weights + KV bytes/token × Σ context;  FLOPs = 2 × params × batch + 4 × layers × heads × head_dim × Σ context.
     `context_tokens` defaults to 1,024 per sequence.
     """
     if batch <= 0:
         return 0.0
     ctx = context_tokens if context_tokens is not None else 1024 * batch
     bytes_read = model.weights_bytes + kv_bytes_per_token(model) * ctx
-    flops = model.flops_per_token * batch + 4.0 * model.layers * model.hidden_size * ctx
+    flops = model.flops_per_token * batch + 4.0 * model.layers * model.attention_width * ctx
     return max(bytes_read / _bandwidth(gpu, eff, tp), flops / _flops(gpu, eff, tp)) + eff.step_overhead_s
 
 
@@ -142,7 +143,7 @@ class StepCost:
 
     A V1 step (`vllm/v1/core/sched/scheduler.py`) runs decode tokens and prefill chunks in one pass:
     bytes = weights + KV bytes/token × kv_tokens (the KV it reads and writes), FLOPs = 2 × params × tokens
-    + 4 × layers × hidden × attn, where attn is Σ over the step's tokens of the context each attends to
+    + 4 × layers × heads × head_dim × attn, where attn is Σ over the step's tokens of the context each attends to
     (a decode token: its sequence's context; a chunk of c tokens after p cached ones: c × (p + c/2)). A step
     with prefill tokens pays `prefill_overhead_s`, a decode-only step `step_overhead_s`. With one prompt and
     nothing else it equals `prefill_time`, with decode tokens only `decode_step_time` (tested).
@@ -159,7 +160,7 @@ class StepCost:
     def of(cls, model: Model, gpu: Gpu, eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> "StepCost":
         bw, peak = _bandwidth(gpu, eff, tp), _flops(gpu, eff, tp)
         return cls(model.weights_bytes / bw, kv_bytes_per_token(model) / bw, model.flops_per_token / peak,
-                   4.0 * model.layers * model.hidden_size / peak, eff.step_overhead_s, eff.prefill_overhead_s)
+                   4.0 * model.layers * model.attention_width / peak, eff.step_overhead_s, eff.prefill_overhead_s)
 
     def time(self, tokens: float, kv_tokens: float, attn: float, prefill: bool) -> float:
         memory_s = self.mem_base_s + self.mem_per_kv_s * kv_tokens

@@ -77,3 +77,25 @@ def test_vision_batch_time_grows_with_batch_and_pixels():
     assert t1 < t8 < 8 * t1
     assert vision_batch_time(m, g, [448 * 448]) > t1
     assert vision_batch_time(m, g, []) == 0.0
+
+
+def test_attention_flops_scale_with_heads_times_head_dim_not_hidden_size():
+    """Qwen3-32B: 64 heads × 128 = 8192, hidden 5120 (config.json); attention FLOPs use the former."""
+    from dataclasses import replace
+
+    from catalog import DEFAULT
+    from simulation.gpu.roofline import prefill_flops
+
+    m = DEFAULT.models["qwen3-32b"]
+    assert prefill_flops(m, 1000) - m.flops_per_token * 1000 == 2.0 * 64 * 8192 * 1000 ** 2
+    assert prefill_flops(replace(m, num_heads=0), 1000) - m.flops_per_token * 1000 == 2.0 * 64 * 5120 * 1000 ** 2
+
+
+def test_naive_and_triton_size_from_the_cuda_reported_total():
+    """torch sees Gpu.cuda_total_bytes (≈ 0.45 GiB under nvidia-smi's figure), as vLLM sizes from it."""
+    from catalog import DEFAULT
+    from gpu_fakes import make
+
+    a10g = DEFAULT.gpus["A10G"]
+    assert make("naive", {"model": "llama-2-7b", "gpu": "A10G"})[2].capacity == a10g.cuda_total_bytes
+    assert make("triton", {"model": "resnet-50", "gpu": "A10G"})[2].capacity == a10g.cuda_total_bytes
