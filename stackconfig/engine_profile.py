@@ -3,7 +3,9 @@
 The figures `python -m simulation calibrate` derives from the user's own engine — a vLLM start-up log
 (activation peak, non-torch memory) or a `vllm bench serve` result (roofline efficiency factors) — so the
 gate predicts this engine, not the priors. Each key maps to the simulation's `server:` key of the same
-meaning (docs/gpu-model.md); keys that do not apply to the service's engine are refused.
+meaning (docs/gpu-model.md); keys that do not apply to the service's engine are refused. For `naive` the
+defaults are KServe's huggingfaceserver as released (one generate thread, SDPA, last-position logits); `generate`,
+`eagerAttention`, `allLogits`, `overheadGib` and `activationBytesPerToken` describe a server built otherwise.
 """
 
 from __future__ import annotations
@@ -15,9 +17,16 @@ _COMMON = {"memoryEfficiency": ("memory_efficiency", 0.001, 1.0),
            "computeEfficiency": ("compute_efficiency", 0.001, 1.0), "stepOverheadS": ("step_overhead_s", 0.0, 10.0), "prefillOverheadS": ("prefill_overhead_s", 0.0, 10.0)}
 _VLLM = {"activationGib": ("activation_gib", 0.0, 1024.0), "nonTorchGib": ("overhead_gib", 0.0, 1024.0),
          "cudaGraphGib": ("cuda_graph_gib", 0.0, 1024.0), "prefixCacheHitRatio": ("prefix_cache_hit_ratio", 0.0, 0.99)}
-KEYS = {"vllm": {**_COMMON, **_VLLM}, "tgi": {**_COMMON, **_VLLM}, "naive": dict(_COMMON), "triton": {}}
+# naive: the memory a measured Transformers server holds besides weights and KV (CUDA context, allocator slack) and
+# its prompt activations per token (simulation/gpu/memory.py prefill_activation_bytes).
+_NAIVE = {"overheadGib": ("overhead_gib", 0.0, 1024.0), "activationBytesPerToken": ("activation_bytes_per_token", 0.0, 1e9)}
+KEYS = {"vllm": {**_COMMON, **_VLLM}, "tgi": {**_COMMON, **_VLLM}, "naive": {**_COMMON, **_NAIVE}, "triton": {}}
 SCHEDULERS = ["v1", "v0"]
 OOM_MODES = ["request", "process"]  # naive, triton: a CUDA OOM fails the request (500) or kills the worker
+# naive: how requests reach generate() — serial (KServe huggingfaceserver's one generate thread, FIFO) or
+# concurrent (a build that runs one generate() per request at once); attention and logits as the server loads them.
+GENERATE_MODES = ["serial", "concurrent"]
+_NAIVE_FLAGS = {"eagerAttention": "eager_attention", "allLogits": "all_logits"}
 
 
 def parse_engine_profile(sec: Section, engine: str) -> dict:
@@ -29,6 +38,10 @@ def parse_engine_profile(sec: Section, engine: str) -> dict:
             out["scheduler"] = sec.choice("scheduler", SCHEDULERS, "v1")
         elif key == "oom" and engine in ("naive", "triton"):
             out["oom"] = sec.choice("oom", OOM_MODES, "request")
+        elif key == "generate" and engine == "naive":
+            out["generate"] = sec.choice("generate", GENERATE_MODES, "serial")
+        elif key in _NAIVE_FLAGS and engine == "naive":
+            out[_NAIVE_FLAGS[key]] = sec.bool(key, False)
         elif key in allowed:
             name, low, high = allowed[key]
             value = sec.float(key, None, min=low, max=high)
@@ -37,5 +50,6 @@ def parse_engine_profile(sec: Section, engine: str) -> dict:
         else:
             keys = sorted(allowed) + (["scheduler"] if engine == "vllm" else [])
             keys += ["oom"] if engine in ("naive", "triton") else []
+            keys += ["generate", *_NAIVE_FLAGS] if engine == "naive" else []
             sec.problem(key, sec.data[key], f"expected one of {keys} for engine {engine!r}")
     return out

@@ -171,23 +171,29 @@ def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAU
 
 # -- naive server ----------------------------------------------------------------------------------------
 
-def prefill_activation_bytes(model: Model, input_tokens: int, *, eager_attention: bool = True,
-                             bytes_per_token: float | None = None, tp: int = 1) -> int:
+def prefill_activation_bytes(model: Model, input_tokens: int, *, eager_attention: bool = False,
+                             all_logits: bool = False, bytes_per_token: float | None = None, tp: int = 1) -> int:
     """Transient memory of one prompt's forward pass in a plain Transformers model (freed after prefill).
 
-    Per token: fp32 logits for every prompt position (4 × vocab; `LlamaForCausalLM` computes all positions
-    unless `logits_to_keep` is set, and generation upcasts them to float) plus about a dozen hidden-size
-    bf16 temporaries (residual, norm, q/k/v/o, the MLP's gate/up: 24 × hidden bytes). With eager attention
-    one layer's score matrix is materialised at a time: heads × L² × (2 bytes bf16 + 4 bytes fp32 softmax).
-    An estimate: pass `bytes_per_token` (linear term) from a measurement to override it.
+    Defaults follow what KServe's huggingfaceserver runs (kserve v0.15.0 `python/huggingfaceserver/pyproject.toml`:
+    transformers >= 4.49; `generative_model.py` loads with `from_pretrained(..., torch_dtype=...)` and no
+    `attn_implementation`): Transformers then picks SDPA, whose fused kernels never materialise the L × L
+    score matrix, and `generate()` passes `logits_to_keep=1` to models that take it, so only the last
+    position's logits are computed (fp32, 4 × vocab bytes). Per prompt token: about a dozen hidden-size
+    temporaries (residual, norm, q/k/v/o, the MLP's gate/up: 24 × hidden bytes). `all_logits`: fp32 logits
+    for every prompt position (a server calling `forward()` itself, or an older Transformers). `eager_attention`
+    (`attn_implementation="eager"`): one layer's score matrix at a time, heads × L² × (2 bytes bf16 + 4 bytes
+    fp32 softmax). An estimate: `bytes_per_token`, measured, replaces all but the eager score matrix.
     """
     if model.kind != "llm" or input_tokens <= 0:
         return 0
-    per_token = bytes_per_token if bytes_per_token is not None else (4 * model.vocab_size + 24 * model.hidden_size)
-    total = per_token * input_tokens / tp
-    if eager_attention and model.hidden_size and model.head_dim:
-        heads = model.hidden_size // model.head_dim / tp
-        total += heads * input_tokens * input_tokens * 6
+    if bytes_per_token is not None:
+        total = bytes_per_token * input_tokens / tp
+    else:
+        logits = 4 * model.vocab_size * (input_tokens if all_logits else 1)
+        total = (24 * model.hidden_size * input_tokens + logits) / tp
+    if eager_attention and model.attention_heads:
+        total += model.attention_heads / tp * input_tokens * input_tokens * 6
     return int(total)
 
 
@@ -197,12 +203,13 @@ def naive_base_bytes(model: Model, overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_
 
 
 def naive_memory_bytes(model: Model, contexts: list[int], prefilling: list[int] = (), *,
-                       overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB, eager_attention: bool = True,
-                       activation_bytes_per_token: float | None = None, tp: int = 1) -> int:
+                       overhead_gib: float = DEFAULT_NAIVE_OVERHEAD_GIB, eager_attention: bool = False,
+                       all_logits: bool = False, activation_bytes_per_token: float | None = None,
+                       tp: int = 1) -> int:
     """Memory in use: base + KV of every in-flight sequence (`contexts`: tokens each holds now) + the
     transient activations of the prompts in `prefilling` (input tokens of each)."""
     kv = kv_bytes_per_token(model, tp) * sum(contexts)
-    act = sum(prefill_activation_bytes(model, n, eager_attention=eager_attention,
+    act = sum(prefill_activation_bytes(model, n, eager_attention=eager_attention, all_logits=all_logits,
                                        bytes_per_token=activation_bytes_per_token, tp=tp) for n in prefilling)
     return naive_base_bytes(model, overhead_gib, tp) + kv + act
 

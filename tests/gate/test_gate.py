@@ -132,11 +132,12 @@ def test_the_gate_sees_the_oom_spiral_and_the_safe_preset_does_not_crash():
     """A naive PyTorch server, CC 4, no input cap: CUDA OOM crash loops fail the gate; the guides' caps and CC 1
     remove the crashes (a naive server stays too slow for this SLO either way: that is the gate's other finding).
     The worker dies on the OOM here (engineProfile oom: process, the guides' story); KServe's own Python server
-    answers 500 and serves on (the default), which the last part checks: no restarts, 500s instead of 502s."""
+    answers 500 and serves on (the default), which the last part checks: no restarts, 500s instead of 502s. The
+    server runs a generate() per request at once (engineProfile generate: concurrent, the guides' custom server)."""
     def naive(v, safe, oom="process"):
         chat = v["services"][0]
         chat["runtime"]["engine"] = "naive"
-        chat["engineProfile"] = {"oom": oom}
+        chat["engineProfile"] = {"oom": oom, "generate": "concurrent", "eagerAttention": True, "allLogits": True}
         chat.update(containerConcurrency=1 if safe else 4, scaleTarget=1 if safe else 4, minReplicas=1)
         # huggingfaceserver caps prompt + max_tokens (--max_length): a 4096-token context in all
         chat["limits"] = {"maxInputTokens": 3072, "maxNewTokens": 1024} if safe else {}

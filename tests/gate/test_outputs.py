@@ -78,7 +78,7 @@ def test_a_crashing_service_gets_the_guides_fix_first_as_commands_the_config_acc
     values = project_values(values, project)
     chat = values["services"][0]
     chat["runtime"]["engine"] = "naive"
-    chat["engineProfile"] = {"oom": "process"}
+    chat["engineProfile"] = {"oom": "process", "generate": "concurrent", "eagerAttention": True, "allLogits": True}
     chat.update(containerConcurrency=4, scaleTarget=4, minReplicas=1, limits={})
     chat["workload"].update(rate=1.0)
     values["gpuNodeGroup"]["instanceTypes"] = ["g5.xlarge"]

@@ -10,6 +10,10 @@ from stackconfig.load import project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 
 
+# engineProfile of the guides' naive server: a generate() per request at once, eager attention, all logits.
+CONCURRENT_SERVER = {"generate": "concurrent", "eagerAttention": True, "allLogits": True}
+
+
 def _gate(edit):
     project, values = stack_config_values("dev")
     values = project_values(values, project)
@@ -46,11 +50,13 @@ def test_scale_to_zero_with_a_slow_model_load_fails_and_min_replicas_1_fixes_it(
 
 def test_cc_too_high_on_a_naive_server_spirals_into_oom_and_cc_1_with_caps_fixes_it():
     """429/OOM guide §2 and §5: concurrency × per-request activation memory outgrows the GPU (24 GB A10G); the
-    worker process dies on the CUDA OOM (engineProfile oom: process, the guide's story)."""
-    def story(safe):
+    worker process dies on the CUDA OOM (engineProfile oom: process, the guide's story). The guide's server runs a
+    generate() per request at once (engineProfile generate: concurrent, with eager attention and every prompt
+    position's logits); KServe's huggingfaceserver as released runs one at a time and does not spiral (last part)."""
+    def story(safe, server=CONCURRENT_SERVER):
         def edit(v, chat):
             chat["runtime"]["engine"] = "naive"
-            chat["engineProfile"] = {"oom": "process"}
+            chat["engineProfile"] = {"oom": "process", **server}
             chat.update(containerConcurrency=1 if safe else 4, scaleTarget=1 if safe else 4, minReplicas=2,
                         maxReplicas=4)
             # huggingfaceserver caps prompt + max_tokens (--max_length): a 4096-token context in all
@@ -69,6 +75,8 @@ def test_cc_too_high_on_a_naive_server_spirals_into_oom_and_cc_1_with_caps_fixes
     fixed = story(True)
     assert _failed(fixed) == {}
     assert all(v.report["pod_restarts"] == 0 for v in fixed if v.scenario != "nodeLoss")
+    serial = _one(story(False, server={}), "chat", "steady").report  # huggingfaceserver: queues, never OOMs
+    assert serial["pod_restarts"] == 0 and "502" not in serial["status_counts"]
 
 
 def test_max_replicas_beyond_the_shared_node_group_pends_under_a_spike_and_a_fitting_group_fixes_it():

@@ -104,8 +104,10 @@ def test_prefill_activation_of_no_tokens_or_a_negative_count_is_zero():
 
 def test_eager_attention_heads_are_whole_heads():
     odd = replace(LLAMA, hidden_size=1000)                  # 1000 // 128 = 7 heads, not 7.8125
-    per_token = 4 * 128_256 + 24 * 1000
-    assert prefill_activation_bytes(odd, 10) == 10 * per_token + 7 * 10 * 10 * 6
+    one_row = 4 * 128_256  # generate()'s logits_to_keep=1: the last position's fp32 logits
+    assert prefill_activation_bytes(odd, 10, eager_attention=True) == 10 * 24 * 1000 + one_row + 7 * 10 * 10 * 6
+    assert prefill_activation_bytes(replace(odd, num_heads=64), 10, eager_attention=True) == (
+        10 * 24 * 1000 + one_row + 64 * 10 * 10 * 6)  # config.json num_attention_heads when given
 
 
 def test_naive_memory_threads_tp_the_measured_activation_and_eager_flag():
@@ -113,7 +115,7 @@ def test_naive_memory_threads_tp_the_measured_activation_and_eager_flag():
     got = naive_memory_bytes(LLAMA, [100, 200], [100], eager_attention=False, activation_bytes_per_token=1000.0,
                              tp=2)
     assert got == LLAMA.weights_bytes // 2 + int(1.5 * GIB) + 65_536 * 300 + 50_000
-    eager = naive_memory_bytes(LLAMA, [], [100], activation_bytes_per_token=1000.0, tp=2)
+    eager = naive_memory_bytes(LLAMA, [], [100], activation_bytes_per_token=1000.0, tp=2, eager_attention=True)
     assert eager == LLAMA.weights_bytes // 2 + int(1.5 * GIB) + 50_000 + int(32 / 2 * 100 * 100 * 6)
 
 

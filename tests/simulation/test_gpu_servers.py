@@ -101,8 +101,12 @@ def test_input_caps_answer_400_and_are_counted():
     assert s.stats["rejected_400"] == 2 and s.in_flight == 0
 
 
+# A server that runs a generate() per request at once, loaded with eager attention (an L² score matrix per prompt).
+CONCURRENT_EAGER = {"model": "llama-2-7b", "gpu": "A10G", "generate": "concurrent", "eager_attention": True}
+
+
 def test_naive_prefill_oom_kills_the_process_and_fails_everything_in_flight():
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "process"})
+    env, pod, s = make("naive", {**CONCURRENT_EAGER, "oom": "process"})
     log = Log(env)
     for i in range(3):
         s.submit(req(i, 2000, 300), log)  # three fit
@@ -117,7 +121,7 @@ def test_naive_prefill_oom_kills_the_process_and_fails_everything_in_flight():
 
 def test_naive_oom_request_mode_fails_only_the_allocating_request():
     # the default: KServe's Python server answers the exception with 500 and serves on (kserve/errors.py)
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    env, pod, s = make("naive", CONCURRENT_EAGER)
     assert s.spec.oom == "request"
     log = Log(env)
     for i in range(3):
@@ -131,26 +135,26 @@ def test_naive_oom_request_mode_fails_only_the_allocating_request():
 
 
 def test_naive_single_long_prompt_ooms_alone_but_capped_one_does_not():
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "request"})
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "request", "eager_attention": True})
     log = Log(env)
     s.submit(req(1, 6000, 10), log)
     s.submit(req(2, 4096, 1024), log)
     env.run()
     assert log.rows[1][0] == 500 and log.rows[2][0] == 200
-    assert s.peak_bytes <= DEFAULT.gpus["A10G"].memory_bytes
+    assert s.peak_bytes <= DEFAULT.gpus["A10G"].cuda_total_bytes
 
 
 def test_naive_decode_oom_happens_at_the_closed_form_step():
     """Memory grows n × KV bytes per step; the OOM lands on the first step that crosses capacity."""
     m, g = DEFAULT.models["llama-2-7b"], DEFAULT.gpus["A10G"]
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "eager_attention": False, "oom": "process"})
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "generate": "concurrent", "oom": "process"})
     log = Log(env)
     s.submit(req(1, 3000, 10_000), log)
     s.submit(req(2, 3000, 10_000), log)
     env.run()
     assert pod.crashes == ["CUDA out of memory"]
     # KV tokens at the crash ≈ (capacity − base) / KV bytes, shared by the two sequences.
-    room_tokens = (g.memory_bytes - naive_memory_bytes(m, [])) / m.kv_bytes_per_token
+    room_tokens = (g.cuda_total_bytes - naive_memory_bytes(m, [])) / m.kv_bytes_per_token
     gen_each = (room_tokens - 6000) / 2
     assert 2000 < gen_each < 10_000
     step2 = 2 * decode_step_time(m, g, 1, 3000)  # time-sliced: two single-sequence steps per token
@@ -159,12 +163,12 @@ def test_naive_decode_oom_happens_at_the_closed_form_step():
 
 def test_naive_concurrency_adds_latency_not_throughput():
     m, g = DEFAULT.models["llama-2-7b"], DEFAULT.gpus["A10G"]
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "generate": "concurrent"})
     log = Log(env)
     s.submit(req(1, 100, 200), log)
     env.run()
     one = log.rows[1][2]
-    env2, pod2, s2 = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    env2, pod2, s2 = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "generate": "concurrent"})
     log2 = Log(env2)
     for i in range(4):
         s2.submit(req(i, 100, 200), log2)
@@ -232,7 +236,7 @@ def test_triton_oom_on_a_huge_batch():
 
 
 def test_server_serves_again_after_a_crash_and_a_terminating_pod_still_loses_the_work():
-    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "process"})
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "oom": "process", "eager_attention": True})
     log = Log(env)
     s.submit(req(1, 8000, 10), log)  # OOMs alone → crash
     env.run()
@@ -245,7 +249,7 @@ def test_server_serves_again_after_a_crash_and_a_terminating_pod_still_loses_the
         def crash(self, reason):
             self.crashes.append(reason)  # terminating pods ignore crash(): no fail_all
 
-    env, _, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    env, _, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "eager_attention": True})
     s.pod = DeafPod()
     log = Log(env)
     s.submit(req(3, 8000, 10), log)
@@ -270,3 +274,71 @@ def test_batch_logs_stay_bounded_on_long_runs():
     env.run()
     assert len(log.rows) == 2 * BATCH_LOG and len(s.batch_sizes) == BATCH_LOG
     assert s.max_batch >= max(n for _, n in s.batch_sizes) >= 1
+
+
+def test_naive_default_is_huggingfaceserver_one_generate_at_a_time_fifo():
+    """KServe huggingfaceserver (`generative_model.py`: one `_process_requests` thread over `_request_queue`): four
+    requests at once are served one after another — the k-th waits k whole requests for its first token — and one
+    sequence is on the GPU at a time (old model: four time-shared generate() calls, first tokens within 0.4 s)."""
+    m, g = DEFAULT.models["llama-3-8b"], DEFAULT.gpus["L40S"]
+    env, pod, s = make("naive", {"model": "llama-3-8b", "gpu": "L40S"})
+    assert s.spec.generate == "serial"
+    log = Log(env)
+    for i in range(4):
+        s.submit(req(i, 1000, 200), log)
+    env.run()
+    one = prefill_time(m, g, 1000) + 199 * decode_step_time(m, g, 1, 1001)
+    for k in range(4):
+        status, ttfb, done = log.rows[k]
+        assert status == 200
+        assert ttfb == pytest.approx(k * one + prefill_time(m, g, 1000), rel=0.01)
+        assert done == pytest.approx((k + 1) * one, rel=0.01)
+    assert s.max_batch == 1
+
+
+def test_naive_serial_holds_one_sequence_in_memory_where_concurrent_calls_oom():
+    """Four 3,300 + 1,000-token requests on llama-2-7b / A10G: one at a time they fit (the peak is one sequence);
+    four concurrent generate() calls outgrow the GPU."""
+    m = DEFAULT.models["llama-2-7b"]
+    work = [req(i, 3300, 1000) for i in range(4)]
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G"})
+    log = Log(env)
+    for r in work:
+        s.submit(r, log)
+    env.run()
+    assert {v[0] for v in log.rows.values()} == {200} and s.stats["oom_events"] == 0
+    assert naive_memory_bytes(m, [], [3300]) <= s.peak_bytes <= naive_memory_bytes(m, [4300])  # one sequence
+    env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "generate": "concurrent"})
+    log = Log(env)
+    for r in [req(i, 3300, 1000) for i in range(4)]:
+        s.submit(r, log)
+    env.run()
+    assert s.stats["oom_events"] > 0 and 500 in {v[0] for v in log.rows.values()}
+
+
+def test_naive_serial_generates_a_cancelled_request_all_the_same():
+    """huggingfaceserver never drops a request whose client went away: it stays in `_request_queue` and its
+    generate() runs to the end, so the request behind it waits for both. Concurrent servers drop it."""
+    m, g = DEFAULT.models["llama-3-8b"], DEFAULT.gpus["L40S"]
+    one = prefill_time(m, g, 1000) + 199 * decode_step_time(m, g, 1, 1001)
+    for mode, waits in (("serial", 3), ("concurrent", 2)):
+        env, pod, s = make("naive", {"model": "llama-3-8b", "gpu": "L40S", "generate": mode})
+        log = Log(env)
+        a, b, c = req(1, 1000, 200), req(2, 1000, 200), req(3, 1000, 200)
+        for r in (a, b, c):
+            s.submit(r, log)
+        env.run(until=1.0)
+        s.cancel(b)
+        env.run()
+        assert 2 not in log.rows and log.rows[3][0] == 200 and s.in_flight == 0
+        if mode == "serial":
+            assert log.rows[3][2] == pytest.approx(waits * one, rel=0.01)
+        else:
+            assert log.rows[3][2] < 2.5 * one  # a and c time-share the GPU
+
+
+def test_naive_generate_mode_is_checked():
+    from gpu_fakes import spec_of
+
+    _, problems = spec_of("naive", {"model": "llama-2-7b", "gpu": "A10G", "generate": "threads"})
+    assert any("server.generate" in str(p) and "concurrent" in str(p) for p in problems)

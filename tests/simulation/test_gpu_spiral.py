@@ -93,6 +93,16 @@ def test_spiral_503_burst_follows_the_crashes_and_comes_earlier_than_without_oom
 
 
 @needs_trace
+def test_the_same_deployment_on_kserve_huggingfaceserver_queues_instead_of_spiralling():
+    """KServe's huggingfaceserver (the naive defaults: one generate() at a time, SDPA, last-position logits) on the
+    spiral's traffic and CC 4: one sequence on the GPU, so no CUDA OOM and no crash loop — the requests wait."""
+    r = Timeline(scenario("spiral-naive", **{"server.generate": "serial", "server.eager_attention": False,
+                                             "server.all_logits": False})).report
+    assert r["pod_restarts"] == 0 and OOM not in r["restart_reasons"]
+    assert "502" not in r["attempts"]["status_counts"]
+
+
+@needs_trace
 def test_safe_preset_on_the_same_traffic_never_ooms(safe, spiral):
     r = safe.report
     assert OOM not in r["restart_reasons"] and r["pod_restarts"] == 0
@@ -109,8 +119,9 @@ def test_safe_preset_peak_memory_bound_holds_for_every_request_it_admits():
     from catalog import DEFAULT
     from simulation.gpu.memory import naive_memory_bytes
 
-    m, cap = DEFAULT.models["llama-2-7b"], DEFAULT.gpus["A10G"].memory_bytes
-    assert naive_memory_bytes(m, [4096], [4096]) < cap and naive_memory_bytes(m, [4096 + 1024]) < cap
+    m, cap = DEFAULT.models["llama-2-7b"], DEFAULT.gpus["A10G"].cuda_total_bytes
+    assert naive_memory_bytes(m, [4096], [4096], eager_attention=True, all_logits=True) < cap
+    assert naive_memory_bytes(m, [4096 + 1024]) < cap
 
 
 # -- vLLM through the core ----------------------------------------------------------------------------------

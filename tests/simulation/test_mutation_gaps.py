@@ -181,23 +181,27 @@ def test_vllm_default_gpu_memory_utilization_is_090():
     assert vllm_budget(g, m, gpu_memory_utilization=1.0).kv_budget_bytes > b.kv_budget_bytes
 
 
-@pytest.mark.parametrize("tokens, eager, want", [
-    # llama-2-7b: per token 4 × 32000 (fp32 logits) + 24 × 4096 (bf16 temporaries) = 226,304 bytes;
-    # eager attention adds 32 heads × L² × 6 bytes.
-    (1000, False, 226_304_000),
-    (1000, True, 226_304_000 + 32 * 1000 ** 2 * 6),
-    (4000, True, 4000 * 226_304 + 32 * 4000 ** 2 * 6),
-    (0, True, 0),
+@pytest.mark.parametrize("tokens, eager, all_logits, want", [
+    # llama-2-7b: per token 24 × 4096 (bf16 temporaries) = 98,304 bytes, plus the fp32 logits: generate()'s
+    # logits_to_keep=1 keeps one row (4 × 32000) — every position's with all_logits; eager attention adds
+    # 32 heads × L² × 6 bytes (SDPA, the default, none).
+    (1000, False, False, 98_304_000 + 128_000),
+    (1000, False, True, 98_304_000 + 128_000_000),
+    (1000, True, False, 98_304_000 + 128_000 + 32 * 1000 ** 2 * 6),
+    (4000, True, True, 4000 * 226_304 + 32 * 4000 ** 2 * 6),
+    (0, True, True, 0),
 ])
-def test_prefill_activation_estimate_is_pinned(tokens, eager, want):
-    assert prefill_activation_bytes(DEFAULT.models["llama-2-7b"], tokens, eager_attention=eager) == want
+def test_prefill_activation_estimate_is_pinned(tokens, eager, all_logits, want):
+    got = prefill_activation_bytes(DEFAULT.models["llama-2-7b"], tokens, eager_attention=eager, all_logits=all_logits)
+    assert got == want
 
 
 def test_prefill_activation_estimate_splits_over_tensor_parallel_ranks_and_skips_vision():
     m = DEFAULT.models["llama-2-7b"]
-    assert prefill_activation_bytes(m, 1000, tp=2) == 226_304_000 // 2 + 16 * 1000 ** 2 * 6
-    assert prefill_activation_bytes(m, 1, eager_attention=False) == 226_304
-    assert prefill_activation_bytes(m, 1000, bytes_per_token=100, eager_attention=False) == 100_000
+    assert prefill_activation_bytes(m, 1000, tp=2, eager_attention=True, all_logits=True) == (
+        226_304_000 // 2 + 16 * 1000 ** 2 * 6)
+    assert prefill_activation_bytes(m, 1, all_logits=True) == 226_304
+    assert prefill_activation_bytes(m, 1000, bytes_per_token=100) == 100_000
     assert prefill_activation_bytes(DEFAULT.models["vit-large-16"], 1000) == 0
 
 

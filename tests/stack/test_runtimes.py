@@ -197,3 +197,22 @@ def test_context_at_the_model_limit_passes(engine, given, rendered):
         assert rendered in args
     else:  # TGI: only the input cap; --max-total-tokens keeps its default (the model's context)
         assert f"--max-input-tokens={given}" in args and not any(a.startswith("--max-total-tokens") for a in args)
+
+
+def test_naive_is_simulated_as_huggingfaceserver_unless_engine_profile_describes_another_server():
+    """The stack renders kserve/huggingfaceserver --backend=huggingface: one generate() at a time, SDPA, last-position
+    logits (generative_model.py). engineProfile describes a server built otherwise; wrong values are refused with
+    the key, the value and what is allowed, and the keys belong to engine naive only."""
+    stack, svc = _parse(_cfg({"engine": "naive"}, containerConcurrency=4))
+    spec = load_scenario(scenario_for(stack, svc)).server.spec
+    assert (spec.generate, spec.eager_attention, spec.all_logits) == ("serial", False, False)
+    profile = {"generate": "concurrent", "eagerAttention": True, "allLogits": True, "overheadGib": 2.0,
+               "activationBytesPerToken": 150000}
+    stack, svc = _parse(_cfg({"engine": "naive"}, containerConcurrency=4, engineProfile=profile))
+    spec = load_scenario(scenario_for(stack, svc)).server.spec
+    assert (spec.generate, spec.eager_attention, spec.all_logits) == ("concurrent", True, True)
+    assert (spec.overhead_gib, spec.activation_bytes_per_token) == (2.0, 150000)
+    msg = _refused(_cfg({"engine": "naive"}, engineProfile={"generate": "threads"}))
+    assert "services[0].engineProfile.generate: got 'threads'" in msg and "concurrent" in msg
+    msg = _refused(_cfg({"engine": "vllm"}, engineProfile={"generate": "concurrent"}))
+    assert "engineProfile.generate" in msg and "for engine 'vllm'" in msg
