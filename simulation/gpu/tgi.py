@@ -11,8 +11,15 @@ TGI (v2/v3) batches continuously with chunked prefill and a pre-sized KV pool, s
 * **Batch sizes** (launcher `main.rs`): `--max-batch-prefill-tokens` (default max_input_tokens + 50) is the
   step's token budget, `--max-batch-size` the running requests (unset: only the admission limit bounds it).
 
-Simplification: TGI sizes its KV pool from the memory left after its warm-up; the budget here is vLLM's
-formula (`memory.vllm_budget`) with `gpu_memory_utilization` for `--cuda-memory-fraction`.
+* **KV pool** (v3.3.4 `server/text_generation_server/models/flash_causal_lm.py: warmup`): after a warm-up
+  forward pass over `--max-batch-prefill-tokens`, the blocks are what is free minus the share held back,
+  `get_cuda_free_memory(device, MEMORY_FRACTION × TGI_WIGGLE_ROOM)` = free − (1 − fraction × wiggle) × total
+  (`utils/import_utils.py`), with `--cuda-memory-fraction` default 1.0 (launcher `main.rs`) and
+  `TGI_WIGGLE_ROOM` default 0.90 (`models/globals.py`; 0.95 in v3.0, 0.93 in v3.1–3.2). Free after the warm-up
+  is total − weights − the warm-up's activation peak − non-torch memory, so the pool is vLLM's budget
+  (`memory.vllm_budget`) with utilization = fraction × wiggle room: `gpu_memory_utilization` is the
+  fraction here, `wiggle_room` the environment variable, and the warm-up pass is the profiling pass over
+  the step budget and batch TGI runs with.
 """
 
 from __future__ import annotations
@@ -21,17 +28,21 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from validation.fields import Section
+from simulation.gpu.memory import vllm_budget
 from simulation.gpu.vllm import VllmServer, VllmSpec
 from simulation.gpu.vllm_v1 import VllmV1Engine
 from simulation.server import ModelServer, register_server
 
 OVERLOADED, UNPROCESSABLE = 429, 422
 DEFAULT_MAX_CONCURRENT_REQUESTS = 128
+DEFAULT_CUDA_MEMORY_FRACTION = 1.0  # launcher --cuda-memory-fraction
+DEFAULT_WIGGLE_ROOM = 0.90  # TGI_WIGGLE_ROOM (server/text_generation_server/models/globals.py, v3.3)
 
 
 @dataclass(frozen=True)
 class TgiSpec(VllmSpec):
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+    wiggle_room: float = DEFAULT_WIGGLE_ROOM
 
 
 class TgiEngine(VllmV1Engine):
@@ -70,6 +81,8 @@ class TgiServer(ModelServer):
     @classmethod
     def parse_spec(cls, section: Section, model: Any) -> TgiSpec | None:
         conc = section.int("max_concurrent_requests", DEFAULT_MAX_CONCURRENT_REQUESTS, min=1)
+        fraction = section.float("gpu_memory_utilization", DEFAULT_CUDA_MEMORY_FRACTION, min=0.05, max=1.0)
+        wiggle = section.float("wiggle_room", DEFAULT_WIGGLE_ROOM, min=0.0, min_exclusive=True, max=0.999)
         given = section.data
         spec = VllmServer.parse_spec(section, model)
         if spec is None:
@@ -77,6 +90,13 @@ class TgiServer(ModelServer):
         max_input = spec.max_input_tokens or spec.max_model_len - 1
         batched = spec.max_num_batched_tokens if "max_num_batched_tokens" in given else max_input + 50
         seqs = spec.max_num_seqs if "max_num_seqs" in given else conc
+        batched = max(batched, seqs)
+        prof = spec.profile
+        budget = vllm_budget(prof.gpu, prof.model, gpu_memory_utilization=fraction * wiggle,
+                             max_model_len=spec.max_model_len, activation_gib=spec.activation_gib,
+                             overhead_gib=spec.overhead_gib, block_size=spec.block_size, tp=prof.tp,
+                             max_num_batched_tokens=batched, max_num_seqs=seqs, cuda_graph_gib=spec.cuda_graph_gib)
         values = {f.name: getattr(spec, f.name) for f in fields(spec)}
-        values.update(max_input_tokens=max_input, max_num_batched_tokens=max(batched, seqs), max_num_seqs=seqs)
-        return TgiSpec(**values, max_concurrent_requests=conc)
+        values.update(max_input_tokens=max_input, max_num_batched_tokens=batched, max_num_seqs=seqs,
+                      gpu_memory_utilization=fraction, budget=budget)
+        return TgiSpec(**values, max_concurrent_requests=conc, wiggle_room=wiggle)

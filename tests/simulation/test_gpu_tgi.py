@@ -43,3 +43,28 @@ def test_the_gate_counts_422_as_an_input_cap_not_a_served_error():
     from simulation.replicate import served_errors
     report = {"requests": 10, "status_counts": {"200": 7, "422": 2, "429": 1}}
     assert served_errors(report) == 1
+
+
+def test_kv_pool_is_what_the_warm_up_leaves_times_fraction_times_wiggle_room():
+    """TGI v3.3.4 warmup: blocks = (free − (1 − cuda_memory_fraction × TGI_WIGGLE_ROOM) × total) // block, free
+    measured after the warm-up pass over --max-batch-prefill-tokens: vLLM's budget at fraction × 0.90, with
+    that pass (not vLLM's defaults) as the activation peak. A --cuda-memory-fraction of 0.8 holds back
+    1 − 0.72 of the GPU, not 1 − 0.8."""
+    from simulation.gpu.memory import vllm_budget
+
+    def budget(**given):
+        spec = make({"model": "llama-3-8b", "gpu": "L40S", **given})[1].spec
+        want = vllm_budget(spec.profile.gpu, spec.profile.model, gpu_memory_utilization=spec.gpu_memory_utilization
+                           * spec.wiggle_room, max_model_len=spec.max_model_len, tp=1,
+                           max_num_batched_tokens=spec.max_num_batched_tokens, max_num_seqs=spec.max_num_seqs)
+        return spec, want
+
+    spec, want = budget()
+    assert (spec.gpu_memory_utilization, spec.wiggle_room) == (1.0, 0.90)
+    assert spec.budget == want and want.gpu_memory_utilization == 0.90
+    assert want.activation_bytes > vllm_budget(spec.profile.gpu, spec.profile.model, max_model_len=8192,
+                                               max_num_batched_tokens=2048).activation_bytes  # 8,241-token warm-up
+    spec, want = budget(gpu_memory_utilization=0.8)
+    assert spec.budget == want and want.gpu_memory_utilization == 0.8 * 0.90
+    spec, want = budget(wiggle_room=0.95)  # TGI v3.0's default, or TGI_WIGGLE_ROOM set
+    assert spec.budget.gpu_memory_utilization == 0.95
