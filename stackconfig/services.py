@@ -7,7 +7,10 @@ Knative's autoscaling annotation keys (`pkg/apis/autoscaling/register.go`); defa
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+from catalog import GIB, Gpu
 
 from stackconfig.autoscaling import check_hpa_behavior, check_keda, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
@@ -24,6 +27,7 @@ from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
 from simulation.budget import budget_problem
+from simulation.gpu.memory import max_startup_utilization
 from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
 
@@ -249,6 +253,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                     "model server's memory does not follow its load, so the gate cannot predict a memory HPA "
                     "(simulation/autoscaler/kserve_hpa.py); or remove slo/workload to deploy it ungated")
     engine_profile = parse_engine_profile(sec.section("engineProfile"), engine)
+    if engine == "vllm":
+        _check_startup_utilization(sec, util, ng.gpu, gpus, engine_profile.get("overhead_gib"))
     stress = parse_stress(sec.section("stress"))
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
     if min_r == 0 and not allow_zero:
@@ -268,6 +274,19 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         engine_profile=engine_profile,
         stress=stress, model_public=public,
     )
+
+
+def _check_startup_utilization(sec: Section, util: float, gpu: Gpu, gpus: int, non_torch_gib: float | None) -> None:
+    """vLLM V1 refuses to start when the memory free at start-up is below total × gpuMemoryUtilization
+    (`memory.max_startup_utilization`); KServe runs it with tensor parallelism = the pod's GPUs (NCCL up too)."""
+    top = max_startup_utilization(gpu, gpus, non_torch_gib)
+    if util > top:
+        total = gpu.cuda_total_bytes / GIB
+        sec.problem("gpuMemoryUtilization", util, f"expected at most {math.floor(top * 1000) / 1000:.3f} on "
+                    f"{gpu.name}: vLLM asks for {util:g} × {total:.2f} GiB = {util * total:.2f} GiB at start-up but "
+                    f"only {top * total:.2f} GiB are free once the CUDA context{' and NCCL' if gpus > 1 else ''} "
+                    "take theirs, and it exits with 'Free memory on device … is less than desired GPU memory "
+                    "utilization' (vllm/v1/worker/gpu_worker.py Worker.init_device)")
 
 
 def check_request_budgets(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem]) -> None:

@@ -103,6 +103,17 @@ def non_torch_bytes(tp: int = 1) -> int:
     return int((NON_TORCH_GIB + (NCCL_GIB if tp > 1 else 0.0)) * GIB)
 
 
+def max_startup_utilization(gpu: Gpu, tp: int = 1, non_torch_gib: float | None = None) -> float:
+    """The largest `gpu_memory_utilization` vLLM V1 starts with on `gpu`. `Worker.init_device`
+    (vllm/v1/worker/gpu_worker.py) snapshots memory once the CUDA context (and NCCL, with tp > 1) is up and
+    raises ValueError ("Free memory on device … on startup is less than desired GPU memory utilization") when
+    free < total × utilization. Free = the CUDA-reported total − non-torch memory (`non_torch_bytes`, or a
+    measured `non_torch_gib`; a measured figure also holds cuBLAS workspaces, so this errs on refusing)."""
+    total = gpu.cuda_total_bytes
+    used = non_torch_bytes(tp) if non_torch_gib is None else int(non_torch_gib * GIB)
+    return max(0.0, (total - used) / total)
+
+
 @dataclass(frozen=True)
 class VllmBudget:
     """vLLM's start-up memory plan on one GPU (all sizes in bytes)."""

@@ -216,3 +216,29 @@ def test_naive_is_simulated_as_huggingfaceserver_unless_engine_profile_describes
     assert "services[0].engineProfile.generate: got 'threads'" in msg and "concurrent" in msg
     msg = _refused(_cfg({"engine": "vllm"}, engineProfile={"generate": "concurrent"}))
     assert "engineProfile.generate" in msg and "for engine 'vllm'" in msg
+
+
+@pytest.mark.parametrize("instance, gpus, util, top", [
+    ("g5.xlarge", 1, 0.99, "0.988"),      # A10G: 22.04 GiB CUDA total, 0.25 GiB context → 21.79 GiB free
+    ("g6e.12xlarge", 2, 0.99, "0.977"),   # L40S at TP 2: CUDA context + NCCL buffers (1.0 GiB)
+])
+def test_a_gpu_memory_utilization_vllm_cannot_start_with_is_refused_at_load(instance, gpus, util, top):
+    """vLLM V1 Worker.init_device raises 'Free memory on device … is less than desired GPU memory utilization' when
+    free memory at start-up < total × utilization; the message names the key, the value and the largest that starts."""
+    cfg = _cfg({"engine": "vllm"}, gpuMemoryUtilization=util, resources={"gpus": gpus, "cpu": "4", "memory": "24Gi"})
+    cfg["gpuNodeGroup"]["instanceTypes"] = [instance]
+    msg = _refused(cfg)
+    assert f"services[0].gpuMemoryUtilization: got {util}" in msg and f"expected at most {top} on " in msg
+    assert "Free memory on device" in msg
+    cfg["services"][0]["gpuMemoryUtilization"] = float(top)
+    _parse(cfg)                                              # the largest value named starts
+    cfg["services"][0].update(gpuMemoryUtilization=util, runtime={"engine": "tgi"})
+    _parse(cfg)                                              # TGI is not started with it
+
+
+def test_a_measured_non_torch_figure_moves_the_startup_limit():
+    cfg = _cfg({"engine": "vllm"}, gpuMemoryUtilization=0.99, engineProfile={"nonTorchGib": 0.6})
+    cfg["gpuNodeGroup"]["instanceTypes"] = ["g6e.xlarge"]       # L40S: 44.54 GiB CUDA total, 0.6 GiB measured
+    assert "expected at most 0.986 on L40S" in _refused(cfg)
+    cfg["services"][0].pop("engineProfile")                     # the 0.25 GiB prior: 0.99 starts
+    _parse(cfg)
