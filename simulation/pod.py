@@ -1,6 +1,8 @@
 """Pod lifecycle and cold start: Pending → (node) → image pull → model download → load → warm-up → Ready.
 
-Each step is a scheduled callback whose duration comes from the cluster/model profile:
+Each step is a scheduled callback whose duration comes from the cluster/model profile; a throughput or duration
+given as a distribution (simulation/dists.py) is drawn afresh for each node's pull, each download and each
+container start:
 - Pending while no GPU slot is free; a new node takes `node_provision_s` (cluster.py).
 - Image pull: `image_gib / image_pull_mib_s`, skipped when the node already has the image (pods starting on
   the same node wait for the one pull).
@@ -225,7 +227,7 @@ class Pod:
         p = self.sim.scenario.cluster
         node = self.node
         if node.image_at is None:
-            pull = p.image_gib * 1024.0 / p.image_pull_mib_s
+            pull = p.image_gib * 1024.0 / p.image_pull_mib_s.sample(self.rng)
             node.image_at = now + pull
         delay = max(0.0, node.image_at - now)
         self.startup_phases["node_s"] = now - self.created
@@ -242,7 +244,7 @@ class Pod:
         elif p.model_cache_hit_ratio > 0 and self.rng.random() < p.model_cache_hit_ratio:
             delay = 0.0
         else:
-            delay = weights * 1024.0 / p.model_download_mib_s
+            delay = weights * 1024.0 / p.model_download_mib_s.sample(self.rng)
             if p.model_cache == "node":
                 node.model_at = now + delay
         self.startup_phases["download_s"] = delay
@@ -255,7 +257,7 @@ class Pod:
         self.container_start = now
         self.qp.dead = False
         p = self.sim.scenario.cluster
-        load = self.sim.scenario.model.weights_gib / p.load_gib_s
+        load = self.sim.scenario.model.weights_gib / p.load_gib_s.sample(self.rng)
         warm = p.warmup_s.sample(self.rng) + self.server.startup_extra_s()
         self.startup_phases["load_s"] = load
         self.startup_phases["warmup_s"] = warm

@@ -11,9 +11,7 @@ with all of them before anything is simulated. Units are in key names (`_s` seco
 
 from __future__ import annotations
 
-import math
 import os
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,69 +22,10 @@ from validation.kubernetes import crd_errors
 from validation.yaml_input import plain, read_yaml
 from simulation.autoscaler.cluster_config import parse_config_autoscaler
 from simulation.budget import DEFAULT_REQUEST_BUDGET, budget_problem
+from simulation.dists import RATE_KINDS, Dist, parse_dist
 from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
 from simulation.workload import WorkloadSpec, parse_workload
-
-
-# ---------------------------------------------------------------------------------------------------
-# Duration distributions (node provisioning, warm-up ...)
-# ---------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Dist:
-    """A non-negative random duration: fixed value, uniform [low, high], lognormal (median, sigma), exponential."""
-
-    kind: str = "fixed"
-    a: float = 0.0
-    b: float = 0.0
-
-    def sample(self, rng: random.Random) -> float:
-        if self.kind == "fixed":
-            return self.a
-        if self.kind == "uniform":
-            return rng.uniform(self.a, self.b)
-        if self.kind == "lognormal":
-            return math.exp(rng.gauss(math.log(self.a), self.b)) if self.a > 0 else 0.0
-        return rng.expovariate(1.0 / self.a) if self.a > 0 else 0.0
-
-    @property
-    def mean(self) -> float:
-        if self.kind == "uniform":
-            return (self.a + self.b) / 2
-        if self.kind == "lognormal":
-            return self.a * math.exp(self.b * self.b / 2)
-        return self.a
-
-
-def parse_dist(sec: Section, key: str, default: Dist) -> Dist:
-    raw = sec.raw(key)
-    if raw is None:
-        return default
-    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        if raw < 0 or not math.isfinite(raw):
-            sec.problem(key, raw, "expected seconds >= 0, or {dist: fixed|uniform|lognormal|exponential, ...}")
-            return default
-        return Dist("fixed", float(raw))
-    s = sec.section(key)
-    kind = s.choice("dist", ["fixed", "uniform", "lognormal", "exponential"], required=True)
-    out = default
-    if kind == "fixed":
-        out = Dist("fixed", s.float("value", 0.0, min=0, required=True))
-    elif kind == "uniform":
-        lo = s.float("low", 0.0, min=0, required=True)
-        hi = s.float("high", 0.0, min=0, required=True)
-        if hi < lo:
-            s.problem("high", hi, f"expected >= low ({lo})")
-            hi = lo
-        out = Dist("uniform", lo, hi)
-    elif kind == "lognormal":
-        out = Dist("lognormal", s.float("median", 1.0, min=0, min_exclusive=True, required=True),
-                   s.float("sigma", 0.5, min=0, max=5, required=True))
-    elif kind == "exponential":
-        out = Dist("exponential", s.float("mean", 0.0, min=0, required=True))
-    s.done()
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -104,13 +43,13 @@ class ClusterProfile:
     node_provision_s: Dist = Dist("uniform", 60.0, 180.0)
     node_idle_timeout_s: float = 600.0       # cluster-autoscaler scale-down-unneeded-time 10 min
     image_gib: float = 10.0
-    image_pull_mib_s: float = 100.0
+    image_pull_mib_s: Dist = Dist("fixed", 100.0)   # per node's pull
     image_cached_on_warm_nodes: bool = True
     model_cache: str = "node"                # none | node (a node keeps weights it has downloaded)
     model_cached_on_warm_nodes: bool = True
     model_cache_hit_ratio: float = 0.0       # chance a download is skipped anyway (shared cache / PVC)
-    model_download_mib_s: float = 500.0
-    load_gib_s: float = 2.0                  # weights → GPU memory
+    model_download_mib_s: Dist = Dist("fixed", 500.0)  # per download
+    load_gib_s: Dist = Dist("fixed", 2.0)    # weights → GPU memory, per pod start
     warmup_s: Dist = Dist("fixed", 10.0)     # engine init, CUDA graphs, warm-up requests
     activator_probe_s: float = 0.2           # knative activator/net/revision_backends.go probe period
 
@@ -178,6 +117,10 @@ class Scenario:
     manifest: dict = field(default_factory=dict)
 
 
+def _rate(sec: Section, key: str, default: Dist, unit: str) -> Dist:
+    return parse_dist(sec, key, default, positive=True, unit=unit, kinds=RATE_KINDS)
+
+
 def parse_cluster(sec: Section) -> ClusterProfile:
     d = ClusterProfile()
     cache = sec.choice("model_cache", ["none", "node"], d.model_cache)
@@ -189,13 +132,13 @@ def parse_cluster(sec: Section) -> ClusterProfile:
         node_provision_s=parse_dist(sec, "node_provision_s", d.node_provision_s),
         node_idle_timeout_s=sec.float("node_idle_timeout_s", d.node_idle_timeout_s, min=0),
         image_gib=sec.float("image_gib", d.image_gib, min=0),
-        image_pull_mib_s=sec.float("image_pull_mib_s", d.image_pull_mib_s, min=0, min_exclusive=True),
+        image_pull_mib_s=_rate(sec, "image_pull_mib_s", d.image_pull_mib_s, "MiB/s"),
         image_cached_on_warm_nodes=sec.bool("image_cached_on_warm_nodes", d.image_cached_on_warm_nodes),
         model_cache=cache,
         model_cached_on_warm_nodes=sec.bool("model_cached_on_warm_nodes", d.model_cached_on_warm_nodes),
         model_cache_hit_ratio=sec.float("model_cache_hit_ratio", d.model_cache_hit_ratio, min=0, max=1),
-        model_download_mib_s=sec.float("model_download_mib_s", d.model_download_mib_s, min=0, min_exclusive=True),
-        load_gib_s=sec.float("load_gib_s", d.load_gib_s, min=0, min_exclusive=True),
+        model_download_mib_s=_rate(sec, "model_download_mib_s", d.model_download_mib_s, "MiB/s"),
+        load_gib_s=_rate(sec, "load_gib_s", d.load_gib_s, "GiB/s"),
         warmup_s=parse_dist(sec, "warmup_s", d.warmup_s),
         activator_probe_s=sec.float("activator_probe_s", d.activator_probe_s, min=0),
     )
