@@ -63,14 +63,15 @@ def cluster_profile(cfg: StackConfig, svc: ServiceConfig | None = None) -> dict:
         "gpus_per_node": ng.gpus_per_node,
         "max_nodes": max_nodes,
         "warm_nodes": min(ng.min_size, max_nodes),  # the cluster-autoscaler removes empty nodes down to minSize
-        "node_provision_s": cold.node_provision_s,
+        # Each prior as the user gave it, a number or a distribution the simulation draws from (simulation/dists.py)
+        "node_provision_s": cold.node_provision_s.spec(),
         "image_gib": cold.image_gib,
-        "image_pull_mib_s": cold.image_pull_mbps * 1e6 / MIB,
+        "image_pull_mib_s": cold.image_pull_mbps.scaled(1e6 / MIB).spec(),
         # The prefetched PVC: every pod mounts the weights instead of downloading them.
         "model_cache_hit_ratio": 1.0 if cfg.model_cache.enabled else 0.0,
-        "model_download_mib_s": cold.download_gbps * 1e9 / MIB,
-        "load_gib_s": load_gbps(cold, cfg.model_cache) * 1e9 / GIB,  # capped by the cache storage (EFS)
-        "warmup_s": cold.engine_init_s,
+        "model_download_mib_s": cold.download_gbps.scaled(1e9 / MIB).spec(),
+        "load_gib_s": load_gbps(cold, cfg.model_cache).scaled(1e9 / GIB).spec(),  # capped by the cache storage (EFS)
+        "warmup_s": cold.engine_init_s.spec(),
     }
 
 

@@ -5,7 +5,9 @@ Knative keeps the old revision serving until the new one has `max(min-scale, ini
 revision), so during a rollout the GPUs must hold: the old revision at its expected load + the new revision at
 its initial scale + every other service at its minimum. Standard mode rolls a Deployment with the default 25 %
 surge (`maxSurge`), so the surge pods must fit beside the old ones. The new pods must also become Ready within
-Knative's progress deadline (`serving.knative.dev/progress-deadline`, default 600 s), or the revision fails.
+Knative's progress deadline (`serving.knative.dev/progress-deadline`, default 600 s), or the revision fails: checked
+against the 95th percentile of a new pod's cold start (every coldStart prior at its p95, a throughput at its p5;
+manifests/rollout.py), not its mean, since a cold start varies (node launch, registry and download throughput).
 
 Expected load of the old revision: its initial scale (what the operator sized for the expected traffic) or, when
 the gate simulated the service, the simulated mean replicas if higher. Simplification: a simulated stress
@@ -17,7 +19,9 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from manifests.rollout import cold_start_s, progress_deadline_s
+from manifests.rollout import PERCENTILE, cold_start_phases, cold_start_s, progress_deadline_s
+from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
+from stackconfig.platform import COLD_START_QUANTILE
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import Problem
 
@@ -58,10 +62,13 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
                 f"{cfg.node_group.gpus_per_node}); the new pods stay Pending and the rollout stalls. Raise maxSize "
                 f"to {math.ceil(needed / cfg.node_group.gpus_per_node)} or lower initial-scale/minReplicas")))
         if svc.deployment_mode == "Knative" and cold_start_s(cfg, svc) > progress_deadline_s(svc):
-            problems.append(Problem(f"services[{i}].annotations.serving.knative.dev/progress-deadline",
-                                    svc.annotations.get("serving.knative.dev/progress-deadline", "600s"), (
-                f"expected at least the cold start of a new pod, {cold_start_s(cfg, svc):.0f} s (node provision + "
-                f"image pull + model load), or Knative fails the revision before it is Ready")))
+            problems.append(Problem(f"services[{i}].annotations.{PROGRESS_DEADLINE_KEY}",
+                                    svc.annotations.get(PROGRESS_DEADLINE_KEY, f"{DEFAULT_PROGRESS_DEADLINE_S:g}s"), (
+                f"expected at least the {PERCENTILE} cold start of a new pod, {cold_start_s(cfg, svc):.0f} s "
+                f"({cold_start_phases(cfg, svc)}), or a slow rollout (1 in {round(1 / (1 - COLD_START_QUANTILE))} when "
+                "the phases are slow together) outlasts it and Knative fails the revision before it is Ready. Raise "
+                "the deadline, or shorten the cold start (a warm node: gpuNodeGroup.desiredSize; a smaller image; "
+                "the model cache)")))
     return problems
 
 

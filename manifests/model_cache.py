@@ -20,6 +20,7 @@ import math
 import shlex
 
 from manifests.common import labels, restricted_security_context
+from stackconfig.platform import slow_rate
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import Problem
 
@@ -91,13 +92,13 @@ def fill_timeout_s(cfg: StackConfig) -> int:
     """How long Pulumi waits for the prefetch DaemonSet: pulumi-kubernetes waits until the whole rollout is
     Current (kstatus: every scheduled pod updated and Ready, provider/pkg/await/daemonset.go), 10 minutes by
     default. Twice the expected pull of the prefetch image and download of every cached model at the
-    `coldStart.downloadGBps` prior (capped by the cache storage's throughput; one node downloads each model, the
+    `coldStart.downloadGBps` prior at its slow end (`stackconfig.platform.slow_rate`; capped by the cache storage's throughput; one node downloads each model, the
     others wait for its marker), plus each rollout step's pull and start (`ROLLOUT_STEPS`, bounded whatever
     the node count), plus a margin."""
     cold, mc = cfg.cold_start, cfg.model_cache
     weights = sum({cache_key(s): s.model.weights_bytes for s in cfg.services if _cached(s)}.values())
-    rate = min(cold.download_gbps * 1e9, mc.throughput_mib_s * 2**20)
-    pull = PREFETCH_IMAGE_GIB * 2**30 / (cold.image_pull_mbps * 1e6)
+    rate = min(slow_rate(cold.download_gbps) * 1e9, mc.throughput_mib_s * 2**20)
+    pull = PREFETCH_IMAGE_GIB * 2**30 / (slow_rate(cold.image_pull_mbps) * 1e6)
     return math.ceil(2 * (pull + weights / rate) + ROLLOUT_STEPS * (pull + ROLLOUT_STEP_S) + FILL_MARGIN_S)
 
 

@@ -10,6 +10,7 @@ from catalog import Catalog, Gpu, Model
 from stackconfig.knative import KnativeConfig
 from stackconfig.kserve import KServeConfig
 from stackconfig.stress import StressConfig
+from simulation.dists import Dist
 from validation.kubernetes import tolerates
 
 
@@ -109,14 +110,15 @@ class ModelCacheConfig:
 
 @dataclass(frozen=True)
 class ColdStartProfile:
-    """Cold-start priors (knative-kserve.md §6, gpu-memory-and-models.md); sizes probes, feeds the simulation."""
+    """Cold-start priors (knative-kserve.md §6, gpu-memory-and-models.md), each fixed or a distribution; their
+    high quantile sizes probes and waits, the simulation draws them."""
 
-    node_provision_s: float
+    node_provision_s: Dist
     image_gib: float
-    image_pull_mbps: float
-    download_gbps: float
-    load_gbps: float
-    engine_init_s: float
+    image_pull_mbps: Dist
+    download_gbps: Dist
+    load_gbps: Dist
+    engine_init_s: Dist
 
 
 @dataclass(frozen=True)

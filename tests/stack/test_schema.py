@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from catalog import DEFAULT
+from simulation.dists import Dist
 from validation.errors import InputError
 from stackconfig.load import load_stack, project_values, stack_config_values
 from stackconfig.schema import (ColdStartProfile, Taint, Toleration, expected_load_s,
@@ -49,11 +52,25 @@ def test_legacy_deployment_mode_names_are_accepted():
 
 def test_expected_load_time_adds_download_only_on_a_cache_miss():
     model = DEFAULT.models["llama-3-8b"]
-    cold = ColdStartProfile(node_provision_s=0, image_gib=0, image_pull_mbps=1, download_gbps=0.5, load_gbps=2.0,
-                            engine_init_s=30)
+    cold = ColdStartProfile(node_provision_s=Dist("fixed", 0), image_gib=0, image_pull_mbps=Dist("fixed", 1),
+                            download_gbps=Dist("fixed", 0.5), load_gbps=Dist("fixed", 2.0),
+                            engine_init_s=Dist("fixed", 30))
     gb = model.weights_bytes / 1e9
     assert expected_load_s(model, cold, cache_hit=True) == pytest.approx(gb / 2.0 + 30)
     assert expected_load_s(model, cold, cache_hit=False) == pytest.approx(gb / 0.5 + gb / 2.0 + 30)
+
+
+def test_expected_load_time_takes_each_prior_at_its_95th_percentile_not_its_mean():
+    """A throughput at its 5th percentile (the slow end), a duration at its 95th: a probe or a wait sized from
+    the mean would cut off the slow half of the cold starts."""
+    model = DEFAULT.models["llama-3-8b"]
+    cold = ColdStartProfile(node_provision_s=Dist("fixed", 0), image_gib=0, image_pull_mbps=Dist("fixed", 1),
+                            download_gbps=Dist("uniform", 0.5, 2.5), load_gbps=Dist("lognormal", 2.0, 0.4),
+                            engine_init_s=Dist("uniform", 10, 60))
+    gb = model.weights_bytes / 1e9
+    slow_load = 2.0 * math.exp(-0.4 * 1.6448536269514722)
+    assert expected_load_s(model, cold, cache_hit=True) == pytest.approx(gb / slow_load + 57.5)
+    assert expected_load_s(model, cold, cache_hit=False) == pytest.approx(gb / 0.6 + gb / slow_load + 57.5)
 
 
 def test_startup_probe_budget_is_sized_from_the_load_time():

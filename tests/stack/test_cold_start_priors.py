@@ -1,0 +1,99 @@
+"""`coldStart` priors: each a number (fixed) or a distribution in the scenarios' grammar (simulation/dists.py); the
+simulation draws them, the static checks take their 95th percentile (a throughput its 5th), never the mean."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate import cluster_profile
+from gate.rollout_capacity import rollout_problems
+from manifests.rollout import cold_start_s
+from program_refusal import refusal
+from simulation.dists import Dist
+from stackconfig.load import project_values, stack_config_values
+from stackconfig.platform import COLD_START_DEFAULTS
+from stackconfig.schema import parse_stack_config
+from validation.errors import InputError
+
+P = "kserve-preflight"
+DEADLINE = "serving.knative.dev/progress-deadline"
+FIXED = {"nodeProvisionS": 150, "imageGib": 10, "imagePullMBps": 80, "downloadGBps": 0.5, "loadGBps": 2.0,
+         "engineInitS": 40}  # prod's priors before they had spreads
+
+
+def _cfg(stack: str, cold: dict | None = None, deadline: str | None = None):
+    project, values = stack_config_values(stack)
+    values = project_values(values, project)
+    if cold is not None:
+        values["coldStart"] = cold
+    if deadline is not None:
+        values["services"][0].setdefault("annotations", {})[DEADLINE] = deadline
+    return parse_stack_config(values, project, stack)
+
+
+def test_the_defaults_are_the_references_ranges_not_fixed_values():
+    cold = _cfg("dev").cold_start
+    assert cold.node_provision_s == Dist("uniform", 60, 180) and cold.node_provision_s.mean == 120
+    assert cold.image_pull_mbps == Dist("uniform", 20, 100) and cold.image_pull_mbps.mean == 60
+    assert not any(d.deterministic for d in COLD_START_DEFAULTS.values())
+
+
+def test_every_shipped_stack_prior_varies_where_a_cluster_does():
+    cold = _cfg("prod").cold_start
+    for d in (cold.node_provision_s, cold.image_pull_mbps, cold.download_gbps, cold.load_gbps, cold.engine_init_s):
+        assert not d.deterministic, d
+
+
+def test_a_number_still_means_fixed_and_reaches_the_simulation_as_a_number():
+    cfg = _cfg("prod", FIXED)
+    assert cfg.cold_start.node_provision_s == Dist("fixed", 150)
+    c = cluster_profile(cfg)
+    assert c["node_provision_s"] == 150 and c["warmup_s"] == 40
+    assert c["image_pull_mib_s"] == pytest.approx(80e6 / 2**20)
+    # The old figure, unchanged: 150 s + 10 GiB at 80 MB/s + the 8B model's load from the cache + 40 s.
+    assert cold_start_s(cfg, cfg.services[0]) == pytest.approx(334.4, abs=0.1)
+
+
+def test_a_distribution_reaches_the_simulation_in_its_units_and_the_cache_caps_the_load():
+    cfg = _cfg("prod")
+    c = cluster_profile(cfg)
+    assert c["node_provision_s"] == {"dist": "uniform", "low": 100, "high": 200}
+    assert c["image_pull_mib_s"] == pytest.approx({"dist": "uniform", "low": 40e6 / 2**20, "high": 120e6 / 2**20})
+    # weights → GPU: lognormal median 2 GB/s, clipped at the EFS client's 1,500 MiB/s
+    assert c["load_gib_s"] == pytest.approx({"dist": "lognormal", "median": 2e9 / 2**30, "sigma": 0.4,
+                                             "max": 1500 / 1024})
+
+
+def test_the_rollout_check_takes_the_95th_percentile_not_the_mean():
+    """The review's reproduction: prod's deadline at 345 s passed over a fixed 334 s cold start (the gate's
+    simulated one 344 s, every run alike), while a real one varies. With the shipped spreads the p95 is ~513 s."""
+    cfg = _cfg("prod", deadline="345s")
+    [problem] = rollout_problems(cfg)
+    assert problem.path == f"services[0].annotations.{DEADLINE}" and problem.value == "345s"
+    assert "expected at least the p95 cold start of a new pod, 513 s (node provision 195 s + image pull 244 s + " \
+           "model load 74 s, each at its p95)" in problem.allowed
+    assert rollout_problems(_cfg("prod", deadline="520s")) == []  # control: above the p95
+    # the same deadline with the old fixed priors: the number is the figure, as before
+    assert rollout_problems(_cfg("prod", FIXED, deadline="345s")) == []
+
+
+@pytest.mark.parametrize("key, value, fragment", [
+    ("nodeProvisionS", {"dist": "normal", "mean": 120}, "coldStart.nodeProvisionS.dist: got 'normal'; expected one "
+                                                        "of 'fixed', 'uniform', 'lognormal', 'exponential'"),
+    ("nodeProvisionS", -5, "coldStart.nodeProvisionS: got -5; expected a number >= 0 (seconds), or a distribution"),
+    ("imagePullMBps", {"dist": "exponential", "mean": 60}, "coldStart.imagePullMBps.dist: got 'exponential'"),
+    ("downloadGBps", {"dist": "uniform", "low": 0.001, "high": 1}, "coldStart.downloadGBps.low: got 0.001; "
+                                                                   "expected a number >= 0.01"),
+    ("loadGBps", "2GB/s", "coldStart.loadGBps: got '2GB/s'; expected a number >= 0.01 (GB/s), or a distribution "
+                          "{dist: fixed|uniform|lognormal, ...}"),
+    ("engineInitS", {"dist": "lognormal", "median": 30, "sigma": 0.3, "mx": 90}, "coldStart.engineInitS.mx"),
+])
+def test_a_bad_prior_stops_the_program_before_any_resource(key, value, fragment, registered):
+    message = refusal("dev", lambda c: c.__setitem__(f"{P}:coldStart", {key: value}), registered)
+    assert fragment in message, message
+
+
+def test_a_bad_prior_is_a_load_error_naming_the_key():
+    with pytest.raises(InputError) as err:
+        _cfg("dev", {"engineInitS": {"dist": "uniform", "low": 60, "high": 10}})
+    assert "coldStart.engineInitS.high: got 10; expected >= low (60)" in str(err.value)
