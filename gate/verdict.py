@@ -85,6 +85,8 @@ class Check:
     def describe(self, service: str) -> str:
         ci = f" (95% CI {_fmt(self.estimate.lo)}–{_fmt(self.estimate.hi)}, {self.estimate.replications} " \
              "replications)" if self.ci95 else ""
+        if identical_runs(self.estimate):
+            ci = f" ({IDENTICAL.format(n=self.estimate.replications)})"
         relation = {PASS: "<=", FAIL: ">", UNDECIDED: "vs"}[self.status]
         note = f" [{self.note}]" if self.note else ""
         return f"{service}: {self.name} {_fmt(self.observed)} {relation} SLO {_fmt(self.limit)}{ci}{note}"
@@ -206,7 +208,18 @@ def format_estimate(e: Estimate | None, pct: bool = False, digits: int = 4) -> s
     f = (lambda x: f"{x:.3%}") if pct else (lambda x: f"{x:.{digits}g}")
     if e.lo is None or e.hi is None or e.hi == float("inf"):
         return f(e.value)
+    if identical_runs(e):
+        return f"{f(e.value)} ({IDENTICAL.format(n=e.replications)})"
     return f"{f(e.value)} [{f(e.lo)}, {f(e.hi)}]"
+
+
+IDENTICAL = "same in all {n} runs, no interval"
+
+
+def identical_runs(e: Estimate) -> bool:
+    """A zero-width interval over several replications: every run gave the same figure (nothing random reached
+    it, e.g. a fixed cold-start prior), which is not a measured certainty; shown as such, not as [x, x]."""
+    return e.replications > 1 and e.lo is not None and e.lo == e.hi
 
 
 def _fmt(value: float | None) -> str:

@@ -30,6 +30,7 @@ from validation.errors import InputError, Problem, exit_with
 from validation.cli import guarded
 from validation.paths import check_output_dir
 from gate import Verdict, start_check
+from gate.verdict import identical_runs
 from simulation.executors import add_executor_arguments, make_executor
 from preflight.stages import Timings, in_background
 from stackconfig.load import load_stack, stack_names
@@ -176,6 +177,8 @@ def slo_table(stack: str, verdicts: list[Verdict]) -> Table:
     for v in verdicts:
         for i, c in enumerate(v.checks):
             ci = f"{c.ci95[0]:.3g}–{c.ci95[1]:.3g}" if c.ci95 else ""
+            if identical_runs(c.estimate):
+                ci = "none: identical runs"
             table.add_row(escape(v.label) if i == 0 else "", str(v.replications) if i == 0 else "",
                           escape(c.name + (f"\n  {c.note}" if c.note else "")),
                           "n/a" if c.observed is None else f"{c.observed:.4g}", ci, f"{c.limit:g}",
