@@ -1,5 +1,5 @@
 """`python -m preflight tune --stack prod --service chat [--trials N] [--seed S]`: the cheapest settings that pass
-every gate scenario, as the edit to the stack file (tuner/search.py)."""
+every gate scenario, and pass it again on fresh seeds, as the edit to the stack file (tuner/search.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from catalog.prices import PRICES, Price
 from stackconfig.load import ROOT, project_values, stack_config_values, stack_names
 from validation.errors import InputError, Problem
 from tuner.edit import deploy_notes, stack_file_diff
-from tuner.search import Candidate, best, pareto, tune
+from tuner.search import REJUDGE_MAX, Candidate, best, confirm, pareto, tune
 from tuner.space import KNOBS
 
 SEED_MAX = 2**32 - 1  # optuna's TPESampler seeds numpy's RandomState: 0 … 2**32 − 1
@@ -119,7 +119,9 @@ def run(args: Any, executor: Any = None, console: Any = None) -> int:
         candidates = tune(values, project, args.stack, args.service, trials=args.trials, seed=args.seed,
                           executor=executor, prices=prices, on_trial=on_trial,
                           knobs=_knobs(args.knobs))
-    result = summary(args, project, candidates)
+        progress.update(task, description=f"tuning {args.stack}/{args.service}: re-judging the cheapest on fresh seeds")
+        winner = confirm(values, project, args.stack, args.service, candidates, prices, executor)
+    result = summary(args, project, candidates, winner)
     if args.json:
         print(json.dumps(_finite(result), sort_keys=True, allow_nan=False))
     else:
@@ -139,20 +141,28 @@ def _finite(value: Any) -> Any:
 
 
 def _row(c: Candidate) -> dict:
-    return {"trial": c.number, "settings": c.settings, "passed": c.passed, "cost_per_hour": c.cost_per_hour,
-            "failed": c.failed[:3], "metrics": {k: c.metrics[k] for k in SHOWN if k in c.metrics}}
+    row = {"trial": c.number, "settings": c.settings, "passed": c.passed, "cost_per_hour": c.cost_per_hour,
+           "failed": c.failed[:3], "metrics": {k: c.metrics[k] for k in SHOWN if k in c.metrics}}
+    if c.fresh is not None:  # the re-judgement on fresh seeds (tuner/search.py confirm)
+        row["fresh"] = {"gate_seed": c.fresh.gate_seed, **{k: v for k, v in _row(c.fresh).items()
+                                                          if k not in ("trial", "settings")}}
+    return row
 
 
-def summary(args: Any, project: str, candidates: list[Candidate]) -> dict:
+def summary(args: Any, project: str, candidates: list[Candidate], winner: Candidate | None) -> dict:
+    """`winner`: what `confirm` returned (the cheapest passing candidate that passed again on fresh seeds)."""
     today = candidates[0] if candidates else None
-    win = best(candidates)
+    win = winner
     diff, notes = "", []
     if win is not None and today is not None and win.number != today.number:
         path = ROOT / "stacks" / f"Pulumi.{args.stack}.yaml"
         diff = stack_file_diff(path, project, args.service, win.settings)
         notes = deploy_notes(path, project, args.stack, win.settings)
+    cheapest = best(candidates)
     return {"stack": args.stack, "service": args.service, "seed": args.seed, "trials": len(candidates),
             "today": _row(today) if today else None, "best": _row(win) if win else None,
+            "search_best": _row(cheapest) if cheapest else None,
+            "rejudged": [_row(c) for c in candidates if c.fresh is not None],
             "today_is_cheapest": win is not None and today is not None and win.number == today.number,
             "passing": sum(c.passed for c in candidates), "diff": diff, "deploy_notes": notes,
             "tradeoffs": [_row(c) for c in pareto(candidates)]}
@@ -162,6 +172,8 @@ def _fmt(m: dict | None) -> str:
     if not m or m.get("value") is None:
         return "n/a"
     lo, hi = m.get("ci95") or (None, None)
+    if lo is not None and lo == hi and m.get("replications", 0) > 1:
+        return f"{m['value']:.4g} (identical runs)"
     return f"{m['value']:.4g}" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
 
 
@@ -171,18 +183,31 @@ def print_summary(console: Any, result: dict) -> None:
     today, win = result["today"], result["best"]
     console.print(f"[bold]{result['stack']}/{result['service']}[/]: {result['trials']} trials (seed "
                   f"{result['seed']}), {result['passing']} passing every gate scenario")
+    cost = lambda r: "n/a" if r["cost_per_hour"] is None else f"${r['cost_per_hour']:.2f}/h"  # noqa: E731
+    for r in result["rejudged"]:
+        fresh = r["fresh"]
+        verdict = "passes again" if fresh["passed"] else "[bold red]fails[/]: " + "; ".join(fresh["failed"])
+        console.print(f"re-judged trial {r['trial']} ({cost(r)} on the gate's seeds) on fresh seeds (base "
+                      f"{fresh['gate_seed']}): {verdict}")
     if win is None:
-        console.print("[bold red]no configuration passed[/]; today's first miss: "
-                      + ("; ".join(today["failed"]) if today else "n/a"))
+        if result["rejudged"]:
+            console.print(f"[bold red]no configuration held up[/]: the {len(result['rejudged'])} cheapest passing "
+                          f"(at most {REJUDGE_MAX}) failed on fresh seeds, so their passes were luck of the gate's "
+                          "seeds; raise gate.replications or keep a margin from the SLO")
+        else:
+            console.print("[bold red]no configuration passed[/]; today's first miss: "
+                          + ("; ".join(today["failed"]) if today else "n/a"))
         return
+    fresh = win["fresh"]
     table = Table(title="predicted (steady scenario, 95% CI over replications)")
     table.add_column("")
     table.add_column("today" + ("" if today["passed"] else " (misses its SLO)"), justify="right")
-    table.add_column("winner", justify="right")
-    cost = lambda r: "n/a" if r["cost_per_hour"] is None else f"${r['cost_per_hour']:.2f}/h"  # noqa: E731
-    table.add_row("node group cost", cost(today), cost(win))
+    table.add_column("winner (gate's seeds)", justify="right")
+    table.add_column("winner (fresh seeds)", justify="right")
+    table.add_row("node group cost", cost(today), cost(win), cost(fresh))
     for name in SHOWN:
-        table.add_row(name, _fmt(today["metrics"].get(name)), _fmt(win["metrics"].get(name)))
+        table.add_row(name, _fmt(today["metrics"].get(name)), _fmt(win["metrics"].get(name)),
+                      _fmt(fresh["metrics"].get(name)))
     console.print(table)
     if result["today_is_cheapest"]:
         console.print("Today's settings are the cheapest passing configuration the search found.")

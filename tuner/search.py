@@ -11,12 +11,21 @@ per node × the instance type's price (catalog/prices.py, on-demand or spot as t
 Today's settings are evaluated the same way, as trial 0 (`enqueue_trial`), so the answer is either a cheaper
 passing configuration or today's (the cheapest passing one the search found). Same stack, seed and trials →
 the same answer: the sampler is seeded and every simulation is.
+
+Every candidate is judged on the gate's own seeds, and minimising cost drives the search to the SLO's edge: the
+cheapest pass is the one those seeds flattered most (the winner's curse), and `preflight check` would re-run the
+very same seeds. So before the winner is proposed it is judged again on fresh seeds (`confirm`): replication i of
+re-judgement k uses `SeedSequence(SeedSequence(gate.seed, spawn_key=(1, k)) state, spawn_key=(i,))`, never one of
+the gate's `SeedSequence(gate.seed, spawn_key=(i,))`; if it fails, the next cheapest passing candidates are, up to
+REJUDGE_MAX in all. Pass or fail is the verdicts' own (`Verdict.misses`), as for the search.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
+
+import numpy as np
 
 from catalog.prices import PRICES, Price
 from gate import trials as gate_trials
@@ -38,6 +47,8 @@ class Candidate:
     failed: list[str] = field(default_factory=list)   # the first failing scenario's misses (or config errors)
     cost_per_hour: float | None = None
     metrics: dict = field(default_factory=dict)        # the tuned service's steady estimates (value, ci95)
+    gate_seed: int | None = None                       # the base seed judged on (None: the stack's gate.seed)
+    fresh: "Candidate | None" = None                   # the same settings re-judged on fresh seeds (`confirm`)
 
 
 def node_group_cost(cfg: StackConfig, fleets: list[dict], prices: dict[str, Price]) -> float:
@@ -50,14 +61,17 @@ def node_group_cost(cfg: StackConfig, fleets: list[dict], prices: dict[str, Pric
 
 
 def evaluate(values: dict, project: str, stack: str, service: str, settings: dict, prices: dict[str, Price],
-             executor: Any = None, number: int = 0) -> Candidate:
-    """Run the gate's scenarios on the candidate, stopping at the first scenario a service fails."""
-    cand = Candidate(number, settings)
+             executor: Any = None, number: int = 0, gate_seed: int | None = None) -> Candidate:
+    """Run the gate's scenarios on the candidate, stopping at the first scenario a service fails; `gate_seed`
+    replaces the stack's gate.seed (re-judging on fresh seeds)."""
+    cand = Candidate(number, settings, gate_seed=gate_seed)
     try:
         cfg = parse_stack_config(apply(values, service, settings), project, stack)
     except InputError as err:
         cand.failed = [f"{p.path}: {p.allowed}" for p in err.problems]
         return cand
+    if gate_seed is not None:
+        cfg = replace(cfg, gate=replace(cfg.gate, seed=gate_seed))
     for kind in cfg.gate.scenarios:
         scenario = gate_trials(cfg, (kind,))
         verdicts = list(decide(scenario, cfg.gate, executor).values())
@@ -109,7 +123,32 @@ def tune(values: dict, project: str, stack: str, service: str, *, trials: int = 
     return out
 
 
+REJUDGE_MAX = 3  # passing candidates re-judged on fresh seeds, cheapest first, before none is proposed
+
+
+def fresh_seed(gate_seed: int, attempt: int) -> int:
+    """The base seed of re-judgement `attempt`: spawned apart from the gate's replication seeds (spawn_key (i,))."""
+    return int(np.random.SeedSequence(gate_seed, spawn_key=(1, attempt)).generate_state(1)[0])
+
+
+def confirm(values: dict, project: str, stack: str, service: str, candidates: list[Candidate],
+            prices: dict[str, Price] | None = None, executor: Any = None, limit: int = REJUDGE_MAX,
+            judge: Callable[..., Candidate] = evaluate) -> Candidate | None:
+    """Re-judge the passing candidates on fresh seeds, cheapest first, until one passes again or `limit` were
+    tried; each tried one gets `.fresh`. Returns the one to propose (None: none held up)."""
+    prices = prices or PRICES
+    seed = parse_stack_config(values, project, stack).gate.seed
+    passing = sorted((c for c in candidates if c.passed), key=lambda c: (c.cost_per_hour, c.number))
+    for attempt, cand in enumerate(passing[:limit]):
+        cand.fresh = judge(values, project, stack, service, cand.settings, prices, executor, cand.number,
+                           gate_seed=fresh_seed(seed, attempt))
+        if cand.fresh.passed:
+            return cand
+    return None
+
+
 def best(candidates: list[Candidate]) -> Candidate | None:
+    """The cheapest passing on the gate's seeds (before re-judging: `confirm`)."""
     passing = [c for c in candidates if c.passed]
     return min(passing, key=lambda c: (c.cost_per_hour, c.number)) if passing else None
 
