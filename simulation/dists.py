@@ -104,25 +104,27 @@ class Dist:
         return body + (f", at most {self.cap:g}{u}" if self.cap is not None else "")
 
 
-def parse_dist(sec: Section, key: str, default: Dist, *, minimum: float = 0.0, positive: bool = False,
-               unit: str = "seconds", kinds: tuple[str, ...] = KINDS) -> Dist:
-    """`sec[key]`: a number (fixed) or `{dist: <kind>, ...}`. Every value (the number, value, low, median, mean,
-    max) must be >= `minimum` (> 0 as well when `positive`: a throughput); a problem names the key, the value and
-    what is allowed."""
+def parse_dist(sec: Section, key: str, default: Dist, *, minimum: float = 0.0, maximum: float | None = None,
+               positive: bool = False, unit: str = "seconds", kinds: tuple[str, ...] = KINDS) -> Dist:
+    """`sec[key]`: a number (fixed) or `{dist: <kind>, ...}`. Every value (the number, value, low, high, median,
+    mean, max) must be >= `minimum` (> 0 as well when `positive`: a throughput) and <= `maximum`; a problem names
+    the key, the value and what is allowed."""
     raw = sec.raw(key)
     if raw is None:
         return default
-    bound = f"{'>' if positive and minimum <= 0 else '>='} {minimum:g}"
+    exclusive = positive and minimum <= 0
+    bound = f"between {minimum:g} and {maximum:g}" if maximum is not None and not exclusive else \
+        f"{'>' if exclusive else '>='} {minimum:g}" + (f" and <= {maximum:g}" if maximum is not None else "")
     forms = f"{{dist: {'|'.join(kinds)}, ...}}"
     if not isinstance(raw, dict):
         ok = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and raw >= minimum
-        if ok and not (positive and raw <= 0):
+        if ok and not (positive and raw <= 0) and (maximum is None or raw <= maximum):
             return Dist("fixed", float(raw))
         sec.problem(key, raw, f"expected a number {bound} ({unit}), or a distribution {forms}")
         return default
     s = sec.section(key)
     kind = s.choice("dist", kinds, required=True)
-    lo_ok = dict(min=minimum, min_exclusive=positive and minimum <= 0)
+    lo_ok = dict(min=minimum, min_exclusive=exclusive, max=maximum)
     out = default
     if kind == "fixed":
         out = Dist("fixed", s.float("value", default.a, **lo_ok, required=True))
@@ -134,7 +136,8 @@ def parse_dist(sec: Section, key: str, default: Dist, *, minimum: float = 0.0, p
         elif lo is not None and hi is not None:
             out = Dist("uniform", lo, hi)
     elif kind == "lognormal":
-        median = s.float("median", None, min=max(minimum, 0.0), min_exclusive=minimum <= 0, required=True)
+        median = s.float("median", None, min=max(minimum, 0.0), min_exclusive=minimum <= 0, max=maximum,
+                         required=True)
         sigma = s.float("sigma", None, min=0, max=5, required=True)
         if median is not None and sigma is not None:
             out = Dist("lognormal", median, sigma)
@@ -143,7 +146,7 @@ def parse_dist(sec: Section, key: str, default: Dist, *, minimum: float = 0.0, p
         if mean is not None:
             out = Dist("exponential", mean)
     if kind is not None and kind != "fixed" and s.has("max"):
-        cap = s.float("max", None, min=max(out.quantile(0.0), minimum), min_exclusive=positive and minimum <= 0)
+        cap = s.float("max", None, min=max(out.quantile(0.0), minimum), min_exclusive=exclusive, max=maximum)
         if cap is not None and out is not default:
             out = Dist(out.kind, out.a, out.b, cap)
     s.done()

@@ -103,21 +103,26 @@ COLD_START_DEFAULTS = {
 COLD_START_QUANTILE = 0.95
 
 
+# Bounds of what a prior can mean: a phase of a day or an image of 4 TiB is a typo (and their sums overflowed
+# Pulumi's integer timeouts); the throughputs' ceilings are far above any NIC or PCIe link.
+MAX_PHASE_S, MAX_IMAGE_GIB = 86400.0, 4096.0
+
+
 def parse_cold_start(sec: Section) -> ColdStartProfile:
     """Each prior a number (fixed) or a distribution (simulation/dists.py); imageGib is a size the registry
     states exactly, so a number."""
     d = COLD_START_DEFAULTS
 
-    def rate(key: str, minimum: float, unit: str) -> Dist:
-        return parse_dist(sec, key, d[key], minimum=minimum, unit=unit, kinds=RATE_KINDS)
+    def rate(key: str, minimum: float, maximum: float, unit: str) -> Dist:
+        return parse_dist(sec, key, d[key], minimum=minimum, maximum=maximum, unit=unit, kinds=RATE_KINDS)
 
     out = ColdStartProfile(
-        node_provision_s=parse_dist(sec, "nodeProvisionS", d["nodeProvisionS"]),
-        image_gib=sec.float("imageGib", 10.0, min=0),
-        image_pull_mbps=rate("imagePullMBps", 1, "MB/s"),
-        download_gbps=rate("downloadGBps", 0.01, "GB/s"),
-        load_gbps=rate("loadGBps", 0.01, "GB/s"),
-        engine_init_s=parse_dist(sec, "engineInitS", d["engineInitS"]),
+        node_provision_s=parse_dist(sec, "nodeProvisionS", d["nodeProvisionS"], maximum=MAX_PHASE_S),
+        image_gib=sec.float("imageGib", 10.0, min=0, max=MAX_IMAGE_GIB),
+        image_pull_mbps=rate("imagePullMBps", 1, 1e6, "MB/s"),
+        download_gbps=rate("downloadGBps", 0.01, 1e3, "GB/s"),
+        load_gbps=rate("loadGBps", 0.01, 1e3, "GB/s"),
+        engine_init_s=parse_dist(sec, "engineInitS", d["engineInitS"], maximum=MAX_PHASE_S),
     )
     sec.done()
     return out

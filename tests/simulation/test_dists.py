@@ -102,6 +102,17 @@ def test_good_priors_load_without_a_problem(value):
     assert _problems(value, **RATE) == []
 
 
+def test_a_maximum_bounds_every_value():
+    problems = []
+    sec = Section({"a": 1e308, "b": {"dist": "lognormal", "median": 1e300, "sigma": 5}, "c": {"dist": "uniform",
+                   "low": 1, "high": 90000}, "d": {"dist": "exponential", "mean": 10, "max": 1e9}, "e": 86400},
+                  "", problems)
+    for key in "abcde":
+        parse_dist(sec, key, Dist(), maximum=86400)
+    assert [p.path for p in problems] == ["a", "b.median", "c.high", "d.max"], problems
+    assert "expected a number between 0 and 86400 (seconds)" in problems[0].allowed
+
+
 def test_a_duration_may_be_zero_a_throughput_may_not():
     problems = []
     sec = Section({"a": 0, "b": 0, "c": {"dist": "uniform", "low": 0, "high": 2}}, "", problems)

@@ -80,13 +80,18 @@ def test_the_rollout_check_takes_the_95th_percentile_not_the_mean():
 @pytest.mark.parametrize("key, value, fragment", [
     ("nodeProvisionS", {"dist": "normal", "mean": 120}, "coldStart.nodeProvisionS.dist: got 'normal'; expected one "
                                                         "of 'fixed', 'uniform', 'lognormal', 'exponential'"),
-    ("nodeProvisionS", -5, "coldStart.nodeProvisionS: got -5; expected a number >= 0 (seconds), or a distribution"),
+    ("nodeProvisionS", -5, "coldStart.nodeProvisionS: got -5; expected a number between 0 and 86400 (seconds), or a "
+                           "distribution"),
     ("imagePullMBps", {"dist": "exponential", "mean": 60}, "coldStart.imagePullMBps.dist: got 'exponential'"),
     ("downloadGBps", {"dist": "uniform", "low": 0.001, "high": 1}, "coldStart.downloadGBps.low: got 0.001; "
-                                                                   "expected a number >= 0.01"),
-    ("loadGBps", "2GB/s", "coldStart.loadGBps: got '2GB/s'; expected a number >= 0.01 (GB/s), or a distribution "
+                                                                   "expected a number between 0.01 and 1000"),
+    ("loadGBps", "2GB/s", "coldStart.loadGBps: got '2GB/s'; expected a number between 0.01 and 1000 (GB/s), or a distribution "
                           "{dist: fixed|uniform|lognormal, ...}"),
     ("engineInitS", {"dist": "lognormal", "median": 30, "sigma": 0.3, "mx": 90}, "coldStart.engineInitS.mx"),
+    # A day-long phase is a typo; as a number it once overflowed Pulumi's integer wait (OverflowError, no message).
+    ("nodeProvisionS", 1e308, "coldStart.nodeProvisionS: got 1e+308; expected a number between 0 and 86400 (seconds)"),
+    ("engineInitS", {"dist": "exponential", "mean": 1e308}, "coldStart.engineInitS.mean: got 1e+308; expected a "
+                                                            "number between 0.0 and 86400.0"),
 ])
 def test_a_bad_prior_stops_the_program_before_any_resource(key, value, fragment, registered):
     message = refusal("dev", lambda c: c.__setitem__(f"{P}:coldStart", {key: value}), registered)

@@ -131,7 +131,7 @@ CASES = [
      "services[0].model.storageUri: got 'oci://registry.example.com/models/llama:v1'",
      "the cache cannot prefetch an oci:// modelcar"),
     ("dev", lambda c: c.__setitem__("coldStart", {"imageGib": 10 ** 310}), "coldStart.imageGib",
-     "expected a number >= 0"),
+     "expected a number between 0 and 4096"),
     ("staging", lambda c: _svc(c, "vision").pop("runtime"), "services[1].runtime.engine: got 'vllm'",
      "expected an engine that serves vision models (triton)"),  # found by the fuzzer: the gate refused it later
     ("staging", lambda c: _svc(c, "chat").setdefault("runtime", {}).update(engine="triton"),
