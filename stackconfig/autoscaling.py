@@ -102,6 +102,11 @@ def check_hpa_behavior(hpa: Section, behavior: dict, kubernetes_version: str) ->
     `pulumi up` had created the node group and everything before the HPA. The schema (kubernetes-validate) checks
     its shape; the simulation's own reader (`simulation.autoscaler.hpa.rules_from_manifest`) its ranges, as the
     API server's validation does (`periodSeconds` 1–1800, `stabilizationWindowSeconds` 0–3600, `value` > 0)."""
+    nulls = list(_null_paths(behavior, "behavior"))
+    for path in nulls:  # the HPA schema takes null as absent; KEDA's ScaledObject CRD refuses it (found by the fuzzer)
+        hpa.problem(path, None, "expected a value, or leave the key out (a KEDA ScaledObject refuses null)")
+    if nulls:
+        return
     probe = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
              "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 1,
                       "behavior": behavior}}
@@ -112,6 +117,15 @@ def check_hpa_behavior(hpa: Section, behavior: dict, kubernetes_version: str) ->
     if not errors:
         for key, default in (("scaleUp", DEFAULT_UP), ("scaleDown", DEFAULT_DOWN)):
             rules_from_manifest(behavior.get(key), default, hpa.key_path(f"behavior.{key}"), hpa.problems)
+
+
+def _null_paths(value: object, path: str):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from ([f"{path}.{k}"] if v is None else _null_paths(v, f"{path}.{k}"))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from ([f"{path}[{i}]"] if v is None else _null_paths(v, f"{path}[{i}]"))
 
 
 def traffic_shape(workload: dict | None) -> str:

@@ -105,6 +105,11 @@ def _vision(c):
     pytest.param(lambda c: _vision(c)["hpa"].update(scaler="hpa", scrapeInterval="15s"),
                  "services[1].hpa.scrapeInterval: got '15s'", "expected none with hpa.scaler hpa",
                  id="scrape-without-keda"),
+    # null reads as absent in an HPA but KEDA's CRD refuses it: the fuzzer rendered an invalid ScaledObject
+    pytest.param(lambda c: _vision(c)["hpa"]["behavior"].update(scaleDown=None),
+                 "services[1].hpa.behavior.scaleDown: got None", "a KEDA ScaledObject refuses null", id="null-rules"),
+    pytest.param(lambda c: _vision(c)["hpa"]["behavior"]["scaleDown"].update(selectPolicy=None),
+                 "services[1].hpa.behavior.scaleDown.selectPolicy: got None", "leave the key out", id="null-nested"),
 ])
 def test_bad_keda_config_is_refused_before_any_resource(edit, where, allowed, registered):
     message = refusal("staging", edit, registered)
