@@ -6,8 +6,9 @@ revision), so during a rollout the GPUs must hold: the old revision at its expec
 its initial scale + every other service at its minimum. Standard mode rolls a Deployment with the default 25 %
 surge (`maxSurge`), so the surge pods must fit beside the old ones. The new pods must also become Ready within
 Knative's progress deadline (`serving.knative.dev/progress-deadline`, default 600 s), or the revision fails: checked
-against the 95th percentile of a new pod's cold start (every coldStart prior at its p95, a throughput at its p5;
-manifests/rollout.py), not its mean, since a cold start varies (node launch, registry and download throughput).
+against the 95th percentile of the time the new revision's first pods are all Ready (each coldStart prior at the
+quantile that makes the slowest of them a p95; manifests/rollout.py), not the mean, since a cold start varies
+(node launch, registry and download throughput).
 
 Expected load of the old revision: its initial scale (what the operator sized for the expected traffic) or, when
 the gate simulated the service, the simulated mean replicas if higher. Simplification: a simulated stress
@@ -19,24 +20,13 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from manifests.rollout import PERCENTILE, cold_start_phases, cold_start_s, progress_deadline_s
+from manifests.rollout import PERCENTILE, cold_start, initial_scale, progress_deadline_s
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig.platform import COLD_START_QUANTILE
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import Problem
 
-INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
 DEPLOYMENT_MAX_SURGE = 0.25  # apps/v1 Deployment RollingUpdate default maxSurge
-
-
-def initial_scale(svc: ServiceConfig, cluster_default: int = 1) -> int:
-    """Pods a new Knative revision starts with: max(min-scale, initial-scale (default: the cluster's
-    config-autoscaler initial-scale, 1 unless knative.autoscaler says otherwise))."""
-    try:
-        initial = int(float(svc.annotations.get(INITIAL_SCALE, cluster_default)))
-    except ValueError:
-        initial = cluster_default
-    return max(svc.min_replicas, initial)
 
 
 def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] | None = None) -> list[Problem]:
@@ -61,13 +51,16 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
                 f"minimums {others} = {needed} GPUs > {capacity} (gpuNodeGroup.maxSize {cfg.node_group.max_size} × "
                 f"{cfg.node_group.gpus_per_node}); the new pods stay Pending and the rollout stalls. Raise maxSize "
                 f"to {math.ceil(needed / cfg.node_group.gpus_per_node)} or lower initial-scale/minReplicas")))
-        if svc.deployment_mode == "Knative" and cold_start_s(cfg, svc) > progress_deadline_s(svc):
+        cold = cold_start(cfg, svc) if svc.deployment_mode == "Knative" else None
+        if cold is not None and cold.total_s > progress_deadline_s(svc):
+            which = "a new pod" if cold.pods == 1 else f"the new revision's {cold.pods} pods (on {cold.nodes} new " \
+                                                         f"node{'s' if cold.nodes > 1 else ''}) all Ready"
             problems.append(Problem(f"services[{i}].annotations.{PROGRESS_DEADLINE_KEY}",
                                     svc.annotations.get(PROGRESS_DEADLINE_KEY, f"{DEFAULT_PROGRESS_DEADLINE_S:g}s"), (
-                f"expected at least the {PERCENTILE} cold start of a new pod, {cold_start_s(cfg, svc):.0f} s "
-                f"({cold_start_phases(cfg, svc)}), or a slow rollout (1 in {round(1 / (1 - COLD_START_QUANTILE))} when "
+                f"expected at least the {PERCENTILE} cold start of {which}, {cold.total_s:.0f} s "
+                f"({cold.describe()}), or a slow rollout (1 in {round(1 / (1 - COLD_START_QUANTILE))} when "
                 "the phases are slow together) outlasts it and Knative fails the revision before it is Ready. Raise "
-                "the deadline, or shorten the cold start (a warm node: gpuNodeGroup.desiredSize; a smaller image; "
+                "the deadline, or shorten the cold start (a warm node: gpuNodeGroup.minSize; a smaller image; "
                 "the model cache)")))
     return problems
 

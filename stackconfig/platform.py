@@ -128,14 +128,14 @@ def parse_cold_start(sec: Section) -> ColdStartProfile:
     return out
 
 
-def slow_s(duration: Dist) -> float:
-    """A duration prior at COLD_START_QUANTILE."""
-    return duration.quantile(COLD_START_QUANTILE)
+def slow_s(duration: Dist, level: float = COLD_START_QUANTILE) -> float:
+    """A duration prior at its `level` quantile (default COLD_START_QUANTILE)."""
+    return duration.quantile(level)
 
 
-def slow_rate(rate: Dist) -> float:
-    """A throughput prior at 1 − COLD_START_QUANTILE (the slow end)."""
-    return rate.quantile(1 - COLD_START_QUANTILE)
+def slow_rate(rate: Dist, level: float = COLD_START_QUANTILE) -> float:
+    """A throughput prior at its 1 − `level` quantile (the slow end)."""
+    return rate.quantile(1 - level)
 
 
 def load_gbps(cold: ColdStartProfile, cache: ModelCacheConfig) -> Dist:
@@ -149,12 +149,13 @@ def load_gbps(cold: ColdStartProfile, cache: ModelCacheConfig) -> Dist:
     return replace(rate, cap=cap if rate.cap is None else min(rate.cap, cap))
 
 
-def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_rate_gbps: Dist | None = None) -> float:
-    """Container start → model ready, each phase at COLD_START_QUANTILE: download (skipped on a cache hit) +
-    weights to GPU + engine init."""
+def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_rate_gbps: Dist | None = None,
+                    level: float = COLD_START_QUANTILE) -> float:
+    """Container start → model ready, each phase at its `level` quantile (default COLD_START_QUANTILE): download
+    (skipped on a cache hit) + weights to GPU + engine init."""
     gb = model.weights_gib * 1.073741824
-    download = 0.0 if cache_hit else gb / slow_rate(cold.download_gbps)
-    return download + gb / slow_rate(load_rate_gbps or cold.load_gbps) + slow_s(cold.engine_init_s)
+    download = 0.0 if cache_hit else gb / slow_rate(cold.download_gbps, level)
+    return download + gb / slow_rate(load_rate_gbps or cold.load_gbps, level) + slow_s(cold.engine_init_s, level)
 
 
 GATE_SCENARIOS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py

@@ -28,7 +28,7 @@ def test_simulated_load_above_initial_scale_counts():
     # The stack as the issue found it: 16 GPUs for chat's 10 + 10 during a rollout and code's 1.
     (lambda c: c[f"{P}:gpuNodeGroup"].update(maxSize=4), "= 21 GPUs > 16 (gpuNodeGroup.maxSize 4 × 4)"),
     (lambda c: c[f"{P}:services"][0]["annotations"].update({"serving.knative.dev/progress-deadline": "2m"}),
-     "expected at least the p95 cold start of a new pod"),
+     "expected at least the p95 cold start of the new revision's 10 pods"),
 ], ids=["gpus", "progress-deadline"])
 def test_a_rollout_that_cannot_finish_stops_the_program_before_any_resource(edit, fragment, registered):
     def no_gate(c):

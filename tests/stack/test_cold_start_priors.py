@@ -7,11 +7,11 @@ import pytest
 
 from gate import cluster_profile
 from gate.rollout_capacity import rollout_problems
-from manifests.rollout import cold_start_s
+from manifests.rollout import cold_start, cold_start_s
 from program_refusal import refusal
 from simulation.dists import Dist
 from stackconfig.load import project_values, stack_config_values
-from stackconfig.platform import COLD_START_DEFAULTS
+from stackconfig.platform import COLD_START_DEFAULTS, load_gbps
 from stackconfig.schema import parse_stack_config
 from validation.errors import InputError
 
@@ -66,15 +66,46 @@ def test_a_distribution_reaches_the_simulation_in_its_units_and_the_cache_caps_t
 
 def test_the_rollout_check_takes_the_95th_percentile_not_the_mean():
     """The review's reproduction: prod's deadline at 345 s passed over a fixed 334 s cold start (the gate's
-    simulated one 344 s, every run alike), while a real one varies. With the shipped spreads the p95 is ~513 s."""
+    simulated one 344 s, every run alike), while a real one varies. With the shipped spreads chat's 10 new pods
+    (initial-scale) on 3 new nodes are all Ready within ~540 s in 19 rollouts of 20."""
     cfg = _cfg("prod", deadline="345s")
     [problem] = rollout_problems(cfg)
     assert problem.path == f"services[0].annotations.{DEADLINE}" and problem.value == "345s"
-    assert "expected at least the p95 cold start of a new pod, 513 s (node provision 195 s + image pull 244 s + " \
-           "model load 74 s, each at its p95)" in problem.allowed
-    assert rollout_problems(_cfg("prod", deadline="520s")) == []  # control: above the p95
+    assert "expected at least the p95 cold start of the new revision's 10 pods (on 3 new nodes) all Ready, 540 s " \
+           "(node provision 198 s + image pull 260 s at their p98.3 + model load 82 s at its p99.5)" in problem.allowed
+    assert rollout_problems(_cfg("prod", deadline="545s")) == []  # control: above it
     # the same deadline with the old fixed priors: the number is the figure, as before
     assert rollout_problems(_cfg("prod", FIXED, deadline="345s")) == []
+
+
+def test_one_pod_takes_every_prior_at_its_p95():
+    cfg = _cfg("dev")
+    c = cold_start(cfg, cfg.services[0])
+    assert (c.pods, c.nodes, c.node_level, c.pod_level) == (1, 1, 0.95, 0.95)
+    assert c.node_s == pytest.approx(60 + 0.95 * 120) and c.pull_s == pytest.approx(10 * 2**30 / 24e6)
+    assert c.describe().endswith("each at its p95")
+
+
+@pytest.mark.parametrize("stack, service", [("staging", "chat"), ("prod", "chat"), ("dev", "chat")])
+def test_the_slowest_of_the_first_pods_is_covered_in_19_rollouts_of_20(stack, service):
+    """Monte Carlo of the rollout the figure stands for: each new node draws its launch and pull, each pod its
+    load; the revision is Ready when its slowest pod is. The figure must cover the 95th percentile of that (it may
+    be above it: the phases are taken at one level together) but not by more than a third."""
+    import random
+
+    cfg = _cfg(stack)
+    svc = next(s for s in cfg.services if s.name == service)
+    c, cold = cold_start(cfg, svc), cfg.cold_start
+    rate, gib, rng = load_gbps(cold, cfg.model_cache), svc.model.weights_gib * 1.073741824, random.Random(5)
+    pods_per_node = cfg.node_group.gpus_per_node // svc.gpus
+    ready = []
+    for _ in range(20000):
+        nodes = [cold.node_provision_s.sample(rng) + cold.image_gib * 2**30 / (cold.image_pull_mbps.sample(rng) * 1e6)
+                 for _ in range(c.nodes)]
+        ready.append(max(nodes[i // pods_per_node] + gib / rate.sample(rng) + cold.engine_init_s.sample(rng)
+                         for i in range(c.pods)))
+    p95 = sorted(ready)[int(0.95 * len(ready))]
+    assert p95 <= c.total_s <= 1.34 * p95, (c, p95)
 
 
 @pytest.mark.parametrize("key, value, fragment", [
