@@ -110,7 +110,7 @@ def run_gate(cfg: StackConfig) -> list:
             f"{c.name} {c.status} {format_estimate(c.estimate)} (SLO {c.limit:g})" for c in verdict.checks))
     for warning in gate_warnings(verdicts):
         pulumi.log.warn(f"SLO gate: {warning}")
-    failure = gate_failure(verdicts)
+    failure = gate_failure(verdicts, cfg.stack)
     if failure and cfg.gate.enforce:
         raise pulumi.RunError(failure)
     if failure:

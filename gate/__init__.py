@@ -192,14 +192,14 @@ def check_service(cfg: StackConfig, svc: ServiceConfig, executor: Any = None) ->
     return decide(_trials(cfg, ("steady",)), cfg.gate, executor)[(svc.name, "steady")]
 
 
-def gate_failure(verdicts: list[Verdict]) -> str | None:
+def gate_failure(verdicts: list[Verdict], stack: str = "<stack>") -> str | None:
     """The message `pulumi up` fails with, or None when every simulated service meets its SLO."""
     misses = [m for v in verdicts for m in v.misses()]
     if not misses:
         return None
     return ("SLO gate: the simulation predicts that this configuration misses its SLO:\n"
             + "\n".join(f"  - {m}" for m in misses)
-            + "\nRun `python -m preflight check --stack <stack>` for the full report, change the service "
+            + f"\nRun `python -m preflight check --stack {stack}` for the full report, change the service "
               "(replicas, containerConcurrency, caps, scale-down delay) or its SLO, or set gate.enforce: false.")
 
 

@@ -74,6 +74,7 @@ def test_a_service_that_misses_its_slo_stops_the_program_before_any_resource(reg
     text = str(err.value)
     assert text.startswith("SLO gate: the simulation predicts that this configuration misses its SLO")
     assert "chat: p99 latency (s)" in text and "> SLO 60" in text
+    assert "python -m preflight check --stack prod` for the full report" in text
     assert registered == []  # not even the node group or the Namespace (issue 9: a moved gate went unnoticed)
 
     # Control: the same config with the gate's verdict as a warning registers resources, and the probe sees them.
