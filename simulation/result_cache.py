@@ -15,7 +15,9 @@ each `{"key", "fingerprint", "digest", "report"}` (~30 KB), `digest` the SHA-256
 A read accepts only an entry of that shape naming its own key and fingerprint whose report still has its digest;
 anything else (truncated, edited — a report emptied or a number turned into a string —, foreign) is a miss and is
 overwritten, so a damaged entry costs one simulation, never a failing run. A write removes other
-fingerprints' folders (left by older code), stale temporary files and, past `MAX_ENTRIES`, the oldest entries.
+fingerprints' folders once none has been written or read for `STALE_FOLDER_S` (a week: two checkouts of different
+versions sharing the cache keep each other's entries while both are in use; a hit touches its folder), the first
+layout's folders, stale temporary files and, past `MAX_ENTRIES`, the oldest entries of this fingerprint.
 The cache is best effort: an unreadable or unwritable directory, or a report that cannot be stored, only means
 simulating. `preflight check --no-cache` (or `--cache-dir`) decides per run; library calls use no cache unless
 given one.
@@ -38,9 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("simulation", "catalog", "validation")
 MAX_ENTRIES = 2000  # ~60 MB
 STALE_TMP_S = 600   # a temporary file this old is a crashed writer's, not one being written
+STALE_FOLDER_S = 7 * 24 * 3600   # another simulator version's folder unused this long goes
 ENV = "KSERVE_PREFLIGHT_CACHE_DIR"
 FILE_KEYS = ('"trace"', '"inferenceServiceFile"')  # scenarios that read a file are not cached
 _OURS_DIR = re.compile(r"[0-9a-f]{16}|[0-9a-f]{2}")  # a fingerprint's folder (or the old layout's key[:2])
+_LEGACY_DIR = re.compile(r"[0-9a-f]{2}")
 _OURS_FILE = re.compile(r"[0-9a-f]{64}\.json|tmp\w+\.tmp")
 
 Job = tuple[str, int, str | None]
@@ -89,6 +93,7 @@ class ResultCache:
     def __init__(self, directory: Path | str | None = None) -> None:
         self.dir = Path(directory) if directory is not None else default_dir()
         self.hits = self.misses = 0
+        self._touched = False
 
     def key(self, job: Job) -> str | None:
         text, seed, base_dir = job
@@ -106,6 +111,12 @@ class ResultCache:
             self.misses += 1
         else:
             self.hits += 1
+            if not self._touched:     # in use: another version's writes leave this folder alone (`_prune`)
+                self._touched = True
+                try:
+                    os.utime(self._folder())
+                except OSError:
+                    pass
         return report
 
     def _read(self, key: str) -> dict | None:
@@ -149,10 +160,13 @@ class ResultCache:
             self._prune()
 
     def _prune(self) -> None:
-        """Other fingerprints' folders and stale temporary files go; past MAX_ENTRIES, the oldest entries."""
+        """Other fingerprints' folders unused for STALE_FOLDER_S (the first layout's at once) and stale temporary
+        files go; past MAX_ENTRIES, this fingerprint's oldest entries."""
         here = self._folder()
         try:
-            folders = [d for d in self.dir.iterdir() if d != here and d.is_dir() and _OURS_DIR.fullmatch(d.name)]
+            now = time.time()
+            folders = [d for d in self.dir.iterdir() if d != here and d.is_dir() and _OURS_DIR.fullmatch(d.name)
+                       and (_LEGACY_DIR.fullmatch(d.name) or now - d.stat().st_mtime > STALE_FOLDER_S)]
             for folder in folders:
                 for path in folder.iterdir():
                     if _OURS_FILE.fullmatch(path.name):
@@ -161,7 +175,6 @@ class ResultCache:
                     folder.rmdir()
                 except OSError:
                     pass
-            now = time.time()
             for path in here.glob("tmp*.tmp"):
                 if now - path.stat().st_mtime > STALE_TMP_S:
                     _unlink(path)

@@ -222,14 +222,16 @@ def test_the_cache_stays_bounded(tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("*/*.json"))) == 4
 
 
-def test_a_write_keeps_only_this_simulators_folder_and_leaves_other_files_alone(tmp_path):
+def test_a_write_removes_unused_folders_of_other_versions_and_leaves_other_files_alone(tmp_path):
     import os
     import time
 
-    old = tmp_path / ("ab" * 8)           # an older simulator's folder
+    old = tmp_path / ("ab" * 8)           # an older simulator's folder, unused for over a week
     old.mkdir()
     (old / f"{'c' * 64}.json").write_text("{}")
     (old / "tmpx1.tmp").write_text("")
+    week_ago = time.time() - result_cache.STALE_FOLDER_S - 60
+    os.utime(old, (week_ago, week_ago))
     legacy = tmp_path / "cd"              # the first layout: <key[:2]>/<key>.json
     legacy.mkdir()
     (legacy / f"{'cd' * 32}.json").write_text("{}")
@@ -248,6 +250,28 @@ def test_a_write_keeps_only_this_simulators_folder_and_leaves_other_files_alone(
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([here.name, "mine", "notes.txt"])
     assert (mine / f"{'e' * 64}.json").exists() and fresh.exists() and not stale.exists()
     assert len(list(here.glob("*.json"))) == 1
+
+
+def test_another_version_in_use_keeps_its_entries(tmp_path, monkeypatch):
+    """Two checkouts of different versions sharing one cache do not wipe each other's entries; a hit marks its
+    folder in use, so a version that only reads keeps its folder too."""
+    import os
+    import time
+
+    other = tmp_path / ("ab" * 8)                     # another version, written an hour ago
+    other.mkdir()
+    (other / f"{'c' * 64}.json").write_text("{}")
+    hour_ago = time.time() - 3600
+    os.utime(other, (hour_ago, hour_ago))
+    _run(ResultCache(tmp_path), seeds=(1,))
+    assert (other / f"{'c' * 64}.json").exists()
+    here = tmp_path / result_cache.simulator_fingerprint()[:16]
+    week_ago = time.time() - result_cache.STALE_FOLDER_S - 60
+    os.utime(here, (week_ago, week_ago))
+    clear_cache()
+    cache = ResultCache(tmp_path)
+    _run(cache, seeds=(1,))                           # read only: a hit
+    assert cache.hits == 1 and time.time() - here.stat().st_mtime < 60
 
 
 def test_preflight_check_uses_the_cache_unless_told_not_to(tmp_path, capsys):
