@@ -159,7 +159,7 @@ def deploy(cfg: StackConfig, verdicts: list) -> None:
     on_cluster = pulumi.ResourceOptions(provider=provider)
     ns = kubernetes_object("serving-namespace", namespace(cfg.cluster.namespace), on_cluster)
     in_namespace = pulumi.ResourceOptions(provider=provider, depends_on=[ns])
-    if cfg.node_group.needs_device_plugin:
+    if cfg.deploys_device_plugin:
         NvidiaDevicePlugin("nvidia", NvidiaDevicePluginArgs.from_config(cfg), on_cluster)
     before_services: list[pulumi.Resource] = [ns]
     account = model_download_account(cfg)

@@ -40,7 +40,7 @@ def knative_autoscaler(cfg: StackConfig) -> dict | None:
 def render_stack(cfg: StackConfig) -> list[dict]:
     """All Kubernetes manifests of a stack, in apply order."""
     out = [namespace(cfg.cluster.namespace)]
-    if cfg.node_group.needs_device_plugin:
+    if cfg.deploys_device_plugin:
         out.append(device_plugin_daemonset(cfg))
     if cfg.model_cache.enabled:
         out += [model_cache_pvc(cfg), model_cache_daemonset(cfg)]

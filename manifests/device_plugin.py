@@ -4,7 +4,8 @@ Follows NVIDIA/k8s-device-plugin's static manifest (`deployments/static/nvidia-d
 registers with the kubelet over a socket in /var/lib/kubelet/device-plugins, tolerates the GPU taint and runs at
 `system-node-critical` so it is never evicted before the pods that need it. The AL2023 NVIDIA AMI ships the
 driver and container toolkit but not this plugin (../shared/reference/pulumi-offline-testing.md §4); Bottlerocket
-NVIDIA variants run it on the host, so the stack deploys it only where `NodeGroupConfig.needs_device_plugin`.
+NVIDIA variants run it on the host, so the stack deploys it only where `StackConfig.deploys_device_plugin` (not on
+Bottlerocket, and not with `devicePlugin.enabled: false`, for a cluster whose GPU Operator already runs one).
 """
 
 from __future__ import annotations

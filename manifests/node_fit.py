@@ -31,7 +31,7 @@ def daemonset_requests(cfg: StackConfig) -> tuple[int, float]:
     """CPU millicores and memory bytes the DaemonSets take on every GPU node."""
     ng = cfg.node_group
     cpu, mem = cpu_millis(ng.other_daemonsets_cpu), quantity(ng.other_daemonsets_memory)
-    own = ([device_plugin_daemonset(cfg)] if ng.needs_device_plugin else []) + (
+    own = ([device_plugin_daemonset(cfg)] if cfg.deploys_device_plugin else []) + (
         [model_cache_daemonset(cfg)] if cfg.model_cache.enabled else [])
     for ds in own:
         c, m = _requests(ds)

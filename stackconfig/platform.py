@@ -21,7 +21,7 @@ def parse_device_plugin(sec: Section) -> DevicePluginConfig:
     """The default pin is the release NVIDIA/k8s-device-plugin's own static manifest deploys
     (deployments/static/nvidia-device-plugin.yml on main: v0.18.0)."""
     out = DevicePluginConfig(image=sec.str("image", "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"),
-                             namespace=sec.str("namespace", "kube-system"))
+                             namespace=sec.str("namespace", "kube-system"), enabled=sec.bool("enabled", True))
     check_image(sec, "image", out.image)
     check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
     sec.done()

@@ -84,6 +84,9 @@ class NodeGroupConfig:
 class DevicePluginConfig:
     image: str
     namespace: str
+    # False where the cluster already advertises nvidia.com/gpu (NVIDIA's GPU Operator, an EKS add-on or a Helm
+    # release of the plugin): a second plugin on a node registers the same resource with the kubelet twice.
+    enabled: bool = True
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,11 @@ class StackConfig:
     catalog: Catalog = field(repr=False, default=DEFAULT_CATALOG)
     knative: KnativeConfig = field(default_factory=KnativeConfig)
     kserve: KServeConfig = field(default_factory=KServeConfig)
+
+    @property
+    def deploys_device_plugin(self) -> bool:
+        """The stack's own NVIDIA device plugin DaemonSet: on, and not on a Bottlerocket NVIDIA AMI."""
+        return self.device_plugin.enabled and self.node_group.needs_device_plugin
 
 
 @dataclass(frozen=True)

@@ -301,3 +301,28 @@ def test_without_the_cache_models_download_directly_and_nothing_waits():
 def test_main_file_runs_the_program_as_the_pulumi_language_host_does():
     by_cli = run_program("staging", as_cli=True)
     assert sorted(r.name for r in by_cli.resources) == sorted(r.name for r in run_program("staging").resources)
+
+
+def test_a_cluster_with_its_own_device_plugin_gets_none_from_the_stack():
+    """`devicePlugin.enabled: false` (the GPU Operator already runs one): no DaemonSet rendered or registered, and
+    its requests leave the fits-the-node sum; a non-boolean is refused before any resource, naming the key."""
+    import pulumi
+
+    from manifests import render_stack
+    from manifests.node_fit import daemonset_requests
+    from stackconfig.load import project_values, stack_config_values
+    from stackconfig.schema import parse_stack_config
+
+    def plugin(enabled):
+        return lambda c: c.setdefault("kserve-preflight:devicePlugin", {}).update(enabled=enabled)
+
+    assert [d.name for d in run_program("dev", edit=plugin(False)).of_type(DAEMONSET)] == ["model-cache-prefetch"]
+    project, values = stack_config_values("dev")
+    values = project_values(values, project)
+    cfg_on = parse_stack_config(values, project, "dev")
+    cfg_off = parse_stack_config({**values, "devicePlugin": {"enabled": False}}, project, "dev")
+    assert "nvidia-device-plugin" in [m["metadata"]["name"] for m in render_stack(cfg_on)]
+    assert "nvidia-device-plugin" not in [m["metadata"]["name"] for m in render_stack(cfg_off)]
+    assert daemonset_requests(cfg_off)[0] < daemonset_requests(cfg_on)[0]
+    with pytest.raises(pulumi.RunError, match=r"devicePlugin\.enabled"):
+        run_program("dev", edit=plugin("nope"))
