@@ -75,10 +75,10 @@ def test_scenario_mistake_is_an_input_error(edit, where, allowed):
 def test_a_desired_scale_above_the_simulators_bound_keeps_the_run_bounded_and_says_so(monkeypatch):
     """An unbounded max-scale under a queue that keeps growing: Knative would create that many (Pending) pods;
     the simulator stops at MAX_REPLICAS (here lowered to 3) and reports the highest desired scale."""
-    import simulation.engine as engine
+    import simulation.replica_set as replica_set
     import simulation.report as report
 
-    monkeypatch.setattr(engine, "MAX_REPLICAS", 3)
+    monkeypatch.setattr(replica_set, "MAX_REPLICAS", 3)
     monkeypatch.setattr(report, "MAX_REPLICAS", 3)
     sc = load_scenario(_edited(lambda d: (_pred(d).update(minReplicas=1, maxReplicas=0),
                                           d["workload"].update(rate=20.0), d.update(duration_s=120))),
