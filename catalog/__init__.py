@@ -5,6 +5,12 @@ Sources:
   NVIDIA's data-sheet figures (A10G: AWS g5 documentation; sparse figures are never used).
 - Instance types and GPU counts per node: the AWS EC2 accelerated-computing instance pages (g5, g6, g6e, p4d,
   p4de, p5, p5e/p5en).
+- GPU-to-GPU links (`interconnect`, `interconnect_gbps`, one direction per GPU; tensor parallelism's all-reduces
+  run over them): NVIDIA data sheets. SXM boards behind NVSwitch: A100 NVLink 3 600 GB/s bidirectional, H100 and
+  H200 NVLink 4 900 GB/s. PCIe cards: A10G, L4 and L40S PCIe Gen4 x16 64 GB/s bidirectional ("NVLink is not
+  supported" on the L40S). AWS: p4d/p4de (A100, NVSwitch 600 GB/s), p5 (H100) and p5e/p5en (H200, 900 GB/s) have
+  NVLink; g5 (A10G), g6 (L4) and g6e (L40S) connect their GPUs over PCIe only. A user entry that leaves them
+  out keeps a same-name built-in GPU's link, and is otherwise taken as PCIe Gen4 x16 (`Catalog.extended`).
 - Model shapes (layers, KV heads, head dim): the models' published `config.json`, the same values as
   microsoft/vidur `vidur/config/model_config.py`; see ../shared/reference/gpu-memory-and-models.md.
 
@@ -18,6 +24,8 @@ from typing import Mapping
 
 GIB = 1024**3
 CUDA_RESERVED_GIB = 0.45  # nvidia-smi total − CUDA-reported total (see Gpu.cuda_total_bytes)
+NVLINK, PCIE = "nvlink", "pcie"  # Gpu.interconnect
+PCIE_GEN4_X16_GBPS = 32.0  # one direction (64 GB/s bidirectional)
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,13 @@ class Gpu:
     bandwidth_gbps: float  # HBM/GDDR bandwidth, GB/s (10^9 bytes)
     bf16_tflops: float  # dense bf16 tensor-core peak, TFLOP/s
     cuda_total_gib: float = 0.0  # total the CUDA runtime reports (what vLLM sizes from); 0 = memory_gib − 0.45
+    interconnect: str = ""  # GPU-to-GPU link tensor parallelism all-reduces over: NVLINK or PCIE; "" = unstated
+    interconnect_gbps: float = 0.0  # that link's peak, GB/s in one direction per GPU; 0 = unstated
+
+    @property
+    def link(self) -> tuple[str, float]:
+        """(interconnect, one-way GB/s), PCIe Gen4 x16 for what the entry leaves out."""
+        return self.interconnect or PCIE, self.interconnect_gbps or PCIE_GEN4_X16_GBPS
 
     @property
     def memory_bytes(self) -> int:
@@ -104,14 +119,21 @@ class Model:
         return 2.0 * self.params_b * 1e9
 
 
-_GPUS = [
-    Gpu("A10G", memory_gib=22.49, bandwidth_gbps=600, bf16_tflops=70),
-    Gpu("L4", memory_gib=22.49, bandwidth_gbps=300, bf16_tflops=121),
-    Gpu("L40S", memory_gib=44.99, bandwidth_gbps=864, bf16_tflops=362),
-    Gpu("A100-40GB", memory_gib=40.0, bandwidth_gbps=1555, bf16_tflops=312, cuda_total_gib=39.4),
-    Gpu("A100-80GB", memory_gib=80.0, bandwidth_gbps=2039, bf16_tflops=312),
-    Gpu("H100-80GB", memory_gib=79.65, bandwidth_gbps=3350, bf16_tflops=989, cuda_total_gib=79.2),
-    Gpu("H200-141GB", memory_gib=140.4, bandwidth_gbps=4800, bf16_tflops=989),
+_GPUS = [  # the A100/H100/H200 entries are the SXM boards AWS's p4d/p4de/p5/p5e carry (NVLink; see Sources)
+    Gpu("A10G", memory_gib=22.49, bandwidth_gbps=600, bf16_tflops=70, interconnect=PCIE,
+        interconnect_gbps=PCIE_GEN4_X16_GBPS),
+    Gpu("L4", memory_gib=22.49, bandwidth_gbps=300, bf16_tflops=121, interconnect=PCIE,
+        interconnect_gbps=PCIE_GEN4_X16_GBPS),
+    Gpu("L40S", memory_gib=44.99, bandwidth_gbps=864, bf16_tflops=362, interconnect=PCIE,
+        interconnect_gbps=PCIE_GEN4_X16_GBPS),  # "NVLink is not supported"
+    Gpu("A100-40GB", memory_gib=40.0, bandwidth_gbps=1555, bf16_tflops=312, cuda_total_gib=39.4,
+        interconnect=NVLINK, interconnect_gbps=300),  # NVLink 3: 600 GB/s bidirectional
+    Gpu("A100-80GB", memory_gib=80.0, bandwidth_gbps=2039, bf16_tflops=312, interconnect=NVLINK,
+        interconnect_gbps=300),
+    Gpu("H100-80GB", memory_gib=79.65, bandwidth_gbps=3350, bf16_tflops=989, cuda_total_gib=79.2,
+        interconnect=NVLINK, interconnect_gbps=450),  # NVLink 4: 900 GB/s bidirectional
+    Gpu("H200-141GB", memory_gib=140.4, bandwidth_gbps=4800, bf16_tflops=989, interconnect=NVLINK,
+        interconnect_gbps=450),
 ]
 
 
@@ -203,16 +225,23 @@ class Catalog:
     models: Mapping[str, Model] = field(default_factory=lambda: {m.name: m for m in _MODELS})
 
     def extended(self, gpus=(), instances=(), models=()) -> "Catalog":
-        """A copy with user entries added (same name replaces the built-in one)."""
+        """A copy with user entries added (same name replaces the built-in one; a GPU that states no link keeps
+        the built-in's, so overriding an H100's memory does not turn its NVLink into PCIe)."""
         return replace(
             self,
-            gpus={**self.gpus, **{g.name: g for g in gpus}},
+            gpus={**self.gpus, **{g.name: _keep_link(g, self.gpus.get(g.name)) for g in gpus}},
             instances={**self.instances, **{i.name: i for i in instances}},
             models={**self.models, **{m.name: m for m in models}},
         )
 
     def gpu_of(self, instance_type: str) -> Gpu:
         return self.gpus[self.instances[instance_type].gpu]
+
+
+def _keep_link(gpu: Gpu, builtin: Gpu | None) -> Gpu:
+    if builtin is None or gpu.interconnect or gpu.interconnect_gbps:
+        return gpu
+    return replace(gpu, interconnect=builtin.interconnect, interconnect_gbps=builtin.interconnect_gbps)
 
 
 DEFAULT = Catalog()

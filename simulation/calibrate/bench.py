@@ -13,6 +13,10 @@ The result file (vLLM `vllm/benchmarks/serve.py`, `benchmark_serving.py` before 
   (Little's law: request throughput × mean decode time, at most `max_concurrency`) at the request's mean
   context (prompt + half its output).
 
+With `--tp` > 1 the modelled tensor-parallel all-reduces (`roofline.tp_comm_time` at the prior's link
+efficiency and latency) are taken off each TTFT and TPOT before fitting and added back to the predictions, so
+the factors describe the GPUs alone and the simulation does not count the communication twice.
+
 The residual is the relative RMS error of each model over the requests — how far one pair of factors is
 from explaining the run; large residuals mean the load was too high for the TTFT fit or the batch varies
 too much for one mean.
@@ -22,12 +26,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from catalog import Gpu, Model
 from simulation.gpu.memory import kv_bytes_per_token
-from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency, prefill_flops
+from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency, prefill_flops, tp_comm_time
 from validation.errors import shown
 from validation.fields import _is_int, _is_number
 
@@ -151,7 +155,8 @@ def fit_bench(run: BenchRun, model: Model, gpu: Gpu, tp: int = 1,
     """Least-squares efficiency factors for this run (see the module docstring)."""
     # TTFT = slope × FLOPs + overhead
     xs = [prefill_flops(model, n) for n in run.input_lens]
-    ys = run.ttfts
+    comm = [tp_comm_time(model, gpu, n, eff=prior, tp=tp) for n in run.input_lens]  # all 0.0 at tp 1
+    ys = [t - c for t, c in zip(run.ttfts, comm)]
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
@@ -162,7 +167,7 @@ def fit_bench(run: BenchRun, model: Model, gpu: Gpu, tp: int = 1,
         slope = sum(max(y - overhead, 1e-9) for y in ys) / sum(xs)
     peak = gpu.bf16_tflops * 1e12 * tp
     compute = min(1.0, 1.0 / (slope * peak))
-    ttft_pred = [slope * x + overhead for x in xs]
+    ttft_pred = [slope * x + overhead + c for x, c in zip(xs, comm)]
     # TPOT = step overhead + (weights + KV × batch context) / (bandwidth × memory)
     decode_s = [t * max(o - 1, 0) for t, o in zip(run.tpots, run.tpot_outputs)]
     batch = run.request_throughput * (sum(decode_s) / len(decode_s)) if decode_s else 1.0
@@ -171,10 +176,11 @@ def fit_bench(run: BenchRun, model: Model, gpu: Gpu, tp: int = 1,
     batch = max(1.0, batch)
     kv = kv_bytes_per_token(model)
     bytes_read = [model.weights_bytes + kv * batch * (i + o / 2) for i, o in zip(run.tpot_inputs, run.tpot_outputs)]
-    step = prior.step_overhead_s
+    step = prior.step_overhead_s + tp_comm_time(model, gpu, batch, eff=prior, tp=tp)
     transfer = [max(t - step, 1e-9) for t in run.tpots]
     bw = gpu.bandwidth_gbps * 1e9 * tp
     memory = min(1.0, sum(bytes_read) / (bw * sum(transfer)))
     tpot_pred = [b / (bw * memory) + step for b in bytes_read]
-    eff = Efficiency(memory=memory, compute=compute, step_overhead_s=step, prefill_overhead_s=overhead)
-    return BenchFit(eff, batch, _rel_rms(ttft_pred, ys), _rel_rms(tpot_pred, run.tpots) if run.tpots else 0.0)
+    eff = replace(prior, memory=memory, compute=compute, step_overhead_s=prior.step_overhead_s,
+                  prefill_overhead_s=overhead)
+    return BenchFit(eff, batch, _rel_rms(ttft_pred, run.ttfts), _rel_rms(tpot_pred, run.tpots) if run.tpots else 0.0)

@@ -9,12 +9,15 @@ Scenario keys (under `server:`):
       tensor_parallel_size: 1      # GPUs one replica spans (<= the instance's GPU count)
       catalog:                     # optional user entries; a name already in the catalog replaces it
         gpus:
-          my-gpu: {memory_gib: 32, bandwidth_gbps: 900, bf16_tflops: 200}
+          my-gpu: {memory_gib: 32, bandwidth_gbps: 900, bf16_tflops: 200,
+                   interconnect: pcie, interconnect_gbps: 32}   # GPU-to-GPU link, one way: optional, see below
         models:
           my-7b: {kind: llm, params_b: 7.0, layers: 32, kv_heads: 8, head_dim: 128, max_context: 8192,
                   hidden_size: 4096, vocab_size: 32000}
 
-Field names are the `catalog.Gpu` / `catalog.Model` dataclass fields.
+Field names are the `catalog.Gpu` / `catalog.Model` dataclass fields. A GPU without `interconnect` keeps a
+same-name built-in GPU's link, else is PCIe Gen4 x16 (32 GB/s one way); `interconnect: nvlink` needs
+`interconnect_gbps`.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from catalog import DEFAULT, Catalog, Gpu, InstanceType, Model
+from catalog import DEFAULT, NVLINK, PCIE, Catalog, Gpu, InstanceType, Model
 from validation.fields import Section
 
 _GPU_FIELDS = {"memory_gib": (float, True, 1.0), "bandwidth_gbps": (float, True, 1.0),
-               "bf16_tflops": (float, True, 0.1), "cuda_total_gib": (float, False, 0.0)}
+               "bf16_tflops": (float, True, 0.1), "cuda_total_gib": (float, False, 0.0),
+               "interconnect_gbps": (float, False, 0.1)}
 _MODEL_FIELDS = {
     "params_b": (float, True, 0.0001), "dtype_bytes": (int, False, 1), "layers": (int, False, 0),
     "kv_heads": (int, False, 0), "head_dim": (int, False, 0), "max_context": (int, False, 0),
@@ -75,6 +79,12 @@ def parse_catalog(sec: Section, base: Catalog = DEFAULT) -> Catalog:
     gpus, models, instances = [], [], []
     for name, g in _named(sec, "gpus"):
         values = _read(g, _GPU_FIELDS, name)
+        link = g.choice("interconnect", [NVLINK, PCIE], None)
+        if link is not None:
+            values["interconnect"] = link
+            if link == NVLINK and "interconnect_gbps" not in values:
+                g.problem("interconnect_gbps", None, "required with interconnect: nvlink (one-way GB/s per GPU, "
+                          "e.g. 450 for an H100 SXM, 300 for an A100 SXM)")
         g.done()
         if all(k in values for k in ("memory_gib", "bandwidth_gbps", "bf16_tflops")):
             gpus.append(Gpu(name, **values))

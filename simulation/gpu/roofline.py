@@ -19,16 +19,40 @@ per-step overhead covers scheduling, sampling and kernel launches. Defaults are 
 lands in the batch-1 priors of ../shared/reference/gpu-memory-and-models.md (ITL H100 10–15 ms,
 A100 15–25 ms, L40S 25–35 ms); calibrate with `calibrate_memory_efficiency` from one measured ITL.
 
-Simplifications: no tensor-parallel communication cost; no quantisation; attention FLOPs use the full
-context (no sliding window); a decode step's time is frozen at the batch's context when the batch last
-changed (the simulation's piecewise-constant step time).
+**Tensor parallelism** (KServe runs vLLM with `--tensor-parallel-size` = the pod's GPUs) splits every weight
+matrix over tp GPUs, so bandwidth and FLOP/s add up, but each layer then all-reduces its activations twice,
+after attention and after the MLP (Megatron-LM's column/row split; "2 allreduces per layer" in vLLM's custom
+all-reduce write-up, vllm-project/vllm#2192). A pass over T tokens pays 2 × layers all-reduces of
+T × hidden × dtype bytes. A ring all-reduce sends and receives 2(tp − 1)/tp of the buffer over each GPU's link
+(nccl-tests `doc/PERFORMANCE.md`: bus bandwidth = algorithm bandwidth × 2(n − 1)/n, comparable to the link's
+one-way peak), at `Gpu.interconnect_gbps` (one direction) × `Efficiency.interconnect`, plus a fixed latency
+per all-reduce. vLLM does not overlap them with compute by default (its async-TP compilation pass is opt-in:
+`PassConfig.enable_async_tp = False`), so a pass costs max(memory, compute) + overhead + communication
+(`tp_comm_time`, precomputed per pass and per token in `StepCost`; exactly 0 with tp = 1). Priors (calibrate `Efficiency.interconnect` and
+`allreduce_latency_s`):
+
+* link efficiency: NVLink 0.80 (A100 NVLink: "480GB/s effective bidirectional" of 600 in vLLM's write-up);
+  PCIe 0.65 (Gen4 x16 with peer-to-peer: 41 of 64 GB/s bidirectional in `p2pBandwidthLatencyTest`,
+  tinygrad/open-gpu-kernel-modules#6).
+* latency per all-reduce: NVLink 10 µs, flat in tp: vLLM's custom all-reduce (one-shot for small buffers)
+  measured 9–12 µs on H100 at tp 2/4/8 up to 32 KB (sgl-project/sglang#2904). PCIe 2(tp − 1) hops × 4 µs
+  (8 µs at tp 2, 24 µs at tp 4): vLLM disables its custom all-reduce on more than two PCIe-only GPUs
+  (`custom_all_reduce.py`: "not supported on more than two PCIe-only GPUs"), so NCCL's ring runs, whose small
+  all-reduces take ~6–15 µs between two PCIe GPUs in nccl-tests logs.
+
+Simplifications: no quantisation; attention FLOPs use the full context (no sliding window); a decode step's
+time is frozen at the batch's context when the batch last changed (the simulation's piecewise-constant step
+time); tensor parallelism: one all-reduce algorithm for every buffer size (latency + bytes / bus bandwidth: no
+switch from one-shot to two-shot or NCCL at 8 MiB, no NVLink SHARP), the vocabulary-parallel embedding's
+all-reduce and the logits gather left out (two collectives beside 2 × layers), decode batches not padded to
+CUDA-graph sizes, no communication when the model's `hidden_size` is unknown (0).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catalog import Gpu, Model
+from catalog import NVLINK, PCIE, Gpu, Model
 from simulation.gpu.memory import kv_bytes_per_token, kv_tokens_held
 
 
@@ -40,9 +64,14 @@ class Efficiency:
     compute: float = 0.5  # achieved / peak bf16 FLOP/s in prefill (MFU)
     step_overhead_s: float = 0.003  # per decode step: scheduler, sampler, launches (vLLM ~2–5 ms)
     prefill_overhead_s: float = 0.010  # per prefill pass: tokenisation, scheduling, first sampling
+    interconnect: float | None = None  # achieved all-reduce bus bandwidth / link peak; None = the link's prior
+    allreduce_latency_s: float | None = None  # fixed cost of one all-reduce (tp > 1); None = the link's prior
 
 
 DEFAULT_EFFICIENCY = Efficiency()
+LINK_EFFICIENCY = {NVLINK: 0.80, PCIE: 0.65}  # priors (module docstring)
+NVLINK_ALLREDUCE_S = 10e-6  # one all-reduce over NVLink (vLLM's custom one-shot all-reduce)
+PCIE_HOP_S = 4e-6  # one step of NCCL's ring over PCIe; an all-reduce takes 2(tp − 1) of them
 
 
 def _bandwidth(gpu: Gpu, eff: Efficiency, tp: int) -> float:
@@ -51,6 +80,36 @@ def _bandwidth(gpu: Gpu, eff: Efficiency, tp: int) -> float:
 
 def _flops(gpu: Gpu, eff: Efficiency, tp: int) -> float:
     return gpu.bf16_tflops * 1e12 * eff.compute * tp
+
+
+def allreduce_latency_s(gpu: Gpu, tp: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Fixed seconds of one all-reduce over tp GPUs: `eff.allreduce_latency_s`, else the link's prior."""
+    if tp <= 1:
+        return 0.0
+    if eff.allreduce_latency_s is not None:
+        return eff.allreduce_latency_s
+    return NVLINK_ALLREDUCE_S if gpu.link[0] == NVLINK else 2 * (tp - 1) * PCIE_HOP_S
+
+
+def tp_comm_coefficients(model: Model, gpu: Gpu, tp: int, eff: Efficiency = DEFAULT_EFFICIENCY
+                         ) -> tuple[float, float]:
+    """(seconds per pass, seconds per token) of a pass's tensor-parallel all-reduces: 2 × layers of them, each
+    latency + 2(tp − 1)/tp × tokens × hidden × dtype bytes / (link one-way peak × efficiency). (0, 0) at tp 1."""
+    if tp <= 1 or not model.hidden_size:
+        return 0.0, 0.0
+    kind, gbps = gpu.link
+    link = eff.interconnect if eff.interconnect is not None else LINK_EFFICIENCY[kind]
+    all_reduces = 2 * model.layers
+    ring_bytes_per_token = 2 * (tp - 1) / tp * model.hidden_size * model.dtype_bytes
+    return (all_reduces * allreduce_latency_s(gpu, tp, eff),
+            all_reduces * ring_bytes_per_token / (gbps * 1e9 * link))
+
+
+def tp_comm_time(model: Model, gpu: Gpu, tokens: float, *, eff: Efficiency = DEFAULT_EFFICIENCY,
+                 tp: int = 1) -> float:
+    """Seconds a pass over `tokens` tokens spends in tensor-parallel all-reduces (0.0 with tp = 1)."""
+    per_pass, per_token = tp_comm_coefficients(model, gpu, tp, eff)
+    return per_pass + per_token * tokens
 
 
 def prefill_flops(model: Model, input_tokens: int) -> float:
@@ -62,28 +121,30 @@ def prefill_flops(model: Model, input_tokens: int) -> float:
 
 def prefill_time(model: Model, gpu: Gpu, input_tokens: int | list[int], *, eff: Efficiency = DEFAULT_EFFICIENCY,
                  tp: int = 1) -> float:
-    """Seconds to prefill one prompt (or several batched into one pass): max(compute, weights read) + overhead."""
+    """Seconds to prefill one prompt (or several batched into one pass): max(compute, weights read) + overhead
+    + the tensor-parallel all-reduces of its tokens."""
     prompts = input_tokens if isinstance(input_tokens, list) else [input_tokens]
     flops = sum(prefill_flops(model, p) for p in prompts)
     kv_write = kv_bytes_per_token(model) * sum(prompts)
     memory_s = (model.weights_bytes + kv_write) / _bandwidth(gpu, eff, tp)
     compute_s = flops / _flops(gpu, eff, tp)
-    return max(memory_s, compute_s) + eff.prefill_overhead_s
+    return max(memory_s, compute_s) + eff.prefill_overhead_s + tp_comm_time(model, gpu, sum(prompts), eff=eff, tp=tp)
 
 
 def decode_step_time(model: Model, gpu: Gpu, batch: int, context_tokens: int | None = None, *,
                      eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> float:
     """Seconds for one decode step of `batch` sequences holding `context_tokens` tokens in total (KV read).
 
-    bytes = weights + KV bytes/token × Σ context;  FLOPs = 2 × params × batch + 4 × layers × heads × head_dim × Σ context.
-    `context_tokens` defaults to 1,024 per sequence.
+    bytes = weights + KV bytes/token × Σ context;  FLOPs = 2 × params × batch + 4 × layers × heads × head_dim × Σ context;
+    plus the tensor-parallel all-reduces of `batch` tokens. `context_tokens` defaults to 1,024 per sequence.
     """
     if batch <= 0:
         return 0.0
     ctx = context_tokens if context_tokens is not None else 1024 * batch
     bytes_read = model.weights_bytes + kv_bytes_per_token(model) * ctx
     flops = model.flops_per_token * batch + 4.0 * model.layers * model.attention_width * ctx
-    return max(bytes_read / _bandwidth(gpu, eff, tp), flops / _flops(gpu, eff, tp)) + eff.step_overhead_s
+    return (max(bytes_read / _bandwidth(gpu, eff, tp), flops / _flops(gpu, eff, tp)) + eff.step_overhead_s
+            + tp_comm_time(model, gpu, batch, eff=eff, tp=tp))
 
 
 def batch_context_tokens(model: Model, contexts: list[int]) -> int:
@@ -103,21 +164,27 @@ def request_latency(model: Model, gpu: Gpu, input_tokens: int, output_tokens: in
 def calibrate_memory_efficiency(model: Model, gpu: Gpu, measured_itl_s: float, batch: int = 1,
                                 context_tokens: int | None = None, *, eff: Efficiency = DEFAULT_EFFICIENCY,
                                 tp: int = 1) -> float:
-    """The `Efficiency.memory` that makes `decode_step_time` equal a measured ITL (keeps the step overhead)."""
+    """The `Efficiency.memory` that makes `decode_step_time` equal a measured ITL (keeps the step overhead and
+    the tensor-parallel communication)."""
     ctx = context_tokens if context_tokens is not None else 1024 * batch
     bytes_read = model.weights_bytes + kv_bytes_per_token(model) * ctx
-    transfer_s = measured_itl_s - eff.step_overhead_s
+    fixed_s = eff.step_overhead_s + tp_comm_time(model, gpu, batch, eff=eff, tp=tp)
+    transfer_s = measured_itl_s - fixed_s
     if transfer_s <= 0:
-        raise ValueError(f"measured ITL {measured_itl_s}s is not above the step overhead {eff.step_overhead_s}s")
+        raise ValueError(f"measured ITL {measured_itl_s}s is not above the step overhead and tensor-parallel "
+                         f"communication {fixed_s:.6f}s")
     return bytes_read / (transfer_s * gpu.bandwidth_gbps * 1e9 * tp)
 
 
 def calibrate_compute_efficiency(model: Model, gpu: Gpu, measured_prefill_s: float, input_tokens: int, *,
                                  eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> float:
-    """The `Efficiency.compute` (MFU) that makes `prefill_time` equal a measured TTFT for one prompt."""
-    compute_s = measured_prefill_s - eff.prefill_overhead_s
+    """The `Efficiency.compute` (MFU) that makes `prefill_time` equal a measured TTFT for one prompt (keeps the
+    overhead and the tensor-parallel communication)."""
+    fixed_s = eff.prefill_overhead_s + tp_comm_time(model, gpu, input_tokens, eff=eff, tp=tp)
+    compute_s = measured_prefill_s - fixed_s
     if compute_s <= 0:
-        raise ValueError(f"measured prefill {measured_prefill_s}s is not above the overhead {eff.prefill_overhead_s}s")
+        raise ValueError(f"measured prefill {measured_prefill_s}s is not above the overhead and tensor-parallel "
+                         f"communication {fixed_s:.6f}s")
     return prefill_flops(model, input_tokens) / (compute_s * gpu.bf16_tflops * 1e12 * tp)
 
 
@@ -145,8 +212,9 @@ class StepCost:
     bytes = weights + KV bytes/token × kv_tokens (the KV it reads and writes), FLOPs = 2 × params × tokens
     + 4 × layers × heads × head_dim × attn, where attn is Σ over the step's tokens of the context each attends to
     (a decode token: its sequence's context; a chunk of c tokens after p cached ones: c × (p + c/2)). A step
-    with prefill tokens pays `prefill_overhead_s`, a decode-only step `step_overhead_s`. With one prompt and
-    nothing else it equals `prefill_time`, with decode tokens only `decode_step_time` (tested).
+    with prefill tokens pays `prefill_overhead_s`, a decode-only step `step_overhead_s`; with tp > 1 every
+    step adds its all-reduces, `comm_per_step_s` + `comm_per_token_s` × tokens (`tp_comm_coefficients`).
+    With one prompt and nothing else it equals `prefill_time`, with decode tokens only `decode_step_time` (tested).
     """
 
     mem_base_s: float
@@ -155,15 +223,19 @@ class StepCost:
     cmp_per_attn_s: float
     step_overhead_s: float
     prefill_overhead_s: float
+    comm_per_step_s: float = 0.0
+    comm_per_token_s: float = 0.0
 
     @classmethod
     def of(cls, model: Model, gpu: Gpu, eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> "StepCost":
         bw, peak = _bandwidth(gpu, eff, tp), _flops(gpu, eff, tp)
         return cls(model.weights_bytes / bw, kv_bytes_per_token(model) / bw, model.flops_per_token / peak,
-                   4.0 * model.layers * model.attention_width / peak, eff.step_overhead_s, eff.prefill_overhead_s)
+                   4.0 * model.layers * model.attention_width / peak, eff.step_overhead_s, eff.prefill_overhead_s,
+                   *tp_comm_coefficients(model, gpu, tp, eff))
 
     def time(self, tokens: float, kv_tokens: float, attn: float, prefill: bool) -> float:
         memory_s = self.mem_base_s + self.mem_per_kv_s * kv_tokens
         compute_s = self.cmp_per_token_s * tokens + self.cmp_per_attn_s * attn
         over = self.prefill_overhead_s if prefill else self.step_overhead_s
-        return (memory_s if memory_s > compute_s else compute_s) + over
+        return ((memory_s if memory_s > compute_s else compute_s) + over
+                + (self.comm_per_step_s + self.comm_per_token_s * tokens))

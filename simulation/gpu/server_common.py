@@ -1,5 +1,7 @@
 """What every GPU model server shares: status codes, the per-server counters, the crash helper and the
-`server:` keys common to all of them (roofline efficiency factors, the scenario's model name).
+`server:` keys common to all of them (roofline efficiency factors — `interconnect_efficiency` and
+`allreduce_latency_s` for tensor parallelism's all-reduces, the link's prior when absent — the scenario's model
+name).
 
 The servers: `llm_engine` (the continuous-batching timeline the LLM servers share), `vllm_v0`, `naive`,
 `triton`; see docs/gpu-model.md.
@@ -70,6 +72,8 @@ def efficiency(sec: Section) -> Efficiency:
         compute=sec.float("compute_efficiency", d.compute, min=0.0, min_exclusive=True, max=1.0),
         step_overhead_s=sec.float("step_overhead_s", d.step_overhead_s, min=0.0),
         prefill_overhead_s=sec.float("prefill_overhead_s", d.prefill_overhead_s, min=0.0),
+        interconnect=sec.float("interconnect_efficiency", d.interconnect, min=0.0, min_exclusive=True, max=1.0),
+        allreduce_latency_s=sec.float("allreduce_latency_s", d.allreduce_latency_s, min=0.0, max=1.0),
     )
 
 

@@ -67,7 +67,8 @@ class VllmV1Engine(V1Scheduler, ModelServer):
         self.model, self.gpu, self.tp = prof.model, prof.gpu, prof.tp
         self.budget = spec.budget
         self.cost = c = StepCost.of(self.model, self.gpu, spec.eff, self.tp)
-        self._coef = (c.mem_base_s, c.mem_per_kv_s, c.cmp_per_token_s, c.cmp_per_attn_s)  # StepCost.time, inlined
+        self._coef = (c.mem_base_s, c.mem_per_kv_s, c.cmp_per_token_s, c.cmp_per_attn_s,  # StepCost.time, inlined
+                      c.comm_per_step_s, c.comm_per_token_s)
         self.cap = spec.budget.kv_tokens
         self.block = spec.block_size
         self._half = spec.block_size // 2  # each running request's last block counted half-full

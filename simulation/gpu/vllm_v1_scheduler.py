@@ -133,13 +133,14 @@ class V1Scheduler:
 
     def _start(self, k: int, chunks: Any, n_dec: int, open_: bool) -> None:
         """Begin a segment of k identical steps (the decoders and `chunks`) and schedule its end. The step time
-        is `roofline.StepCost.time` at the segment's mean context, with the same arithmetic."""
+        is `roofline.StepCost.time` at the segment's mean context, with the same arithmetic (the tensor-parallel
+        all-reduces of the step's tokens included)."""
         steps, window = self.steps, self.window
         mid = (k - 1) / 2.0
         dec_ctx = self.dec_base + n_dec * (steps + mid)
         if window and dec_ctx > n_dec * window:
             dec_ctx = n_dec * window
-        mem_base, mem_kv, cmp_tok, cmp_attn = self._coef
+        mem_base, mem_kv, cmp_tok, cmp_attn, comm_step, comm_tok = self._coef
         if chunks:
             pre_tokens = pre_kv = attn = 0.0
             for r, c in chunks:
@@ -147,14 +148,16 @@ class V1Scheduler:
                 pre_tokens += c
                 pre_kv += prior + c
                 attn += c * (prior + c / 2.0)
+            tokens = n_dec + pre_tokens
             memory_s = mem_base + mem_kv * (dec_ctx + pre_kv)
-            compute_s = cmp_tok * (n_dec + pre_tokens) + cmp_attn * (dec_ctx + attn)
+            compute_s = cmp_tok * tokens + cmp_attn * (dec_ctx + attn)
             over = self._prefill_over
         else:
+            tokens = n_dec
             memory_s = mem_base + mem_kv * dec_ctx
             compute_s = cmp_tok * n_dec + cmp_attn * dec_ctx
             over = self._step_over
-        dt = (memory_s if memory_s > compute_s else compute_s) + over
+        dt = (memory_s if memory_s > compute_s else compute_s) + over + (comm_step + comm_tok * tokens)
         self._seg_chunks = chunks
         self._seg_t0 = self.env._now
         self._seg_dt = dt
