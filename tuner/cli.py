@@ -12,7 +12,7 @@ from stackconfig.load import ROOT, project_values, stack_config_values, stack_na
 from validation.errors import InputError, Problem
 from tuner.edit import deploy_notes, stack_file_diff
 from tuner.search import REJUDGE_MAX, Candidate, best, confirm, pareto, tune
-from tuner.space import KNOBS
+from tuner.space import KNOBS, changed
 
 SEED_MAX = 2**32 - 1  # optuna's TPESampler seeds numpy's RandomState: 0 … 2**32 − 1
 PRICE_MAX = 1000.0    # $/h per node; the dearest EC2 GPU instance lists below $100/h
@@ -156,8 +156,9 @@ def summary(args: Any, project: str, candidates: list[Candidate], winner: Candid
     diff, notes = "", []
     if win is not None and today is not None and win.number != today.number:
         path = ROOT / "stacks" / f"Pulumi.{args.stack}.yaml"
-        diff = stack_file_diff(path, project, args.service, win.settings)
-        notes = deploy_notes(path, project, args.stack, win.settings)
+        edit = changed(win.settings, today.settings)
+        diff = stack_file_diff(path, project, args.service, edit)
+        notes = deploy_notes(path, project, args.stack, edit)
     cheapest = best(candidates)
     return {"stack": args.stack, "service": args.service, "seed": args.seed, "trials": len(candidates),
             "today": _row(today) if today else None, "best": _row(win) if win else None,

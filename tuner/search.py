@@ -33,7 +33,7 @@ from gate.sequential import decide
 from simulation.replicate import replication_seeds, run_replications
 from stackconfig.load import ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
-from tuner.space import apply, as_params, current, suggest
+from tuner.space import apply, as_params, changed, current, suggest
 from validation.errors import InputError
 
 
@@ -65,8 +65,9 @@ def evaluate(values: dict, project: str, stack: str, service: str, settings: dic
     """Run the gate's scenarios on the candidate, stopping at the first scenario a service fails; `gate_seed`
     replaces the stack's gate.seed (re-judging on fresh seeds)."""
     cand = Candidate(number, settings, gate_seed=gate_seed)
+    today = current(parse_stack_config(values, project, stack), service)
     try:
-        cfg = parse_stack_config(apply(values, service, settings), project, stack)
+        cfg = parse_stack_config(apply(values, service, changed(settings, today)), project, stack)
     except InputError as err:
         cand.failed = [f"{p.path}: {p.allowed}" for p in err.problems]
         return cand
@@ -99,17 +100,15 @@ def tune(values: dict, project: str, stack: str, service: str, *, trials: int = 
 
     prices = prices or PRICES
     cfg = parse_stack_config(values, project, stack)
-    svc = next(s for s in cfg.services if s.name == service)
-    others = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
-    today = current(values, service)
+    today = current(cfg, service)
     study.enqueue_trial({k: v for k, v in as_params(today).items() if knobs is None or k in knobs},
                         skip_if_exists=True)
     out: list[Candidate] = []
 
     def objective(trial: Any) -> float:
-        settings = suggest(trial, values, service, cfg.catalog, prices, svc.model, svc.gpus, others, knobs)
+        settings = suggest(trial, cfg, service, prices, knobs)
         cand = evaluate(values, project, stack, service, settings, prices, executor, trial.number)
         out.append(cand)
         if on_trial:

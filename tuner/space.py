@@ -2,8 +2,10 @@
 
 A trial's settings are a flat mapping (`knob name → value`); `apply` writes them into a copy of the stack's
 config values (the `kserve-preflight:` keys, without the prefix), so the candidate goes through the very same
-parser, manifests and gate as a hand-written change. `current` reads today's settings the same way, so the
-shipped configuration is the first trial and every winner is compared with it.
+parser, manifests and gate as a hand-written change. `current` reads today's settings from the parsed config
+(loader defaults, the cluster's `knative.autoscaler` where the service sets no annotation), and a candidate
+writes only the knobs it changes (`changed`), so the shipped configuration, unedited, is the first trial and
+every winner is compared with it.
 
 Knobs (Knative services; a Standard service keeps only min/max replicas, scale target, caps, memory and nodes):
 min/max replicas, `initial-scale`, `containerConcurrency`, `scaleTarget` (≤ CC, Knative caps it there),
@@ -19,6 +21,7 @@ import math
 from typing import Any
 
 from catalog import Catalog
+from stackconfig.types import StackConfig
 
 CC_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 DELAYS = ("0s", "1m", "2m", "5m", "10m", "15m")
@@ -33,44 +36,65 @@ def _service(values: dict, name: str) -> dict:
     return next(s for s in values["services"] if s.get("name") == name)
 
 
-def current(values: dict, name: str) -> dict:
-    """Today's settings of the service and its node group, as the knobs name them."""
-    svc, ng = _service(values, name), values.get("gpuNodeGroup") or {}
-    ann = svc.get("annotations") or {}
-    lim = svc.get("limits") or {}
-    out = {"minReplicas": svc.get("minReplicas", 1), "maxReplicas": svc["maxReplicas"],
-           "scaleTarget": svc.get("scaleTarget"), "instanceType": (ng.get("instanceTypes") or ["g6e.xlarge"])[0],
-           "nodeMin": ng.get("minSize", 0), "nodeMax": ng.get("maxSize", 2)}
-    if svc.get("deploymentMode", "Knative") in ("Knative", "Serverless"):
-        out.update(containerConcurrency=svc.get("containerConcurrency"), initialScale=int(ann.get(ANN + "initial-scale", 1)),
-                   scaleDownDelay=ann.get(ANN + "scale-down-delay", "0s"), window=ann.get(ANN + "window", "60s"))
-    if "maxInputTokens" in lim:
-        out["maxInputTokens"] = lim["maxInputTokens"]
-    if "maxBatchSize" in lim:
-        out["maxBatchSize"] = lim["maxBatchSize"]
-    if (svc.get("runtime") or {}).get("engine", "vllm") == "vllm":
-        out["gpuMemoryUtilization"] = svc.get("gpuMemoryUtilization", 0.9)
+def _duration(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+def current(cfg: StackConfig, name: str) -> dict:
+    """Today's settings of the service and its node group, as the knobs name them: what the parsed stack runs
+    with (the loader's defaults where a key is unset), and for the Knative annotations the cluster's
+    `knative.autoscaler` value where the service sets none (decider.go MakeDecider: config-autoscaler applies
+    to every revision without the annotation)."""
+    svc = next(s for s in cfg.services if s.name == name)
+    ng, cluster = cfg.node_group, cfg.knative.autoscaler
+    given = cluster.data()   # the cluster's keys as the stack writes them ("5m"), else Knative's defaults
+    out = {"minReplicas": svc.min_replicas, "maxReplicas": svc.max_replicas, "scaleTarget": svc.scale_target,
+           "instanceType": ng.instance_types[0], "nodeMin": ng.min_size, "nodeMax": ng.max_size}
+    if svc.deployment_mode == "Knative":
+        ann = svc.annotations
+        out.update(containerConcurrency=svc.container_concurrency,
+                   initialScale=int(ann.get(ANN + "initial-scale", cluster.initial_scale)),
+                   scaleDownDelay=ann.get(ANN + "scale-down-delay",
+                                          given.get("scale-down-delay", _duration(cluster.scale_down_delay_s))),
+                   window=ann.get(ANN + "window", given.get("stable-window", _duration(cluster.stable_window_s))))
+    if svc.caps.max_input_tokens is not None:
+        out["maxInputTokens"] = svc.caps.max_input_tokens
+    if svc.caps.max_batch_size is not None:
+        out["maxBatchSize"] = svc.caps.max_batch_size
+    if svc.engine == "vllm":
+        out["gpuMemoryUtilization"] = svc.gpu_memory_utilization
+    return out
+
+
+def changed(settings: dict, today: dict) -> dict:
+    """The settings that differ from today's: what a candidate writes into the stack, so a knob it keeps stays as
+    the stack has it (unset, or the cluster's value). The node group's bounds go together (desired = min)."""
+    out = {k: v for k, v in settings.items() if v != today.get(k)}
+    if "nodeMin" in out or "nodeMax" in out:
+        out.update({k: settings.get(k, today.get(k)) for k in ("nodeMin", "nodeMax")})
     return out
 
 
 def apply(values: dict, name: str, settings: dict) -> dict:
-    """A copy of the config values with the settings written in (the node group's desired size = its min)."""
+    """A copy of the config values with the settings written in (`changed` first, to write only what a candidate
+    changes); the node group's desired size = its min."""
     out = copy.deepcopy(values)
     svc, ng = _service(out, name), out.setdefault("gpuNodeGroup", {})
     for key in ("minReplicas", "maxReplicas", "scaleTarget", "containerConcurrency", "gpuMemoryUtilization"):
         if settings.get(key) is not None:
             svc[key] = settings[key]
-    ann = svc.setdefault("annotations", {})
     for key, ann_key in (("initialScale", "initial-scale"), ("scaleDownDelay", "scale-down-delay"), ("window", "window")):
         if key in settings:
-            ann[ANN + ann_key] = str(settings[key])
+            svc.setdefault("annotations", {})[ANN + ann_key] = str(settings[key])
     for key in ("maxInputTokens", "maxBatchSize"):
         if key in settings:
             svc.setdefault("limits", {})[key] = settings[key]
     if "instanceType" in settings:
         ng["instanceTypes"] = [settings["instanceType"]]
     if "nodeMax" in settings:
-        ng.update(maxSize=settings["nodeMax"], minSize=settings["nodeMin"], desiredSize=settings["nodeMin"])
+        ng["maxSize"] = settings["nodeMax"]
+    if "nodeMin" in settings:
+        ng.update(minSize=settings["nodeMin"], desiredSize=settings["nodeMin"])
     return out
 
 
@@ -88,12 +112,13 @@ KNOBS = ("instanceType", "minReplicas", "maxReplicas", "nodeMax", "nodeMin", "co
          "initialScale", "scaleDownDelay", "window", "maxInputTokens", "maxBatchSize", "gpuMemoryUtilization")
 
 
-def suggest(trial: Any, values: dict, name: str, catalog: Catalog, prices: dict, model: Any,
-            gpus_per_pod: int, others_min_gpus: int, knobs: tuple[str, ...] | None = None) -> dict:
+def suggest(trial: Any, cfg: StackConfig, name: str, prices: dict, knobs: tuple[str, ...] | None = None) -> dict:
     """One trial's settings from an optuna trial (same seed → same sequence of settings). Knobs outside
     `knobs` (None: all) keep today's value."""
-    svc = _service(values, name)
-    today = current(values, name)
+    svc = next(s for s in cfg.services if s.name == name)
+    catalog, model, gpus_per_pod = cfg.catalog, svc.model, svc.gpus
+    others_min_gpus = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
+    today = current(cfg, name)
     knative = "containerConcurrency" in today or "initialScale" in today
 
     def pick(knob: str, draw: Any) -> Any:
@@ -106,7 +131,7 @@ def suggest(trial: Any, values: dict, name: str, catalog: Catalog, prices: dict,
     hi = max(today["maxReplicas"] * 2, 4)
     if knobs is not None and "nodeMax" not in knobs:   # the node group stays: replicas within its GPUs
         hi = max(1, min(hi, (today["nodeMax"] * per_node - others_min_gpus) // gpus_per_pod))
-    zero_ok = knative and svc.get("allowScaleToZero", values.get("environment", "") != "prod")
+    zero_ok = knative and svc.allow_scale_to_zero
     s["minReplicas"] = pick("minReplicas", lambda: trial.suggest_int("minReplicas", 0 if zero_ok else 1,
                                                                      max(1, today["maxReplicas"])))
     s["maxReplicas"] = pick("maxReplicas", lambda: trial.suggest_int("maxReplicas", max(1, s["minReplicas"]), hi))
@@ -126,7 +151,7 @@ def suggest(trial: Any, values: dict, name: str, catalog: Catalog, prices: dict,
         s["scaleTarget"] = pick("scaleTarget", lambda: trial.suggest_int("scaleTarget", 1, 64))
     if "maxInputTokens" in today:
         ctx = model.max_context or 10**9
-        new = (svc.get("limits") or {}).get("maxNewTokens", 0)
+        new = svc.caps.max_new_tokens or 0
         caps = [c for c in INPUT_CAPS if today["maxInputTokens"] <= c <= ctx - new] or [today["maxInputTokens"]]
         s["maxInputTokens"] = pick("maxInputTokens", lambda: trial.suggest_categorical("maxInputTokens", caps))
     if "maxBatchSize" in today:

@@ -89,7 +89,8 @@ def test_the_gate_whatif_and_tune_settle_an_undecided_term_alike(edge):
     [v] = gate.check_stack(parse_stack_config(values, project, "dev"))
     assert v.checks[0].status == UNDECIDED and not v.checks[0].estimate_meets and not v.passed
     # preflight tune: today's settings are a failed candidate, not the cheapest passing one
-    cand = evaluate(values, project, "dev", "chat", current(values, "chat"), PRICES)
+    today = current(parse_stack_config(values, project, "dev"), "chat")
+    cand = evaluate(values, project, "dev", "chat", today, PRICES)
     assert not cand.passed and "its estimate misses the SLO" in cand.failed[0]
     # preflight whatif: the after side misses its SLO
     before = parse_stack_config(_dev()[1], project, "dev")
@@ -99,7 +100,8 @@ def test_the_gate_whatif_and_tune_settle_an_undecided_term_alike(edge):
     _, lenient = _dev(edge, undecided="warn")
     [w] = gate.check_stack(parse_stack_config(lenient, project, "dev"))
     assert w.passed and w.warnings()
-    assert evaluate(lenient, project, "dev", "chat", current(lenient, "chat"), PRICES).passed
+    assert evaluate(lenient, project, "dev", "chat", current(parse_stack_config(lenient, project, "dev"), "chat"),
+                    PRICES).passed
 
 
 def test_whatif_verdicts_are_the_gates_sequential_ones():
