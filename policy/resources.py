@@ -21,7 +21,6 @@ HPA_TYPES = ("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:au
 SCALED_OBJECT_TYPE = "kubernetes:keda.sh/v1alpha1:ScaledObject"  # KEDA; its HPA is keda-hpa-<name>
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 DEFAULT_GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
-KNATIVE_DEFAULT_TIMEOUT_S = 300  # revision-timeout-seconds default
 ANN = "preflight.kserve.io/"
 RECOMMENDED_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
                       "app.kubernetes.io/part-of", "app.kubernetes.io/managed-by")

@@ -7,14 +7,18 @@ from collections.abc import Mapping
 from typing import Iterator
 
 from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, Context, INPUT_CAP_ANNOTATIONS,
-                              INPUT_CAP_FLAGS, KNATIVE_DEFAULT_TIMEOUT_S, MANDATORY, PREDICTOR_CONTAINER_KEYS,
+                              INPUT_CAP_FLAGS, MANDATORY, PREDICTOR_CONTAINER_KEYS,
                               PYTORCH_ENGINES, PYTORCH_FORMATS, Resource, SCALED_OBJECT_TYPE, _args, _env,
                               _has_flag, _list, _map, annotations, autoscaler_behavior, containers,
                               deployment_mode, duration_s, fmt, gpu_limit, hpas_for, is_device_plugin, is_gpu_isvc,
                               is_model_cache_daemonset, isvc_gpus, isvc_name, knative_autoscaler_data, metadata, num,
                               pod_spec, predictor, tolerations)
 from policy.registry import rule
-from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S, expandable_segments, tolerates
+from simulation.autoscaler.cluster_config import DEFAULT as KNATIVE_AUTOSCALER_DEFAULT
+from simulation.autoscaler.hpa import DEFAULT_DOWN
+from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S, TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
+from validation.kubernetes import (GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S, expandable_segments, startup_budget,
+                                   startup_failures_needed, tolerates)
 
 
 # --- GPU InferenceService ---------------------------------------------------------------------------------------
@@ -156,18 +160,10 @@ def _node_selector(res: Resource, ctx: Context) -> Iterator[str]:
            f"CPU nodes or a different GPU type. Set spec.predictor.nodeSelector to a label of the GPU node group ({want}).")
 
 
-def _probe_budget(probe: Mapping) -> float:
-    """initialDelaySeconds + periodSeconds × failureThreshold with the kubelet's defaults (0, 10, 3)."""
-    delay = num(probe.get("initialDelaySeconds")) or 0.0
-    period = num(probe.get("periodSeconds")) or 10.0
-    failures = num(probe.get("failureThreshold")) or 3.0
-    return delay + period * failures
-
-
-def _failures_needed(probe: Mapping, load: float) -> int:
-    delay = num(probe.get("initialDelaySeconds")) or 0.0
-    period = num(probe.get("periodSeconds")) or 10.0
-    return int(-(-(load - delay) // period))
+def _probe_numbers(probe: Mapping) -> tuple[float, float, float]:
+    """initialDelaySeconds, periodSeconds, failureThreshold with the kubelet's defaults (0, 10, 3)."""
+    return (num(probe.get("initialDelaySeconds")) or 0.0, num(probe.get("periodSeconds")) or 10.0,
+            num(probe.get("failureThreshold")) or 3.0)
 
 
 def _serving_containers(res: Resource) -> list[Mapping]:
@@ -177,7 +173,7 @@ def _serving_containers(res: Resource) -> list[Mapping]:
 
 
 @rule("isvc-startup-probe", MANDATORY,
-      "A startupProbe whose budget (initialDelay + period × failureThreshold) covers the expected model load",
+      "A startupProbe whose budget (initialDelay + period × (failureThreshold − 1)) covers the expected model load",
       "001 §4, §10-1; 004 §2", is_gpu_isvc)
 def _startup_probe(res: Resource, ctx: Context) -> Iterator[str]:
     """Budget against `preflight.kserve.io/expected-load-seconds`; without that annotation only presence is checked."""
@@ -187,15 +183,17 @@ def _startup_probe(res: Resource, ctx: Context) -> Iterator[str]:
         if not isinstance(probe, Mapping):
             yield (f"{res.label}: no startupProbe, so the liveness probe kills the pod while the model is still "
                    "loading (CrashLoopBackOff, 503s after each deploy). Add a startupProbe on the ready endpoint with "
-                   "periodSeconds × failureThreshold at least the expected load time"
+                   "initialDelaySeconds + periodSeconds × (failureThreshold − 1) at least the expected load time"
                    + (f" ({load:g} s)." if load else "."))
             continue
-        budget = _probe_budget(probe)
+        delay, period, failures = _probe_numbers(probe)
+        budget = startup_budget(delay, period, failures)
         if load and budget < load:
             yield (f"{res.label}: startupProbe budget is {budget:g} s (initialDelaySeconds + periodSeconds × "
-                   f"failureThreshold) but the model is expected to take {load:g} s to load "
+                   "(failureThreshold − 1): the kubelet's probe ticks run from the pod's admission, so the kill may "
+                   f"come one period early) but the model is expected to take {load:g} s to load "
                    f"({ANN}expected-load-seconds); the kubelet restarts it before it is ready. Raise failureThreshold "
-                   f"to at least {_failures_needed(probe, load)} (or periodSeconds).")
+                   f"to at least {startup_failures_needed(delay, period, load)} (or periodSeconds).")
 
 
 @rule("isvc-readiness-probe", MANDATORY, "A readinessProbe so traffic waits until the model can serve",
@@ -266,7 +264,6 @@ def _batch_caps(res: Resource, ctx: Context) -> Iterator[str]:
 
 
 TGI_MAX_CONCURRENT_FLAGS = ("--max-concurrent-requests", "--max_concurrent_requests")
-TGI_DEFAULT_MAX_CONCURRENT = 128   # text-generation-launcher's default (simulation/gpu/tgi.py)
 
 
 def _flag_value(args: list[str], flags: tuple[str, ...]) -> float | None:
@@ -295,8 +292,8 @@ def _server_admission(res: Resource, ctx: Context) -> Iterator[str]:
     set the autoscaler's target to it. Standard mode has no queue-proxy: the server's limit is the only one."""
     args, _ = _all_args_env(res)
     limit = _flag_value(args, TGI_MAX_CONCURRENT_FLAGS)
-    shown = f"{fmt(limit)}" if limit is not None else f"{TGI_DEFAULT_MAX_CONCURRENT} (TGI's default)"
-    limit = TGI_DEFAULT_MAX_CONCURRENT if limit is None else limit
+    shown = f"{fmt(limit)}" if limit is not None else f"{TGI_DEFAULT_MAX_CONCURRENT_REQUESTS} (TGI's default)"
+    limit = TGI_DEFAULT_MAX_CONCURRENT_REQUESTS if limit is None else limit
     pred = predictor(res)
     cc = num(pred.get("containerConcurrency")) or math.inf   # 0 or unset: the queue-proxy sends without limit
     target = num(pred.get("scaleTarget")) if pred.get("scaleMetric", "concurrency") == "concurrency" else None
@@ -354,9 +351,11 @@ def _alloc_conf(res: Resource, ctx: Context) -> Iterator[str]:
                "expandable_segments:True (stack: pytorchCudaAllocConf).")
 
 
-# Knative's config-autoscaler defaults (pkg/autoscaler/config/config.go): stable-window 60 s, scale-down-delay 0;
-# Kubernetes' HPA: behavior.scaleDown.stabilizationWindowSeconds 300 when unset (autoscaling/v2 defaults).
-KNATIVE_STABLE_WINDOW_S, KNATIVE_SCALE_DOWN_DELAY_S, HPA_SCALE_DOWN_WINDOW_S = 60.0, 0.0, 300.0
+# Knative's config-autoscaler defaults (pkg/autoscaler/config/config.go: stable-window 60 s, scale-down-delay 0)
+# and the HPA's scaleDown stabilization window when unset (autoscaling/v2: 300 s), as the simulation models them.
+KNATIVE_STABLE_WINDOW_S = KNATIVE_AUTOSCALER_DEFAULT.stable_window_s
+KNATIVE_SCALE_DOWN_DELAY_S = KNATIVE_AUTOSCALER_DEFAULT.scale_down_delay_s
+HPA_SCALE_DOWN_WINDOW_S = DEFAULT_DOWN.window_s
 MIN_SCALE_DOWN_HOLD_S = {"spiky": 120.0,   # twice Knative's default window: the guides' example (window "120s")
                          "steady": KNATIVE_STABLE_WINDOW_S}   # never less stable than Knative's default
 
@@ -393,9 +392,11 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
         return
     for hpa in hpas_for(res, ctx):
         down = _map(autoscaler_behavior(hpa).get("scaleDown"))
-        window = num(down.get("stabilizationWindowSeconds"))
-        if window is not None and window < minimum:
-            yield (f"{res.label}: {hpa.label} has behavior.scaleDown.stabilizationWindowSeconds {fmt(window)} "
+        set_window = num(down.get("stabilizationWindowSeconds"))
+        window = HPA_SCALE_DOWN_WINDOW_S if set_window is None else set_window
+        if window < minimum:
+            shown = fmt(window) + (" (Kubernetes' default)" if set_window is None else "")
+            yield (f"{res.label}: {hpa.label} has behavior.scaleDown.stabilizationWindowSeconds {shown} "
                    f"(at least {minimum:g} s expected for {traffic} traffic; Kubernetes' default is "
                    f"{HPA_SCALE_DOWN_WINDOW_S:g}), so replicas flap. Set it (e.g. 600) with a slow scale-down "
                    "policy (stack: hpa.behavior).")

@@ -28,6 +28,7 @@ from typing import Any
 
 from validation.errors import Problem
 from validation.fields import Section
+from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, from_annotations
@@ -38,7 +39,7 @@ from simulation.autoscaler.kserve_hpa import DEFAULT_CPU_UTILIZATION, kserve_hpa
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 KNATIVE_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard", "RawDeployment": "Standard"}
-DEFAULT_TIMEOUT_S = 300.0         # knative pkg/apis/config/defaults.go DefaultRevisionTimeoutSeconds
+DEFAULT_TIMEOUT_S = float(KNATIVE_DEFAULT_TIMEOUT_S)   # knative pkg/apis/config/defaults.go (validation/defaults.py)
 DEFAULT_MIN_REPLICAS = 1          # kserve pkg/constants/constants.go
 
 
@@ -48,11 +49,6 @@ class Probe:
     period_s: float = 10.0
     failure_threshold: int = 3
 
-    @property
-    def budget_s(self) -> float:
-        """Longest a container may take to pass this startup probe before the kubelet restarts it."""
-        return self.initial_delay_s + self.period_s * self.failure_threshold
-
     def kill_after_s(self, container_start: float, worker_start: float) -> float:
         """Seconds after `container_start` at which the kubelet kills a container that never passes.
 
@@ -60,8 +56,8 @@ class Probe:
         creation (when the kubelet admits the pod, `worker_start`), not from the container's start; a tick
         before `initialDelaySeconds` of container run time does not probe (`doProbe`), and the
         `failureThreshold`-th failed probe kills it. So the kill lands between d + (f − 1)·p and d + f·p after
-        the start, depending on the ticks' phase. (The random initial sleep applies only right after a
-        kubelet restart; not modelled.)"""
+        the start, depending on the ticks' phase; the lower end is `validation.kubernetes.startup_budget`. (The
+        random initial sleep applies only right after a kubelet restart; not modelled.)"""
         p = self.period_s
         first = container_start + self.initial_delay_s
         ticks = max(0, math.ceil((first - worker_start) / p - 1e-9)) if p > 0 else 0

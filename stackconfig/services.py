@@ -25,7 +25,7 @@ from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo,
 from validation.errors import Problem
 from stackconfig.stress import parse_stress
 from validation.fields import Section
-from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
+from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed
 from simulation.budget import budget_problem
 from simulation.gpu.memory import max_startup_utilization
 from simulation.scenario import parse_client, parse_gateway
@@ -221,15 +221,15 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
     liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)
     probes.done()
-    # The kubelet's probe ticks run from the pod's admission, so the f-th failure can land one period early:
-    # the guaranteed budget is d + p·(f − 1) (pkg/kubelet/prober/worker.go; simulation.isvc.Probe.kill_after_s).
-    budget = startup.initial_delay_s + startup.period_s * (startup.failure_threshold - 1)
+    # The kubelet's probe ticks run from the pod's admission, so the f-th failure can land one period early.
+    budget = startup_budget(startup.initial_delay_s, startup.period_s, startup.failure_threshold)
     if budget < load_s:
         sec.problem("probes.startup", {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold},
                     f"expected a startup budget (initialDelaySeconds + periodSeconds × (failureThreshold − 1) = "
                     f"{budget} s: the kubelet may kill on the failureThreshold-th probe tick, up to one period "
                     f"early) of at least the expected model load time {load_s:.0f} s, or the kubelet restarts the "
-                    "pod before the model is loaded")
+                    "pod before the model is loaded: failureThreshold at least "
+                    f"{startup_failures_needed(startup.initial_delay_s, startup.period_s, load_s)}")
 
     alloc = sec.str("pytorchCudaAllocConf", default_alloc_conf(engine, gpus))
     check_alloc_conf(sec, engine, gpus, alloc, env, args)

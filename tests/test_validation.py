@@ -71,3 +71,18 @@ def test_integral_floats_are_integers_but_bools_are_not():
     sec = Section({"a": 3.0, "b": False}, "", problems)
     assert sec.int("a") == 3 and isinstance(sec.int("a"), int)
     assert sec.float("b") is None and len(problems) == 1
+
+
+@pytest.mark.parametrize("delay, period, failures", [(0, 10, 8), (30, 30, 60), (5, 7, 1), (0, 1, 3)])
+def test_startup_budget_is_the_earliest_kill_the_kubelet_may_make(delay, period, failures):
+    """The kubelet's ticks run from the pod's admission (prober/worker.go): over every phase of the ticks against
+    the container's start, the earliest kill is d + p·(f − 1), the latest just under d + p·f."""
+    from simulation.isvc import Probe
+    from validation.kubernetes import startup_budget, startup_failures_needed
+
+    probe = Probe(delay, period, failures)
+    kills = [probe.kill_after_s(100.0, 100.0 + delay - period * (3 + k / 16)) for k in range(16)]  # admitted before
+    assert min(kills) == startup_budget(delay, period, failures) and max(kills) < delay + period * failures
+    for load in (startup_budget(delay, period, failures), startup_budget(delay, period, failures) + 0.5):
+        needed = startup_failures_needed(delay, period, load)
+        assert startup_budget(delay, period, needed) >= load > startup_budget(delay, period, needed - 1) or needed == 1

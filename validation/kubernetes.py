@@ -10,6 +10,7 @@ format) are normalised to ints first.
 from __future__ import annotations
 
 import json
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -109,6 +110,19 @@ def parse_duration(text: object) -> float | None:
         ns += int(Fraction(f"{whole or 0}.{(frac or '0')[:20]}") * _DURATION_NS[unit])
         pos = m.end()
     return ns / 1e9 if pos and ns <= _GO_DURATION_MAX_NS else None
+
+
+def startup_budget(initial_delay_s: float, period_s: float, failure_threshold: float) -> float:
+    """Seconds a container is sure to get to pass its startup probe: d + p·(f − 1). The kubelet's probe worker
+    ticks every period from the pod's admission, not from the container's start (pkg/kubelet/prober/worker.go),
+    so the f-th failed probe, which kills the container, lands between d + p·(f − 1) and d + p·f after the start
+    (simulation.isvc.Probe.kill_after_s). The loader, the policy and the simulation's tests all size by this."""
+    return initial_delay_s + period_s * (failure_threshold - 1)
+
+
+def startup_failures_needed(initial_delay_s: float, period_s: float, load_s: float) -> int:
+    """The smallest failureThreshold whose `startup_budget` covers `load_s` (period > 0)."""
+    return max(1, math.ceil((load_s - initial_delay_s) / period_s) + 1)
 
 
 def image_pinned(image: str) -> bool:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from validation.defaults import TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
 from validation.fields import Section
 from simulation.gpu.memory import vllm_budget
 from simulation.gpu.vllm import VllmServer, VllmSpec
@@ -34,7 +35,7 @@ from simulation.gpu.vllm_v1 import VllmV1Engine
 from simulation.server import ModelServer, register_server
 
 OVERLOADED, UNPROCESSABLE = 429, 422
-DEFAULT_MAX_CONCURRENT_REQUESTS = 128
+DEFAULT_MAX_CONCURRENT_REQUESTS = TGI_DEFAULT_MAX_CONCURRENT_REQUESTS   # launcher main.rs (validation/defaults.py)
 DEFAULT_CUDA_MEMORY_FRACTION = 1.0  # launcher --cuda-memory-fraction
 DEFAULT_WIGGLE_ROOM = 0.90  # TGI_WIGGLE_ROOM (server/text_generation_server/models/globals.py, v3.3)
 

@@ -99,7 +99,7 @@ BAD: dict[str, tuple[Mutation, str]] = {
                             "does not tolerate the GPU node taint nvidia.com/gpu=true:NoSchedule"),
     "isvc-gpu-node-selector": (lambda s: s.pred("chat-isvc").update(nodeSelector={}), "no GPU node selector"),
     "isvc-startup-probe": (lambda s: s.model("chat-isvc")["startupProbe"].update(failureThreshold=1.0),
-                           "startupProbe budget is 10 s"),
+                           "startupProbe budget is 0 s"),
     "isvc-readiness-probe": (lambda s: s.model("code-isvc").pop("readinessProbe"), "no readinessProbe"),
     "isvc-timeout": (lambda s: s.pred("code-isvc").update(timeout=900.0),
                      "above Knative's max-revision-timeout-seconds (600 s)"),

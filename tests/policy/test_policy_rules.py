@@ -132,6 +132,34 @@ def test_startup_probe_missing_and_timeout_below_p99():
     assert any("below the expected p99 latency 60 s" in m for m in _fired(s.resources, "isvc-timeout"))
 
 
+def test_startup_probe_budget_is_the_kubelets_guaranteed_one_and_the_loaders():
+    """prod chat loads in 73.5 s. The kubelet's ticks run from the pod's admission, so failureThreshold 8 × 10 s
+    may kill at 70 s (d + p·(f − 1)): the rule fires as the loader refuses, and both ask for at least 9."""
+    from stackconfig.load import project_values, stack_config_values
+    from stackconfig.schema import parse_stack_config
+    from validation.errors import InputError
+
+    project, raw = stack_config_values("prod")
+    values = project_values(raw, project)
+    chat = next(v for v in values["services"] if v["name"] == "chat")
+    s = Stack(shipped("prod"))
+    assert s.props("chat-isvc")["metadata"]["annotations"]["preflight.kserve.io/expected-load-seconds"] == "73.5"
+    probe = s.model("chat-isvc")["startupProbe"]
+    for failures, fires in ((7, True), (8, True), (9, False)):
+        probe.update(periodSeconds=10.0, failureThreshold=float(failures), initialDelaySeconds=0.0)
+        fired = _fired(s.resources, "isvc-startup-probe")
+        chat["probes"] = {"startup": {"periodSeconds": 10, "failureThreshold": failures}}
+        try:
+            parse_stack_config(values, project, "prod")
+            refused = []
+        except InputError as err:
+            refused = [p.allowed for p in err.problems if p.path.endswith("probes.startup")]
+        assert bool(fired) == bool(refused) == fires, (failures, fired, refused)
+        if fires:
+            assert f"budget is {10 * (failures - 1)} s" in fired[0] and "Raise failureThreshold to at least 9" in fired[0]
+            assert "failureThreshold at least 9" in refused[0]
+
+
 def test_timeout_unset_uses_knative_default():
     s = Stack(shipped("prod"))
     s.pred("chat-isvc").pop("timeout")
@@ -345,3 +373,58 @@ def test_unlimited_concurrency_message_names_the_queue_proxys_503_not_429():
     from Knative, only from a gateway or a server's own admission limit."""
     [msg] = _fired(broken("isvc-container-concurrency"), "isvc-container-concurrency")
     assert "503" in msg and "429" not in msg
+
+
+def test_tgi_without_the_flag_admits_tgis_default_the_simulations_too():
+    """No --max-concurrent-requests: TGI's router admits its default, 128 (launcher main.rs), the number the
+    simulation's TGI server runs with; containerConcurrency 129 is one more than it admits, 128 is not."""
+    from dataclasses import fields
+
+    from simulation.gpu.tgi import TgiSpec
+
+    default = next(f.default for f in fields(TgiSpec) if f.name == "max_concurrent_requests")
+    assert default == 128
+    s = Stack(shipped("prod"))
+    s.props("chat-isvc")["metadata"]["annotations"]["preflight.kserve.io/engine"] = "tgi"
+    assert not any(a.startswith("--max-concurrent-requests") for a in s.model("chat-isvc").get("args", []))
+    s.pred("chat-isvc").update(containerConcurrency=float(default + 1))
+    [msg] = _fired(s.resources, "isvc-server-admission-limit")
+    assert f"--max-concurrent-requests is {default} (TGI's default), below the {default + 1} requests" in msg
+    s.pred("chat-isvc").update(containerConcurrency=float(default))
+    assert _fired(s.resources, "isvc-server-admission-limit") == []
+
+
+def test_the_policys_revision_timeout_default_is_the_simulations():
+    """A predictor without `timeout` runs with Knative's revision-timeout-seconds, 300 s (defaults.go): the policy
+    judges it with the very number the simulation's queue-proxy cuts requests off at."""
+    from simulation.isvc import ServingSpec
+
+    s = Stack(shipped("prod"))
+    s.pred("chat-isvc").pop("timeout")
+    simulated = ServingSpec.from_manifest(s.props("chat-isvc")).timeout_s
+    assert simulated == 300
+    annotations = s.props("chat-isvc")["metadata"]["annotations"]
+    annotations["preflight.kserve.io/slo-p99-latency-seconds"] = f"{simulated + 1:g}"
+    [msg] = _fired(s.resources, "isvc-timeout")
+    assert f"timeout is {simulated:g} s (Knative's default), below the expected p99 latency" in msg
+    annotations["preflight.kserve.io/slo-p99-latency-seconds"] = f"{simulated:g}"
+    assert _fired(s.resources, "isvc-timeout") == []
+
+
+def test_an_hpa_without_a_scale_down_window_gets_the_simulations_default(monkeypatch):
+    """Unset, behavior.scaleDown.stabilizationWindowSeconds is Kubernetes' 300 s (autoscaling/v2), the simulated
+    HPA's default: the rule judges that number, so it passes a 300 s minimum and fails a 301 s one."""
+    import sys
+
+    from simulation.autoscaler.hpa import HpaSpec
+
+    default = HpaSpec().scale_down.window_s
+    assert default == 300
+    s = _staging_with_hpa()
+    s.props("vision-hpa")["spec"]["behavior"]["scaleDown"].pop("stabilizationWindowSeconds")
+    rules = sys.modules[RULES_BY_ID["isvc-scale-down-stabilization"].check.__module__]
+    for minimum, fires in ((default, False), (default + 1, True)):
+        monkeypatch.setitem(rules.MIN_SCALE_DOWN_HOLD_S, "spiky", minimum)
+        fired = _fired(s.resources, "isvc-scale-down-stabilization")
+        assert bool(fired) == fires, (minimum, fired)
+    assert f"stabilizationWindowSeconds {default:g} (Kubernetes' default)" in fired[0]
