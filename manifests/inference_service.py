@@ -131,7 +131,7 @@ def hpa_name(svc: ServiceConfig) -> str:
     return f"{svc.name}-predictor-hpa"
 
 
-# Annotations for the gate, the policies (policy/rules_isvc.py) and Pulumi, which no pod reads: the stack keeps
+# Annotations for the gate, the policies (policy/rules_*.py) and Pulumi, which no pod reads: the stack keeps
 # them off the pod template (KServe's serviceAnnotationDisallowedList, manifests/kserve_config.py), so changing an
 # SLO or a cold-start prior never rolls the GPU pods. Every key `_annotations` writes under these prefixes is here.
 STACK_ONLY_PREFIXES = (ANNOTATION_PREFIX, "pulumi.com/")

@@ -358,3 +358,12 @@ def _args(c: Mapping) -> list[str]:
 
 def _has_flag(args: list[str], flags: Iterable[str]) -> bool:
     return any(a == f or a.startswith(f + "=") for a in args for f in flags)
+
+
+def all_args_env(res: Resource) -> tuple[list[str], dict[str, str]]:
+    """Every container's args (and command) and environment, the later container's value winning."""
+    args, env = [], {}
+    for c in containers(res):
+        args += _args(c)
+        env.update(_env(c))
+    return args, env

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-import policy.rules_isvc  # noqa: F401  registers the InferenceService rules first,
+import policy.rules_scaling  # noqa: F401  registers the InferenceService rules first: how they scale,
+import policy.rules_isvc_pod  # noqa: F401  their pods,
+import policy.rules_server  # noqa: F401  what their servers admit,
 import policy.rules_platform  # noqa: F401  then the platform rules
 from policy.registry import RULES, Rule
 from policy.resources import ADVISORY, MANDATORY, Context, Resource, Violation, duration_s

@@ -83,7 +83,8 @@ def apply(values: dict, name: str, settings: dict) -> dict:
     for key in ("minReplicas", "maxReplicas", "scaleTarget", "containerConcurrency", "gpuMemoryUtilization"):
         if settings.get(key) is not None:
             svc[key] = settings[key]
-    for key, ann_key in (("initialScale", "initial-scale"), ("scaleDownDelay", "scale-down-delay"), ("window", "window")):
+    for key, ann_key in (("initialScale", "initial-scale"), ("scaleDownDelay", "scale-down-delay"),
+                         ("window", "window")):
         if key in settings:
             svc.setdefault("annotations", {})[ANN + ann_key] = str(settings[key])
     for key in ("maxInputTokens", "maxBatchSize"):

@@ -44,6 +44,14 @@ def test_every_rule_has_a_bad_fixture_and_metadata():
         assert r.title and r.source and r.id == r.id.lower()
 
 
+def test_every_rule_module_registers_its_rules():
+    """policy/rules.py imports each rule module; one left out would drop its rules from the pack without a word."""
+    from collections import Counter
+
+    assert Counter(r.check.__module__ for r in RULES) == {
+        "policy.rules_scaling": 5, "policy.rules_isvc_pod": 6, "policy.rules_server": 4, "policy.rules_platform": 14}
+
+
 def test_one_bad_stack_breaks_every_rule():
     fired = {v.rule for v in evaluate(bad_stack())}
     assert fired == set(RULES_BY_ID)
@@ -156,7 +164,8 @@ def test_startup_probe_budget_is_the_kubelets_guaranteed_one_and_the_loaders():
             refused = [p.allowed for p in err.problems if p.path.endswith("probes.startup")]
         assert bool(fired) == bool(refused) == fires, (failures, fired, refused)
         if fires:
-            assert f"budget is {10 * (failures - 1)} s" in fired[0] and "Raise failureThreshold to at least 9" in fired[0]
+            assert f"budget is {10 * (failures - 1)} s" in fired[0]
+            assert "Raise failureThreshold to at least 9" in fired[0]
             assert "failureThreshold at least 9" in refused[0]
 
 

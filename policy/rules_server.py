@@ -1,0 +1,107 @@
+"""Rules over what a GPU InferenceService's model server admits: the revision timeout, the input and batch caps
+the runtime enforces, and the server's own admission limit against what the queue-proxy sends (guides 000, 001,
+004)."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+from policy.registry import rule
+from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, INPUT_CAP_ANNOTATIONS, INPUT_CAP_FLAGS,
+                              MANDATORY, Context, Resource, _has_flag, all_args_env, annotations, deployment_mode,
+                              fmt, is_gpu_isvc, num, predictor)
+from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S, TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
+from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
+
+
+@rule("isvc-timeout", MANDATORY,
+      "Knative revision timeout >= the service's expected p99 latency and <= Knative's 600 s",
+      "001 §8, §10-4; 004 §4", is_gpu_isvc)
+def _timeout(res: Resource, ctx: Context) -> Iterator[str]:
+    if deployment_mode(res) != "Knative":
+        return
+    raw = num(predictor(res).get("timeout"))
+    timeout = KNATIVE_DEFAULT_TIMEOUT_S if raw is None else raw
+    shown = f"{timeout:g} s" + (" (Knative's default)" if raw is None else "")
+    p99 = num(annotations(res).get(ANN + "slo-p99-latency-seconds"))
+    if timeout > KNATIVE_MAX_TIMEOUT_S:
+        yield (f"{res.label}: timeout is {shown}, above Knative's max-revision-timeout-seconds "
+               f"({KNATIVE_MAX_TIMEOUT_S} s); the revision is rejected. Set spec.predictor.timeout <= "
+               f"{KNATIVE_MAX_TIMEOUT_S} (cap long generations with max new tokens instead).")
+    if p99 is not None and timeout < p99:
+        yield (f"{res.label}: timeout is {shown}, below the expected p99 latency {p99:g} s "
+               f"({ANN}slo-p99-latency-seconds), so the slowest requests are cut off with 504s. Set "
+               f"spec.predictor.timeout between {p99:g} and {KNATIVE_MAX_TIMEOUT_S} s.")
+
+
+def _declared(res: Resource, keys: tuple[str, ...]) -> bool:
+    return any(str(annotations(res).get(k, "")).strip() for k in keys)
+
+
+@rule("isvc-input-caps", MANDATORY,
+      "An input cap the runtime enforces: its own flag, or Triton's declared config.pbtxt input shape",
+      "000 §5, §9.4", is_gpu_isvc)
+def _input_caps(res: Resource, ctx: Context) -> Iterator[str]:
+    args, _ = all_args_env(res)
+    if not (_has_flag(args, INPUT_CAP_FLAGS) or _declared(res, INPUT_CAP_ANNOTATIONS)):
+        yield (f"{res.label}: no input cap the runtime enforces, so one long prompt or huge image can take the whole "
+               "GPU (CUDA OOM for every request in the batch). Set one: --max-model-len (vLLM), --max-input-tokens/"
+               "--max-total-tokens (TGI), or for Triton the input dims in config.pbtxt, declared as "
+               "preflight.kserve.io/triton-max-image-pixels (stack: limits.maxInputTokens / maxImagePixels). "
+               "Environment variables such as MAX_INPUT_TOKENS are read by no runtime.")
+
+
+@rule("isvc-batch-caps", MANDATORY,
+      "A batch cap the runtime enforces: its own flag, or Triton's declared config.pbtxt max_batch_size",
+      "000 §5, §9.5", is_gpu_isvc)
+def _batch_caps(res: Resource, ctx: Context) -> Iterator[str]:
+    args, _ = all_args_env(res)
+    if not (_has_flag(args, BATCH_CAP_FLAGS) or _declared(res, BATCH_CAP_ANNOTATIONS)):
+        yield (f"{res.label}: no batch cap the runtime enforces, so dynamic batching grows until the GPU runs out "
+               "of memory. Set one: --max-num-seqs (vLLM), --max-batch-size (TGI), or for Triton max_batch_size in "
+               "config.pbtxt, declared as preflight.kserve.io/triton-max-batch-size (stack: limits.maxBatchSize). "
+               "Environment variables such as MAX_BATCH_SIZE are read by no runtime.")
+
+
+TGI_MAX_CONCURRENT_FLAGS = ("--max-concurrent-requests", "--max_concurrent_requests")
+
+
+def _flag_value(args: list[str], flags: tuple[str, ...]) -> float | None:
+    """The last value of `--flag=V` or `--flag V` (clap and argparse both take the last)."""
+    out = None
+    for i, a in enumerate(args):
+        for f in flags:
+            if a.startswith(f + "="):
+                out = num(a.split("=", 1)[1])
+            elif a == f and i + 1 < len(args):
+                out = num(args[i + 1])
+    return out
+
+
+@rule("isvc-server-admission-limit", MANDATORY,
+      "Knative: the server's own admission limit (TGI --max-concurrent-requests) admits at least what the "
+      "queue-proxy sends a pod (containerConcurrency) and the KPA target", "004 §5; 000 §4",
+      lambda res: is_gpu_isvc(res) and deployment_mode(res) == "Knative"
+      and str(annotations(res).get(ANN + "engine", "")) == "tgi")
+def _server_admission(res: Resource, ctx: Context) -> Iterator[str]:
+    """TGI's router answers 429 "Model is overloaded" once `--max-concurrent-requests` requests are inside
+    (text-generation-inference router/src: `InferError::Overloaded`). The queue-proxy lets containerConcurrency
+    requests through to the pod at once, and the KPA adds pods only when the average per pod passes its target,
+    so a lower server limit answers 429s before either would act: certain under the load the service is sized
+    for, like a timeout below the p99 (`isvc-timeout`). Guide 004: fix the server's concurrency limit first, then
+    set the autoscaler's target to it. Standard mode has no queue-proxy: the server's limit is the only one."""
+    args, _ = all_args_env(res)
+    limit = _flag_value(args, TGI_MAX_CONCURRENT_FLAGS)
+    shown = f"{fmt(limit)}" if limit is not None else f"{TGI_DEFAULT_MAX_CONCURRENT_REQUESTS} (TGI's default)"
+    limit = TGI_DEFAULT_MAX_CONCURRENT_REQUESTS if limit is None else limit
+    pred = predictor(res)
+    cc = num(pred.get("containerConcurrency")) or math.inf   # 0 or unset: the queue-proxy sends without limit
+    target = num(pred.get("scaleTarget")) if pred.get("scaleMetric", "concurrency") == "concurrency" else None
+    sends = max(cc, target or 0)
+    if sends > limit:
+        yield (f"{res.label}: TGI's --max-concurrent-requests is {shown}, below the "
+               f"{'unlimited' if sends == math.inf else fmt(sends)} requests the queue-proxy sends one pod "
+               f"(containerConcurrency {fmt(None if cc == math.inf else cc)}, scaleTarget {fmt(target)}), so the "
+               "router answers 429 before Knative queues or scales. Set limits.maxConcurrentRequests to at least "
+               "containerConcurrency (stack), or lower containerConcurrency and scaleTarget to it.")
