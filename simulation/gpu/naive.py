@@ -58,6 +58,12 @@ class NaiveServer(LlmServer):
     `oom: process`: the error kills the worker (a server that exits on it, or a CUDA context left unusable
     — the guides' spiral) and the pod crashes — everything in flight fails and the container restarts with
     CrashLoopBackOff. Decode memory grows by n × KV bytes per step; the OOM step is computed in closed form.
+
+    Several GPUs (`tensor_parallel_size` = the pod's GPUs): huggingfaceserver loads with `device_map="auto"`
+    (`generative_model.py`, for every model with `_no_split_modules`), Accelerate's sequential split: each GPU
+    holds a run of layers (memory: 1/n of the weights and KV per GPU) and a pass runs them one GPU after
+    another, so it is as fast as one GPU reading all the weights — no tensor parallelism, no all-reduces. The
+    hidden-state copies at the n − 1 GPU boundaries (tokens × hidden × 2 bytes each) are left out.
     """
 
     kind = "naive"
@@ -135,11 +141,12 @@ class NaiveServer(LlmServer):
         return []
 
     def _prefill_time(self, batch: list[Seq]) -> float:
-        return prefill_time(self.model, self.gpu, batch[0].inp, eff=self.spec.eff, tp=self.tp)
+        # one GPU's roofline whatever the GPU count: device_map="auto" runs the layers one GPU after another
+        return prefill_time(self.model, self.gpu, batch[0].inp, eff=self.spec.eff)
 
     def _step_time(self) -> float:
         # Unbatched: one single-sequence step per sequence on the GPU per round (time-sliced when concurrent).
-        return sum(decode_step_time(self.model, self.gpu, 1, int(s.context), eff=self.spec.eff, tp=self.tp)
+        return sum(decode_step_time(self.model, self.gpu, 1, int(s.context), eff=self.spec.eff)
                    for s in self.running)
 
     def _decode_oom_steps(self) -> float | None:

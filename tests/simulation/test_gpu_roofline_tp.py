@@ -182,3 +182,17 @@ def test_bench_fit_takes_the_all_reduces_off_before_fitting():
     assert fit.efficiency.compute == pytest.approx(0.45, rel=1e-6)
     assert fit.efficiency.prefill_overhead_s == pytest.approx(0.02, abs=1e-6)
     assert fit.ttft_residual < 1e-6 and fit.tpot_residual < 1e-6
+
+
+def test_naive_on_several_gpus_runs_the_layers_one_gpu_after_another():
+    """huggingfaceserver's device_map="auto": split layers, one GPU busy at a time — one GPU's speed (not tp ×
+    its bandwidth) and no all-reduces; the weights still split (memory per GPU)."""
+    env, pod, s = gpu_fakes.make("naive", {"model": "llama-3-70b", "instance_type": "g6e.12xlarge",
+                                           "tensor_parallel_size": 4})
+    log = Log(env)
+    s.submit(req(1, 2000, 11), log)
+    env.run()
+    _, ttfb, t_done = log.rows[1]
+    assert ttfb == pytest.approx(prefill_time(L70, L40S, 2000), rel=1e-12)
+    assert (t_done - ttfb) / 10 == pytest.approx(decode_step_time(L70, L40S, 1, 2001), rel=1e-4)
+    assert ttfb > 3 * prefill_time(L70, L40S, 2000, tp=4, eff=Efficiency(interconnect=1e9, allreduce_latency_s=0))
