@@ -7,7 +7,7 @@ and `coldStart`, and the model from the catalog. The simulation reads the model-
 
 Verdicts hold statistically: every scenario runs as independent seeded replications, each SLO term is an
 estimate with its 95 % interval, and replications are added until every term is decided (gate/verdict.py,
-gate/sequential.py, simulation/replicate.py).
+gate/sequential.py, simulation/replicate.py, simulation/estimates.py).
 
 All services of the stack run together in one simulation on the node group (simulation/fleet.py), so they
 compete for its GPUs; beside the steady run the gate runs stress scenarios generated from each service's config
@@ -30,7 +30,7 @@ from stackconfig.platform import load_gbps
 from gate.verdict import Check, Verdict, judge
 from gate.sequential import Decision, Trial, decide
 from gate.stress import GateScenario, gate_scenarios
-from simulation.replicate import Estimate, mean_interval
+from simulation.estimates import Estimate, mean_interval
 
 __all__ = ["Check", "Verdict", "trials", "check_stack", "start_check", "check_service", "gate_failure", "gate_warnings", "scenario_for",
            "cluster_profile", "stack_scenarios"]

@@ -6,7 +6,7 @@
         "metrics": {"503 rate": {"value": 0, "ci95": [0, 7.7e-5], "replications": 5}, …,
                     "pod GPU-hours": {…}}}}}}
 
-Every figure is an estimate across replications with its 95 % interval (simulation/replicate.py); cost is the
+Every figure is an estimate across replications with its 95 % interval (simulation/estimates.py); cost is the
 service's own pods' GPU-hours over the simulated window (`pod GPU-hours`).
 """
 

@@ -8,7 +8,7 @@ every one with a warning; `fail` fails every one.
 
 `maxColdStartS` bounds every new pod's wait for Ready, a maximum: one slow pod in a run is a miss, however many
 runs have none. Its term is the fraction of replications with a miss (a cold start, or a pod still waiting at the
-horizon, longer than the limit: `simulation.replicate.cold_start_misses`) with its Clopper–Pearson exact
+horizon, longer than the limit: `simulation.report_terms.cold_start_misses`) with its Clopper–Pearson exact
 interval, held to `COLD_START_MISS_FRACTION`: it passes when the interval shows fewer than 1 run in 5 misses (0
 misses in `COLD_START_RUNS_TO_PASS` = 17 or more replications: with the default budget, 0 in 20), fails
 when it shows more (at 5 replications: 4 or 5 misses), and is undecided between.
@@ -19,7 +19,7 @@ value: an extrapolation), so such a term can fail but never pass: it stays undec
 replications (`Check.can_pass`; the gate does not add replications for it), and `gate.undecided` settles it.
 Runs without a single value (no successful request) are left out of its mean, and its note says how many.
 A rate term with no event in any run notes that its bound assumes independent requests
-(`simulation.replicate.rate_interval`).
+(`simulation.estimates.rate_interval`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from simulation.replicate import METRICS, Estimate, cold_start_misses, estimate, estimates, longest_cold_start
+from simulation.estimates import Estimate
+from simulation.report_terms import METRICS, cold_start_misses, estimate, estimates, longest_cold_start
 from stackconfig.platform import COLD_START_MISS_FRACTION, COLD_START_RUNS_TO_PASS, UNDECIDED_POLICIES
 from stackconfig.schema import Slo
 
@@ -106,7 +107,7 @@ class Verdict:
     replications: int = 1
     scenario: str = "steady"
     undecided_policy: str = UNDECIDED_POLICIES[0]  # gate.undecided
-    metrics: Mapping[str, Estimate] = field(default_factory=dict)  # every simulation.replicate.METRICS figure
+    metrics: Mapping[str, Estimate] = field(default_factory=dict)  # every simulation.report_terms.METRICS figure
 
     @property
     def undecided(self) -> list[Check]:
@@ -151,7 +152,7 @@ class Verdict:
 
 
 def slo_checks(slo: Slo, reports: Sequence[Mapping]) -> tuple[Check, ...]:
-    """The SLO's terms over the replications' reports (rates pooled, percentiles averaged; simulation.replicate)."""
+    """The SLO's terms over the replications' reports (rates pooled, percentiles averaged: report_terms.py)."""
     terms = [("p99 latency (s)", slo.p99_latency_s), ("error rate", slo.max_error_rate),
              ("503 rate", slo.max_503_rate)]
     if slo.p99_ttft_s is not None:
@@ -176,7 +177,7 @@ def p99_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
 
 
 def rate_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
-    """A rate term; with no event in any run its note says what its bound assumes (simulation.replicate)."""
+    """A rate term; with no event in any run its note says what its bound assumes (estimates.rate_interval)."""
     counts = [METRICS[name][1](r) for r in reports]
     clean = not any(k for k, _ in counts)
     note = f"none in {len(reports)} runs: bound assumes independent requests" if clean else ""

@@ -9,7 +9,7 @@ pinned at minReplicas = maxReplicas is at its maximum by construction, so only i
 from __future__ import annotations
 
 from gate.verdict import Verdict, format_estimate
-from simulation.replicate import Estimate
+from simulation.estimates import Estimate
 
 
 def _e(e: Estimate | None, pct: bool = False) -> str:

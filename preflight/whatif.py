@@ -29,8 +29,9 @@ from gate import trials as gate_trials
 from gate.sequential import Decision
 from gate.verdict import Verdict, format_estimate
 from preflight.overrides import apply_sets, read_workload, set_workloads, stack_values
-from simulation.replicate import METRICS, Estimate, estimates, paired_difference, per_replication, \
-    replication_seeds, submit_replications
+from simulation.estimates import Estimate, paired_difference
+from simulation.replicate import replication_seeds, submit_replications
+from simulation.report_terms import METRICS, estimates, per_replication
 from stackconfig.load import ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 from validation.errors import InputError, Problem

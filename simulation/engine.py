@@ -32,6 +32,7 @@ from simulation.metrics import Recorder
 from simulation.timeline import Timeline
 from simulation.pod import PENDING, Pod
 from simulation.replica_set import ReplicaSet
+from simulation.report import Report, build_report
 from simulation.request import (ACTIVATOR, CLIENT_TIMEOUT, GATEWAY, QUEUE_PROXY, TIMEOUT, TRUNCATED, UNAVAILABLE,
                                 Request)
 from simulation import horizon, queue_proxy
@@ -310,14 +311,13 @@ class Sim(ReplicaSet):
         """Requests in flight or retries pending (the run drains until this is False)."""
         return self.n_sys > 0 or self.client.pending_retries > 0
 
-    def finish(self) -> "Any":
+    def finish(self) -> Report:
         self.rec.incomplete = self.n_sys + self.client.pending_retries
         horizon.close(self)
         self.rec.flush()
-        from simulation.report import build_report
         return build_report(self)
 
-    def run(self, progress: "Callable[[float], None] | None" = None) -> "Any":
+    def run(self, progress: "Callable[[float], None] | None" = None) -> Report:
         """Simulate; `progress(fraction)` is called as simulated time passes (the CLI's progress bar)."""
         sc = self.scenario
         env = self.env
@@ -334,6 +334,6 @@ class Sim(ReplicaSet):
         return self.finish()
 
 
-def run_simulation(scenario: Any, seed: int = 0, progress: "Callable[[float], None] | None" = None) -> Any:
+def run_simulation(scenario: Any, seed: int = 0, progress: "Callable[[float], None] | None" = None) -> Report:
     """Run one scenario with one seed; the same inputs and seed give the same Report."""
     return Sim(scenario, seed).run(progress)

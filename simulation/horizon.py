@@ -10,7 +10,7 @@ A run that drains fully has none, and its report is what it was.
 Pods. A pod created during the run and still Pending or starting at the horizon is a censored cold start: its
 time to Ready is more than its wait so far (horizon − created), `Sim.cold_censored` (report:
 `cold_start_censored`); a censored wait longer than `maxColdStartS` is a certain miss
-(simulation/replicate.py, `longest_cold_start`). A pod deleted before it was ever Ready is not one: nothing
+(simulation/report_terms.py, `longest_cold_start`). A pod deleted before it was ever Ready is not one: nothing
 waited on it any more.
 
 Nothing runs after the horizon: the autoscaler's scrapes are not caught up while the requests are answered.

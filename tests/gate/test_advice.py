@@ -11,7 +11,7 @@ import pytest
 from gate.verdict import Check, Verdict
 from preflight.advice import crash_cause, next_steps
 from preflight.overrides import apply_sets
-from simulation.replicate import Estimate
+from simulation.estimates import Estimate
 from stackconfig.load import project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 

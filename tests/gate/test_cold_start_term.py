@@ -8,7 +8,7 @@ import pytest
 
 from gate.verdict import COLD_START_MISS_FRACTION, COLD_START_TERM, FAIL, PASS, UNDECIDED, slo_checks
 from simulation.analytic import clopper_pearson
-from simulation.replicate import estimate, longest_cold_start
+from simulation.report_terms import estimate, longest_cold_start
 from stackconfig.schema import Slo
 
 SLO = Slo(p99_latency_s=60, max_error_rate=0.01, max_503_rate=0.01, max_cold_start_s=300, p99_ttft_s=None)

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from gate.verdict import Check, Verdict, format_estimate
 from preflight.check import slo_table
-from simulation.replicate import Estimate
+from simulation.estimates import Estimate
 
 SAME = Estimate(344.218, 344.218, 344.218, 5)
 SPREAD = Estimate(389.2, 355.0, 423.0, 5)

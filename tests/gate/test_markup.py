@@ -12,7 +12,7 @@ from policy.report import violations_table
 from policy.rules import MANDATORY, Violation
 from preflight.check import slo_table
 from preflight.whatif import SHOWN, Comparison, WhatIf, tables
-from simulation.replicate import Estimate
+from simulation.estimates import Estimate
 
 E = Estimate(0.01, 0.0, 0.02, 5)
 

@@ -45,7 +45,7 @@ def test_the_summary_labels_latencies_the_excluded_400s_and_saturation():
     # the SATURATED line exactly when some replication wanted maxReplicas or had a Pending pod: prod's chat does
     # in 1 of its 20 steady replications (the 11th wants maxReplicas 12 for 82 % of the run), so both ways
     from dataclasses import replace
-    from simulation.replicate import Estimate
+    from simulation.estimates import Estimate
 
     at_max = chat.metrics["time at maxReplicas (fraction)"]
     assert at_max.value > 0 and f"SATURATED: wanted maxReplicas {at_max.value:.3%}" in text

@@ -10,7 +10,7 @@ import gate
 from catalog.prices import PRICES
 from gate.verdict import FAIL, PASS, UNDECIDED, Check, Verdict
 from preflight.whatif import compare
-from simulation.replicate import Estimate
+from simulation.estimates import Estimate
 from stackconfig.load import project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 from tuner.search import evaluate

@@ -8,7 +8,9 @@ import pytest
 from preflight import check as cli
 from preflight.overrides import apply_sets, stack_values
 from preflight.whatif import compare, sides
-from simulation.replicate import independent_difference, per_replication, replication_seeds, run_replications
+from simulation.estimates import independent_difference
+from simulation.replicate import replication_seeds, run_replications
+from simulation.report_terms import per_replication
 from stackconfig.load import ROOT
 from validation.errors import InputError
 

@@ -40,7 +40,7 @@ def test_token_caps_are_validation_errors_422_not_400():
 
 
 def test_the_gate_counts_422_as_an_input_cap_not_a_served_error():
-    from simulation.replicate import served_errors
+    from simulation.report_terms import served_errors
     report = {"requests": 10, "status_counts": {"200": 7, "422": 2, "429": 1}}
     assert served_errors(report) == 1
 

@@ -42,7 +42,7 @@ def test_requests_unanswered_at_the_horizon_are_errors_not_dropped():
 
 
 def test_unanswered_count_in_the_gate_error_rate(scn):
-    from simulation.replicate import estimate
+    from simulation.report_terms import estimate
 
     reports = [scn.run(OVERLOADED, seed=s) for s in (1, 2, 3, 4)]
     e = estimate("error rate", reports)

@@ -12,9 +12,10 @@ import pytest
 
 from simulation.analytic import clopper_pearson
 from simulation.executors import LocalExecutor, SerialExecutor, make_executor
-from simulation.replicate import (clear_cache, estimates, mean_interval, paired_difference, rate_interval,
-                                  replication_seed, replication_seeds, run_replications, simulate_job,
+from simulation.estimates import mean_interval, paired_difference, rate_interval
+from simulation.replicate import (clear_cache, replication_seed, replication_seeds, run_replications, simulate_job,
                                   submit_replications)
+from simulation.report_terms import estimates
 from validation.errors import InputError
 
 # One pod, CC 1, Poisson arrivals, exponential 1 s service: M/M/1/11 (a 503 now and then), 20 simulated minutes.
@@ -157,7 +158,7 @@ def test_a_reports_intervals_are_never_negative_and_contain_their_estimate(scena
 
 def test_a_fraction_of_time_has_an_interval_within_0_and_1():
     """A fraction's t-interval is clipped to [0, 1] as a wait's is to [0, ∞): 0.95 ± a wide margin stays ≤ 1."""
-    from simulation.replicate import estimate
+    from simulation.report_terms import estimate
 
     reports = [{"replica_series": {"t": [0.0, 1.0], "desired": [2, d]}, "duration_s": 2.0,
                 "service": {"max_scale": 2}} for d in (2, 2, 2, 1)]  # fractions 1, 1, 1, 0.5

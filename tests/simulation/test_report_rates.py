@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulation.replicate import rate_interval
+from simulation.estimates import rate_interval
 from simulation.report import _rate
 
 

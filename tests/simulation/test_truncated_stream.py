@@ -2,7 +2,7 @@
 response already under way is cut off — reported as "200-truncated" and counted as an error by the gate."""
 
 from simulation import load_scenario, run_simulation
-from simulation.replicate import served_errors
+from simulation.report_terms import served_errors
 from simulation.request import TRUNCATED, status_label
 
 

@@ -1,0 +1,104 @@
+"""Estimates across independent replications, with 95 % intervals: the statistics, on plain numbers.
+
+Intervals (Law & Kelton, *Simulation Modeling and Analysis*, §9.4: replications are i.i.d., so classical
+statistics apply to per-replication figures):
+- `mean_interval`: Student t over the replications' values (R − 1 degrees of freedom), clipped to the metric's
+  range. Used for means and for percentiles: a percentile's estimate is the mean of the replications' own
+  percentiles (e.g. p99), with the t-interval of that mean. With one replication there is no spread to estimate:
+  the interval is the metric's whole range.
+- `rate_interval`: the pooled rate Σkᵢ/Σnᵢ with the ratio-estimator t-interval (residuals kᵢ − p̂nᵢ), widened to
+  contain the Clopper–Pearson exact interval of the pooled counts (`simulation.analytic.clopper_pearson`) — the
+  t-interval collapses to a point when no replication saw the event, Clopper–Pearson does not. Clipped to [0, 1].
+  With no event in any replication the bound is Clopper–Pearson's alone, which treats every request as
+  independent (see `rate_interval`).
+Both always contain their estimate and never leave the metric's range.
+Differences between two configurations: `paired_difference` on common random numbers (seed i on both sides),
+`independent_difference` (Welch) for unpaired runs — what pairing is compared against.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from simulation.analytic import clopper_pearson, t975
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure across replications: the estimate, its 95 % interval [lo, hi] and how many replications."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+    replications: int
+
+    def to_dict(self) -> dict:
+        def clean(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else float(f"{x:.6g}")
+
+        return {"value": clean(self.value), "ci95": [clean(self.lo), clean(self.hi)],
+                "replications": self.replications}
+
+
+def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: float = math.inf) -> Estimate:
+    """Mean of the replications' values with a Student-t 95 % interval, clipped to [lower, upper]."""
+    vals = [float(v) for v in values if v is not None]
+    r = len(vals)
+    if r == 0:
+        return Estimate(None, None, None, 0)
+    m = sum(vals) / r
+    if r < 2:
+        return Estimate(m, lower, upper, 1)
+    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (r - 1))
+    h = t975(r - 1) * sd / math.sqrt(r)
+    return Estimate(m, max(lower, m - h), min(upper, m + h), r)
+
+
+def rate_interval(counts: Sequence[tuple[int, int]]) -> Estimate:
+    """Pooled rate Σk/Σn over replications' (events k, trials n): the ratio-estimator t-interval (which sees how
+    much the replications disagree, so bursts that some runs had and others did not widen it) ∪ the
+    Clopper–Pearson interval of the pooled counts.
+
+    Limitation: when no replication saw an event, the t-interval is a point and the upper end is
+    Clopper–Pearson's for 0 of Σn, ≈ 3.7/Σn — a bound that holds for independent requests. Errors in this
+    simulator come in bursts within a run (a queue overflow while a pod cold-starts, a node loss, fails many
+    requests at once). For a rate made of rare bursts, R clean runs bound only the chance that a run has one
+    (Clopper–Pearson on 0 of R: 0.52 for R = 5, 0.17 for R = 20), and the rate by that chance times the share of
+    a run's requests one burst fails — which runs without a burst cannot estimate, so no bound from them can be
+    both honest and small. The gate says so in the check's note (`gate.verdict.slo_checks`)."""
+    r = len(counts)
+    k_tot = sum(k for k, _ in counts)
+    n_tot = sum(n for _, n in counts)
+    if n_tot == 0:
+        return Estimate(0.0, 0.0, 1.0, r)
+    p = k_tot / n_tot
+    lo, hi = clopper_pearson(k_tot, n_tot)
+    if r >= 2:
+        n_bar = n_tot / r
+        resid = sum((k - p * n) ** 2 for k, n in counts) / (r - 1)
+        h = t975(r - 1) * math.sqrt(resid / r) / n_bar
+        lo, hi = min(lo, p - h), max(hi, p + h)
+    return Estimate(p, max(0.0, min(lo, p)), min(1.0, max(hi, p)), r)
+
+
+def paired_difference(before: Sequence[float | None], after: Sequence[float | None]) -> Estimate:
+    """after − before on common random numbers: the mean paired difference with its t-interval (may be < 0)."""
+    diffs = [a - b for b, a in zip(before, after) if a is not None and b is not None]
+    return mean_interval(diffs, lower=-math.inf, upper=math.inf)
+
+
+def independent_difference(before: Sequence[float | None], after: Sequence[float | None]) -> Estimate:
+    """after − before from independent runs (no pairing): Welch's t-interval — what pairing is compared against."""
+    b = [float(v) for v in before if v is not None]
+    a = [float(v) for v in after if v is not None]
+    if len(a) < 2 or len(b) < 2:
+        return Estimate(None, None, None, min(len(a), len(b)))
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1) / len(a)
+    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1) / len(b)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0.0) + (vb ** 2 / (len(b) - 1) if vb else 0.0) or 1.0)
+    h = t975(max(1, int(df))) * se
+    return Estimate(ma - mb, ma - mb - h, ma - mb + h, min(len(a), len(b)))

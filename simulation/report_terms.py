@@ -1,0 +1,112 @@
+"""The figures the gate judges, read off each replication's report dict (simulation/report.py), and their
+estimates across replications with 95 % intervals (simulation/estimates.py).
+
+`METRICS` names each figure with its kind: "rate" (events, requests) pooled by `rate_interval`; "mean" a number
+(None when undefined, e.g. no successful request) averaged by `mean_interval`; "fraction" likewise, within [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from simulation.analytic import clopper_pearson
+from simulation.estimates import Estimate, mean_interval, rate_interval
+
+
+def _status(report: Mapping, *codes: str) -> int:
+    counts = report["status_counts"]
+    return sum(counts.get(c, 0) for c in codes)
+
+
+def served_errors(report: Mapping) -> int:
+    """Requests answered with anything but 200 or an input-cap 400 (TGI's: 422) — the gate's error count."""
+    return report["requests"] - _status(report, "200", "400", "422")
+
+
+def _pct(key: str, q: str) -> Callable[[Mapping], float | None]:
+    return lambda r: (r.get(key) or {}).get(q)
+
+
+def time_at_max_replicas(report: Mapping) -> float:
+    """Fraction of the run the autoscaler wanted maxReplicas or more (saturated); 0 when there is no maximum."""
+    svc = report.get("service") or {}
+    top = svc.get("max_scale") or svc.get("max_replicas") or 0
+    series = report["replica_series"]
+    t, desired = series["t"], series["desired"]
+    if not top or len(t) < 2:
+        return 0.0
+    end = report["duration_s"]
+    spans = [(min(b, end) - a) for a, b in zip(t, t[1:] + [end])]
+    at_max = sum(span for span, d in zip(spans, desired) if d >= top)
+    return at_max / sum(spans) if sum(spans) > 0 else 0.0
+
+
+def longest_cold_start(report: Mapping) -> float | None:
+    """The run's longest wait for a new pod to become Ready: its longest cold start, or the longest wait of a pod
+    still not Ready at the horizon when that is longer (a censored cold start: at least that long); None when
+    the run created no pod (never 0: a run without a cold start says nothing about how long one takes)."""
+    waits = [(report.get("cold_start_s") or {}).get("max"), (report.get("cold_start_censored") or {}).get("max_s")]
+    return max((w for w in waits if w is not None), default=None)
+
+
+def cold_start_misses(reports: Sequence[Mapping], limit_s: float) -> Estimate:
+    """The fraction of replications in which some new pod waited longer than `limit_s` for Ready (a cold start,
+    or a wait still open at the horizon: `longest_cold_start`), with its Clopper–Pearson exact 95 % interval.
+
+    One Bernoulli outcome per replication, and replications are independent, so the interval is the binomial one on
+    (misses, replications) — the ratio-estimator term of `rate_interval` is for events clustered within runs."""
+    r = len(reports)
+    waits = [longest_cold_start(rep) for rep in reports]
+    k = sum(1 for w in waits if w is not None and w > limit_s)
+    if r == 0:
+        return Estimate(None, None, None, 0)
+    lo, hi = clopper_pearson(k, r)
+    return Estimate(k / r, lo, hi, r)
+
+
+def peak_pending_pods(report: Mapping) -> int:
+    """Most pods waiting for a GPU node at once (Kubernetes' Pending phase), from the timeline samples."""
+    return max((report.get("timeline") or {}).get("pending_pods") or [0])
+
+
+METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
+    "error rate": ("rate", lambda r: (served_errors(r), r["requests"])),
+    "503 rate": ("rate", lambda r: (_status(r, "503"), r["requests"])),
+    "429 rate": ("rate", lambda r: (_status(r, "429"), r["requests"])),
+    "504 rate": ("rate", lambda r: (_status(r, "504"), r["requests"])),
+    "truncated-200 rate": ("rate", lambda r: (_status(r, "200-truncated"), r["requests"])),
+    "502 rate": ("rate", lambda r: (_status(r, "502"), r["requests"])),
+    "400 rate (input caps, excluded)": ("rate", lambda r: (_status(r, "400", "422"), r["requests"])),
+    "p50 latency (s)": ("mean", _pct("latency_s", "p50")),  # successful requests
+    "p99 latency (s)": ("mean", _pct("latency_s", "p99")),
+    "p99 time to first token (s)": ("mean", _pct("ttfb_s", "p99")),
+    "p99 latency, all requests (s)": ("mean", _pct("latency_all_s", "p99")),
+    "throughput (req/s)": ("mean", lambda r: r["throughput_rps"]),
+    "mean ready replicas": ("mean", lambda r: r["replicas"]["mean"]),
+    "pod GPU-hours": ("mean", lambda r: r["pod_gpu_hours"]),
+    "cold starts": ("mean", lambda r: r["cold_starts"]),
+    "longest cold start (s)": ("mean", longest_cold_start),   # over the replications that had one
+    "time at maxReplicas (fraction)": ("fraction", time_at_max_replicas),
+    "peak Pending pods": ("mean", peak_pending_pods),
+}
+
+
+def estimate(name: str, reports: Sequence[Mapping]) -> Estimate:
+    """The named METRICS figure over replications' reports, with its 95 % interval."""
+    kind, get = METRICS[name]
+    if kind == "rate":
+        return rate_interval([get(r) for r in reports])
+    return mean_interval((get(r) for r in reports), upper=1.0 if kind == "fraction" else math.inf)
+
+
+def estimates(reports: Sequence[Mapping], names: Iterable[str] | None = None) -> dict[str, Estimate]:
+    return {name: estimate(name, reports) for name in (names or METRICS)}
+
+
+def per_replication(name: str, reports: Sequence[Mapping]) -> list[float | None]:
+    """Each replication's own value of a METRICS figure (a rate as k/n), for paired comparisons."""
+    kind, get = METRICS[name]
+    if kind == "rate":
+        return [k / n if n else 0.0 for k, n in (get(r) for r in reports)]
+    return [get(r) for r in reports]
