@@ -216,6 +216,9 @@ def format_estimate(e: Estimate | None, pct: bool = False, digits: int = 4) -> s
 
 IDENTICAL = "same in all {n} runs, no interval"
 
+STATUS_MARKUP = {"pass": "[bold green]pass[/]", "FAIL": "[bold red]FAIL[/]", "undecided": "[bold yellow]undecided[/]"}
+"""A check's status as rich markup, for the tables of `preflight check` and `preflight whatif`."""
+
 
 def identical_runs(e: Estimate) -> bool:
     """A zero-width interval over several replications: every run gave the same figure (nothing random reached

@@ -30,7 +30,7 @@ from validation.errors import InputError, Problem, exit_with
 from validation.cli import guarded
 from validation.paths import check_output_dir
 from gate import Verdict, start_check
-from gate.verdict import identical_runs
+from gate.verdict import STATUS_MARKUP, identical_runs
 from simulation.executors import add_executor_arguments, make_executor
 from preflight.stages import Timings, in_background
 from stackconfig.load import load_stack, stack_names
@@ -166,9 +166,6 @@ def _ok(flag: bool) -> str:
     return "[bold green]pass[/]" if flag else "[bold red]FAIL[/]"
 
 
-_STATUS = {"pass": "[bold green]pass[/]", "FAIL": "[bold red]FAIL[/]", "undecided": "[bold yellow]undecided[/]"}
-
-
 def slo_table(stack: str, verdicts: list[Verdict]) -> Table:
     table = Table(title=f"stack {stack}: SLO gate ({verdicts[0].report['duration_s']:g} s simulated per replication)"
                   if verdicts else f"stack {stack}: SLO gate")
@@ -182,7 +179,7 @@ def slo_table(stack: str, verdicts: list[Verdict]) -> Table:
             table.add_row(escape(v.label) if i == 0 else "", str(v.replications) if i == 0 else "",
                           escape(c.name + (f"\n  {c.note}" if c.note else "")),
                           "n/a" if c.observed is None else f"{c.observed:.4g}", ci, f"{c.limit:g}",
-                          _STATUS[c.status])
+                          STATUS_MARKUP[c.status])
         table.add_section()
     return table
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from gate import trials as gate_trials
 from gate.sequential import Decision
-from gate.verdict import Verdict, format_estimate
+from gate.verdict import STATUS_MARKUP, Verdict, format_estimate
 from preflight.overrides import apply_sets, read_workload, set_workloads, stack_values
 from simulation.estimates import Estimate, paired_difference
 from simulation.replicate import replication_seeds, submit_replications
@@ -185,8 +185,6 @@ def tables(result: WhatIf) -> list:
     from rich.markup import escape
     from rich.table import Table
 
-    from preflight.check import _STATUS
-
     out = []
     for c in result.comparisons:
         if c.unchanged:
@@ -206,7 +204,8 @@ def tables(result: WhatIf) -> list:
                       format_estimate(c.difference[name], pct), _change(c.difference[name]))
         t.add_section()
         for cb, ca in zip(c.before.checks, c.after.checks):
-            t.add_row(escape(f"SLO {cb.name} ≤ {ca.limit:g}"), _STATUS[cb.status], _STATUS[ca.status], "", "")
+            t.add_row(escape(f"SLO {cb.name} ≤ {ca.limit:g}"), STATUS_MARKUP[cb.status], STATUS_MARKUP[ca.status],
+                      "", "")
         t.add_row("verdict", "[green]pass[/]" if c.before.passed else "[red]FAIL[/]",
                   "[green]pass[/]" if c.after.passed else "[red]FAIL[/]", "", "")
         out.append(t)
