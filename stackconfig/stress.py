@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from validation.fields import Section
 
@@ -86,8 +85,3 @@ def parse_stress(sec: Section) -> StressConfig:
                        _scenario(sec, "nodeLoss"))
     sec.done()
     return out
-
-
-def stress_keys() -> dict[str, Any]:
-    """Documentation helper: every settable key per scenario."""
-    return {kind: sorted(_PARAMS[kind]) + ["enabled", "slo"] for kind in KINDS}

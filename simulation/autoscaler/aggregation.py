@@ -111,9 +111,6 @@ class WindowBuckets:
         self.total = total
         self.last = end
 
-    def is_empty(self) -> bool:
-        return self.last is None
-
     def window_average(self, now: float) -> float:
         return self.average_at(_floor(now / self.granularity + 1e-9))
 
