@@ -252,9 +252,14 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     tune = sub.add_parser("tune", help="search one service's settings for the cheapest that pass every gate scenario")
     add_tune_arguments(tune)
     add_executor_arguments(tune)
+    from preflight import calibrate
+
+    calibrate.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "tune":
         return _tune(args)
+    if args.command == "calibrate":
+        return calibrate.run(args)
     if args.command == "whatif":
         try:
             return whatif.run(args)

@@ -1,5 +1,7 @@
 """`python -m simulation run SCENARIO.yaml [--seed N] [--json]` — thin: parse, load, run, print.
-`python -m simulation calibrate vllm-log|bench FILE ...` — measured engine figures (simulation/calibrate)."""
+`python -m simulation calibrate vllm-log|bench FILE ...` — measured engine figures: `python -m preflight calibrate`
+(preflight/calibrate.py), kept under this name too. This entry script, imported by no module, is the one place
+simulation/ reaches a stack-level package (tests/test_layering.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-requests", type=int, default=None, metavar="N",
                      help="request budget: refuse a run expected to simulate more than N requests (default: the "
                           "scenario's max_requests, else 2,000,000)")
-    from simulation import calibrate
+    from preflight import calibrate
     calibrate.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "calibrate":

@@ -1,6 +1,6 @@
 """`engineProfile:`: what a service's engine was measured to do, for the gate's simulation (not a deploy knob).
 
-The figures `python -m simulation calibrate` derives from the user's own engine — a vLLM start-up log
+The figures `python -m preflight calibrate` derives from the user's own engine — a vLLM start-up log
 (activation peak, non-torch memory) or a `vllm bench serve` result (roofline efficiency factors) — so the
 gate predicts this engine, not the priors. Each key maps to the simulation's `server:` key of the same
 meaning (docs/gpu-model.md); keys that do not apply to the service's engine are refused. For `naive` the

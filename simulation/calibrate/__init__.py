@@ -1,136 +1,31 @@
-"""`python -m simulation calibrate vllm-log FILE | bench FILE`: measured engine figures for the stack.
+"""Measured engine figures from the user's own engine, as the `engineProfile:` mapping a stack service takes:
+a vLLM start-up log (vllm_log.py: memory profile, KV cache size) or a `vllm bench serve --save-result` JSON
+(bench.py: TTFT, TPOT/ITL fitted to the roofline). Each figure comes with the lines that explain it.
 
-Which model and GPU the measurement belongs to: `--stack NAME --service NAME` (the service's model, the node
-group's GPU, its tensor parallelism and gpuMemoryUtilization), or `--model`/`--gpu`/`--tp`. The result is
-printed as the service's `engineProfile:` to paste; `--write` (with `--stack`/`--service`) merges it into
-the stack file, comments kept (ruamel.yaml round trip). See docs/gpu-model.md, "Calibrate".
+The command is `python -m preflight calibrate` (preflight/calibrate.py): it resolves the model and GPU (from a
+stack's service or --model/--gpu), checks the figures as the stack loader would and writes them with --write.
+See docs/gpu-model.md, "Calibrate".
 """
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-from catalog import DEFAULT, Gpu, Model
+from catalog import Gpu, Model
+from simulation.calibrate.bench import fit_bench, read_bench
+from simulation.calibrate.vllm_log import calibrate, parse_vllm_log
 from validation.errors import InputError, Problem
 
 
-@dataclass(frozen=True)
-class Target:
-    model: Model
-    gpu: Gpu
-    tp: int
-    utilization: float | None
-    stack: str | None = None
-    service: str | None = None
-    engine: str = "vllm"  # the service's engine with --stack: which engineProfile keys it accepts
-
-
-def add_parser(sub: Any) -> None:
-    cal = sub.add_parser("calibrate", help="derive engineProfile figures from your own engine's log or benchmark")
-    kinds = cal.add_subparsers(dest="source", required=True)
-    for name, helptext in (("vllm-log", "a vLLM start-up log (memory profile, KV cache size)"),
-                           ("bench", "a `vllm bench serve --save-result` JSON (TTFT, TPOT/ITL)")):
-        p = kinds.add_parser(name, help=helptext)
-        p.add_argument("file", help="the log / result file")
-        p.add_argument("--stack", help="stack name (stacks/Pulumi.NAME.yaml) whose --service this measures")
-        p.add_argument("--service", help="service name in that stack")
-        p.add_argument("--model", help="catalog model (without --stack)")
-        p.add_argument("--gpu", help="catalog GPU (without --stack)")
-        p.add_argument("--tp", type=int, default=None, help="tensor parallel size (default: the log's, else 1)")
-        p.add_argument("--gpu-memory-utilization", type=float, default=None, dest="utilization",
-                       help="when the log does not state it")
-        p.add_argument("--write", action="store_true", help="merge the result into the stack file")
-
-
-def _ranges(args: Any) -> list[Problem]:
-    """--tp and --gpu-memory-utilization, with or without --stack."""
-    problems = []
-    if args.tp is not None and not 1 <= args.tp <= 16:
-        problems.append(Problem("--tp", args.tp, "expected 1..16"))
-    if args.utilization is not None and not 0.05 <= args.utilization <= 1.0:  # NaN fails too
-        problems.append(Problem("--gpu-memory-utilization", args.utilization, "expected 0.05..1.0"))
-    return problems
-
-
-def _target(args: Any) -> Target:
-    problems = _ranges(args)
-    if args.stack or args.service:
-        if not (args.stack and args.service):
-            problems.append(Problem("--stack/--service", args.stack or args.service, "expected both"))
-        if problems:
-            raise InputError(problems)
-        from stackconfig.load import load_stack
-        cfg = load_stack(args.stack)
-        svc = next((s for s in cfg.services if s.name == args.service), None)
-        if svc is None:
-            raise InputError([Problem("--service", args.service, "expected one of "
-                                      + ", ".join(s.name for s in cfg.services))])
-        return Target(svc.model, cfg.node_group.gpu, args.tp or svc.gpus, args.utilization or svc.gpu_memory_utilization,
-                      args.stack, args.service, svc.engine)
-    if args.model not in DEFAULT.models:
-        problems.append(Problem("--model", args.model, "expected a catalog model: " + ", ".join(sorted(DEFAULT.models))))
-    if args.gpu not in DEFAULT.gpus:
-        problems.append(Problem("--gpu", args.gpu, "expected a catalog GPU: " + ", ".join(sorted(DEFAULT.gpus))))
-    if args.write:
-        problems.append(Problem("--write", True, "expected --stack and --service to say where to write"))
-    if problems:
-        raise InputError(problems)
-    return Target(DEFAULT.models[args.model], DEFAULT.gpus[args.gpu], args.tp or 0, args.utilization)
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise InputError([Problem("FILE", path, f"expected a readable file ({err.strerror})")]) from None
-
-
-def run(args: Any, out: Any = None) -> int:
-    out = out or sys.stdout
-    target = _target(args)
-    text = _read(args.file)
-    if args.source == "vllm-log":
-        profile, lines = _from_log(text, target, args.file)
-    else:
-        profile, lines = _from_bench(text, target, args.file)
-    _check_profile(profile, target, args.file)  # what the stack loader would refuse is never printed or written
-    for line in lines:
-        out.write(f"# {line}\n")
-    out.write("engineProfile:\n")
-    for key, value in profile.items():
-        out.write(f"  {key}: {value}\n")
-    if args.write:
-        from simulation.calibrate.stackfile import write_engine_profile
-        path = write_engine_profile(target.stack, target.service, profile)
-        out.write(f"# written to {path} (services[{target.service}].engineProfile)\n")
-    return 0
-
-
-def _check_profile(profile: dict, t: Target, name: str) -> None:
-    """The stack loader's own checks (stackconfig/engine_profile.py) on the derived figures, for the service's
-    engine: a figure out of range (a measurement no engine gives, or the wrong --model/--gpu) is an InputError."""
-    from stackconfig.engine_profile import parse_engine_profile
-    from validation.fields import Section
-
-    problems: list[Problem] = []
-    parse_engine_profile(Section(profile, "engineProfile", problems), t.engine)
-    if problems:
-        raise InputError(problems, f"the figures derived from {name} (for {t.model.name} on {t.gpu.name}, engine "
-                                   f"{t.engine}; check the file and --model/--gpu/--tp)")
-
-
-def _from_log(text: str, t: Target, name: str) -> tuple[dict, list[str]]:
-    from simulation.calibrate.vllm_log import calibrate, parse_vllm_log
+def from_log(text: str, model: Model, gpu: Gpu, tp: int, utilization: float | None,
+             name: str) -> tuple[dict, list[str]]:
+    """The `engineProfile` a vLLM start-up log measures (tp 0: the log's), and what it reproduces; a log it
+    cannot read is an InputError naming the file."""
     try:
         facts = parse_vllm_log(text)
-        cal = calibrate(facts, t.model, t.gpu, tp=t.tp or None, utilization=t.utilization)
+        cal = calibrate(facts, model, gpu, tp=tp or None, utilization=utilization)
     except ValueError as err:
         raise InputError([Problem("FILE", name, str(err))]) from None
     lines = [f"vLLM start-up log {name}" + (f" (vLLM {facts.version})" if facts.version else "")
-             + f": {t.model.name} on {t.gpu.name}, engine {facts.scheduler.upper()}",
+             + f": {model.name} on {gpu.name}, engine {facts.scheduler.upper()}",
              f"logged KV cache: {cal.logged_kv_tokens:,} tokens",
              f"priors reproduce {cal.prior_kv_tokens:,} tokens ({cal.prior_error:+.1%})",
              f"calibrated reproduce {cal.calibrated_kv_tokens:,} tokens ({cal.calibrated_error:+.2%})",
@@ -138,15 +33,16 @@ def _from_log(text: str, t: Target, name: str) -> tuple[dict, list[str]]:
     return cal.engine_profile(), lines
 
 
-def _from_bench(text: str, t: Target, name: str) -> tuple[dict, list[str]]:
-    from simulation.calibrate.bench import fit_bench, read_bench
+def from_bench(text: str, model: Model, gpu: Gpu, tp: int, name: str) -> tuple[dict, list[str]]:
+    """The `engineProfile` a `vllm bench serve` result fits (tp 0: 1), and how well; a result it cannot read is
+    an InputError naming the file."""
     try:
         bench = read_bench(text)
     except ValueError as err:
         raise InputError([Problem("FILE", name, str(err))]) from None
-    fit = fit_bench(bench, t.model, t.gpu, t.tp or 1)
+    fit = fit_bench(bench, model, gpu, tp or 1)
     lines = [f"vllm bench serve result {name}: {len(bench.ttfts)} requests at rate {bench.request_rate}, "
-             f"{t.model.name} on {t.gpu.name}",
+             f"{model.name} on {gpu.name}",
              f"mean decoding batch (Little's law): {fit.mean_batch:.1f}",
              f"residual (relative RMS): TTFT {fit.ttft_residual:.1%}, TPOT {fit.tpot_residual:.1%}"]
     return fit.engine_profile(), lines

@@ -1,4 +1,4 @@
-"""`python -m simulation calibrate`: vLLM start-up logs of three formats reproduced within 1 %, the bench
+"""`python -m preflight calibrate` (also `python -m simulation calibrate`): vLLM start-up logs of three formats reproduced within 1 %, the bench
 fit recovering known efficiency factors, `--write` into a stack file, and clear errors (exit 2)."""
 
 import shutil
@@ -10,9 +10,9 @@ import yaml
 from catalog import DEFAULT
 from simulation.__main__ import main
 from simulation.calibrate.bench import fit_bench, read_bench
-from simulation.calibrate.stackfile import write_engine_profile
 from simulation.calibrate.vllm_log import calibrate, parse_vllm_log
 from stackconfig.load import ROOT, load_stack
+from stackconfig.stackfile import write_engine_profile
 
 FIX = Path(__file__).parent / "fixtures" / "vllm"
 LOGS = {  # fixture → (model, GPU, logged KV tokens)
@@ -71,6 +71,16 @@ def test_cli_prints_a_pastable_engine_profile(capsys):
     profile = yaml.safe_load(out)["engineProfile"]
     assert profile == {"activationGib": 1.26, "nonTorchGib": pytest.approx(1.79, abs=0.01)}
     assert "priors reproduce" in out and "+2.8%" in out
+
+
+def test_preflight_and_simulation_run_the_same_calibrate_command(capsys):
+    from preflight.check import main as preflight_main
+
+    argv = ["calibrate", "bench", str(FIX / "bench-llama3.1-8b-l40s-c1.json"), "--stack", "dev", "--service", "chat"]
+    assert preflight_main(argv) == 0
+    out = capsys.readouterr().out
+    assert "engineProfile:" in out
+    assert main(argv) == 0 and capsys.readouterr().out == out
 
 
 @pytest.mark.parametrize("argv, key", [

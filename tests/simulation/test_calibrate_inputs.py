@@ -1,7 +1,8 @@
-"""`python -m simulation calibrate` on files and flags a user can get wrong: every malformed `vllm bench serve`
-field, a vLLM log with no KV cache, figures out of range, --tp/--gpu-memory-utilization with --stack — each an
-exit status 2 naming the file or flag, the value and what is allowed; and nothing the stack loader would refuse is
-ever printed as an engineProfile or written with --write."""
+"""`python -m preflight calibrate` (called here as `python -m simulation calibrate`, the same command) on files and
+flags a user can get wrong: every malformed `vllm bench serve` field, a vLLM log with no KV cache, figures out of
+range, --tp/--gpu-memory-utilization with --stack — each an exit status 2 naming the file or flag, the value and
+what is allowed; and nothing the stack loader would refuse is ever printed as an engineProfile or written with
+--write."""
 
 from __future__ import annotations
 
@@ -127,7 +128,7 @@ def test_a_log_with_no_usable_kv_cache_or_impossible_figures_exits_2(text, tmp_p
 ])
 @pytest.mark.parametrize("source", ["vllm-log", "bench"])
 def test_tp_and_utilization_are_checked_with_stack_too(flags, expected, source, monkeypatch, capsys):
-    import simulation.calibrate.stackfile as stackfile
+    import stackconfig.stackfile as stackfile
 
     monkeypatch.setattr(stackfile, "write_engine_profile", lambda *a, **k: pytest.fail("wrote the stack file"))
     path = LOG if source == "vllm-log" else BENCH
@@ -136,7 +137,7 @@ def test_tp_and_utilization_are_checked_with_stack_too(flags, expected, source, 
 
 
 def test_figures_the_stack_would_refuse_are_never_printed_or_written(tmp_path, monkeypatch, capsys):
-    import simulation.calibrate.stackfile as stackfile
+    import stackconfig.stackfile as stackfile
 
     monkeypatch.setattr(stackfile, "write_engine_profile", lambda *a, **k: pytest.fail("wrote the stack file"))
     path = tmp_path / "slow.json"   # an ITL of 20 minutes: a memory efficiency below the loader's 0.001

@@ -1,17 +1,17 @@
-"""Merge an `engineProfile:` into one service of a Pulumi stack file, keeping its comments and layout."""
+"""Merge an `engineProfile:` into one service of a Pulumi stack file, keeping its comments and layout
+(`python -m preflight calibrate --write`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from stackconfig.load import ROOT, read_project
+from stackconfig.roundtrip import stack_yaml
 from validation.errors import InputError, Problem
 
 
 def write_engine_profile(stack: str, service: str, profile: dict, root: Path | None = None) -> Path:
     """Set `services[name == service].engineProfile` in stacks/Pulumi.<stack>.yaml (keys merged over any there)."""
-    from stackconfig.load import ROOT, read_project
-    from stackconfig.roundtrip import stack_yaml
-
     root = root or ROOT
     project = read_project(root)
     path = root / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
