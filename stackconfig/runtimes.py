@@ -46,6 +46,19 @@ def is_custom_predictor(engine: str, image: str | None) -> bool:
     return engine == "tgi" or (image is not None and image_repository(image) == CUSTOM_IMAGES.get(engine))
 
 
+def health_paths(engine: str, image: str | None) -> tuple[str, str]:
+    """(readiness, liveness) paths the server that runs answers 200 on once its model is loaded. KServe's Python
+    servers (huggingfaceserver, vLLM or Transformers backend) and Triton serve the v2 health protocol
+    (`/v2/health/ready`, `/v2/health/live`); a custom predictor serves its own routes only: TGI's router `/health`
+    (text-generation-inference router/src/server.rs) and vLLM's OpenAI server `/health` (vllm
+    entrypoints/openai/api_server.py; it listens only once the engine is up; KServe's own LLMInferenceService
+    templates probe vLLM there, config/llmisvcconfig/config-llm-decode-template.yaml). A v2 path there is a 404
+    on every probe: the startup probe kills the pod until the revision misses its progress deadline."""
+    if is_custom_predictor(engine, image):
+        return "/health", "/health"
+    return "/v2/health/ready", "/v2/health/live"
+
+
 def server_image(engine: str, image: str | None) -> str | None:
     """The image to render: the user's, else a custom predictor's pinned default (None: the runtime's own)."""
     return image or DEFAULT_CUSTOM_IMAGES.get(engine)

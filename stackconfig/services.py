@@ -19,7 +19,8 @@ from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAM
                                  check_storage_uri)
 from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import expected_load_s, load_gbps
-from stackconfig.runtimes import MODEL_FORMATS, check_alloc_conf, check_context, check_runtime, default_alloc_conf
+from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_runtime, default_alloc_conf,
+                                  health_paths)
 from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from validation.errors import Problem
@@ -214,9 +215,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
     startup_failures = max(6, int(2 * load_s / 10) + 1)
     probes = sec.section("probes")
-    # KServe's Python servers (huggingface, vLLM backend) and Triton answer the v2 health protocol; TGI has
-    # only `/health` (200 once the model is loaded; text-generation-inference router/src/server.rs).
-    ready_path, live_path = ("/health", "/health") if engine == "tgi" else ("/v2/health/ready", "/v2/health/live")
+    ready_path, live_path = health_paths(engine, image)  # what the server that runs answers (runtimes.py)
     startup = _probe(probes.section("startup"), ready_path, 10, startup_failures, 0, 5)
     readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
     liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)

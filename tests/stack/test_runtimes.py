@@ -94,6 +94,39 @@ def test_vllm_own_image_is_a_custom_predictor_with_vllm_flags():
     assert (sc.server.spec.max_model_len, sc.server.spec.max_num_seqs, sc.serving.gpus) == (5120, 16, 2)
 
 
+def _probe_paths(container: dict) -> dict:
+    return {p: container[p]["httpGet"]["path"] for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+
+
+V2_PROBES = {"startupProbe": "/v2/health/ready", "readinessProbe": "/v2/health/ready",
+             "livenessProbe": "/v2/health/live"}
+OWN_HEALTH = dict.fromkeys(V2_PROBES, "/health")
+
+
+@pytest.mark.parametrize("runtime, model, expected", [
+    ({"engine": "vllm"}, None, V2_PROBES),                                          # KServe huggingfaceserver
+    ({"engine": "vllm", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}, None, V2_PROBES),
+    ({"engine": "naive"}, None, V2_PROBES),
+    ({"engine": "vllm", "image": "vllm/vllm-openai:v0.11.0"}, None, OWN_HEALTH),    # vLLM's OpenAI server
+    ({"engine": "vllm", "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm-openai:v0.11.0"}, None,
+     OWN_HEALTH),
+    ({"engine": "tgi"}, None, OWN_HEALTH),                                          # TGI's router
+    ({"engine": "triton"}, {"name": "resnet-50", "storageUri": "hf://m/r"}, V2_PROBES),
+], ids=["huggingfaceserver", "huggingfaceserver-image", "naive", "vllm-openai", "vllm-openai-mirror", "tgi",
+        "triton"])
+def test_probes_ask_the_health_path_the_running_server_serves(runtime, model, expected):
+    """vLLM's OpenAI server has no KServe v2 routes: /v2/health/* is a 404 there, the startup probe kills the pod
+    and the revision misses its progress deadline. It serves /health, as TGI does; KServe's servers and Triton
+    the v2 health protocol."""
+    cfg = _cfg(runtime, model={**(model or BASE["services"][0]["model"]), "public": True})
+    if runtime["engine"] == "triton":
+        cfg["services"][0].update(limits={"maxBatchSize": 8})
+        cfg["services"][0].pop("workload")
+    stack, svc = _parse(cfg)
+    pred = inference_service(stack, svc)["spec"]["predictor"]
+    assert _probe_paths(pred.get("model") or pred["containers"][0]) == expected
+
+
 def test_kserve_huggingfaceserver_image_stays_on_the_serving_runtime():
     stack, svc = _parse(_cfg({"engine": "vllm", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}))
     pred = inference_service(stack, svc)["spec"]["predictor"]
