@@ -24,6 +24,7 @@ from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, 
 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
 SERVER_PORT = 8080  # where Knative's queue-proxy and KServe's raw Service send requests (and the probes go)
+TRITON_PROTOCOL = "v2"  # Triton's HTTP protocol, the one kserve-tritonserver lists first (config/runtimes)
 
 
 # Caps a runtime cannot take as an argument: Triton reads them from the model repository's `config.pbtxt`
@@ -204,6 +205,11 @@ def server_container(cfg: StackConfig, svc: ServiceConfig) -> dict:
     custom = is_custom_predictor(svc.engine, svc.image)
     container: dict = {"name": "kserve-container", "image": server_image(svc.engine, svc.image)} if custom else {
         "modelFormat": {"name": svc.model_format}, "storageUri": cache_uri(cfg, svc)}
+    if svc.engine == "triton" and not custom:
+        # KServe reads a missing protocolVersion as v1 (predictor_model.go GetProtocol) and defaults it to v2 only
+        # for format `triton` (inference_service_defaults.go); kserve-tritonserver serves [v2, grpc-v2] only, so an
+        # onnx or tensorrt model without it finds no runtime (NoSupportingRuntime) and is never Ready.
+        container["protocolVersion"] = TRITON_PROTOCOL
     # STORAGE_URI: KServe's storage initializer fills /mnt/models and rewrites the variable to that path.
     env = ([{"name": "STORAGE_URI", "value": cache_uri(cfg, svc)}] if custom else []) + engine_env(svc)
     container.update({

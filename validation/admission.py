@@ -25,6 +25,11 @@ KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
   deploymentStrategy), and on update `validateDeploymentMode` ("deploymentMode cannot be changed").
 - `pkg/controller/v1alpha1/utils/utils.go: ValidateInitialScaleAnnotation`: `initial-scale: 0` without the
   autoscaler's `allow-zero-initial-scale` is dropped silently — reported here because the intent is lost.
+KServe controller — `components/predictor.go: reconcileModel`: a `spec.predictor.model` without `runtime` runs on
+the highest-priority auto-selected runtime that serves its format at its protocol (`predictor_model.go:
+GetSupportingRuntimes`; a missing `protocolVersion` is v1, `GetProtocol`, except format `triton`, which the
+defaulting webhook sets to v2, `inference_service_defaults.go`); none → `NoSupportingRuntime`, never Ready.
+Checked against KServe's default ClusterServingRuntimes (`config/runtimes/*.yaml`), not a cluster's own.
 """
 
 from __future__ import annotations
@@ -101,6 +106,20 @@ PREDICTOR_OWN = {"minReplicas", "maxReplicas", "scaleMetric", "scaleMetricType",
                  "containerConcurrency", "timeout", "canaryTrafficPercent", "logger", "batcher", "labels",
                  "annotations", "deploymentStrategy", "workerSpec", "model", "containers", "name"}
 
+# KServe v0.15.2 config/runtimes/*.yaml, the single-node ClusterServingRuntimes: name → (the model formats it
+# auto-selects, the protocols it serves). Unchanged through v0.19 for the formats the stack renders.
+DEFAULT_RUNTIMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "kserve-huggingfaceserver": (("huggingface",), ("v2", "v1")),
+    "kserve-tritonserver": (("tensorrt", "tensorflow", "onnx", "triton"), ("v2", "grpc-v2")),
+    "kserve-tensorflow-serving": (("tensorflow",), ("v1", "grpc-v1")),
+    "kserve-torchserve": (("pytorch",), ("v1", "v2", "grpc-v2")),
+    "kserve-sklearnserver": (("sklearn",), ("v1", "v2")),
+    "kserve-xgbserver": (("xgboost",), ("v1", "v2")),
+    "kserve-lgbserver": (("lightgbm",), ("v1", "v2")),
+    "kserve-mlserver": (("sklearn", "xgboost", "lightgbm", "mlflow"), ("v2",)),
+    "kserve-paddleserver": (("paddle",), ("v1", "v2")),
+    "kserve-pmmlserver": (("pmml",), ("v1", "v2")),
+}
 ISVC_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # kserve IsvcNameFmt
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")  # kserve constants.AutoscalerAllowedClassList
 HPA_METRICS = ("cpu", "memory")  # constants.AutoscalerAllowedHPAMetricsList
@@ -284,12 +303,35 @@ def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping 
                           "initial-scale 0 needs allow-zero-initial-scale: true in knative-serving/"
                           "config-autoscaler; without it KServe drops the annotation and the revision starts at "
                           "min-scale")
+    if isinstance(pred.get("model"), Mapping) and not pred["model"].get("runtime"):
+        yield from _runtime_refusals(obj, pred["model"])
     if previous is not None:
         old = ((previous.get("metadata") or {}).get("annotations") or {}).get(MODE_ANNOTATION, "Serverless")
         if _mode(old) != _mode(mode):
             yield Refusal(obj, f"metadata.annotations[{MODE_ANNOTATION}]", rule + "validateDeploymentMode",
                           f"update rejected: deploymentMode cannot be changed from {old!r} to {mode!r}; the "
                           "InferenceService must be replaced (delete and create)")
+
+
+def _runtime_refusals(obj: str, model: Mapping) -> Iterator[Refusal]:
+    """No default runtime serves the model's format at its protocol (module docstring: reconcileModel)."""
+    fmt = str((model.get("modelFormat") or {}).get("name", ""))
+    given = model.get("protocolVersion")
+    protocol = given or ("v2" if fmt == "triton" else "v1")
+    serving = {name: protocols for name, (formats, protocols) in DEFAULT_RUNTIMES.items() if fmt in formats}
+    if not fmt or any(protocol in protocols for protocols in serving.values()):
+        return
+    where = "controller/v1beta1/inferenceservice/components/predictor.go reconcileModel"
+    if not serving:
+        known = sorted({f for formats, _ in DEFAULT_RUNTIMES.values() for f in formats})
+        yield Refusal(obj, "spec.predictor.model.modelFormat.name", where, f"no runtime found to support predictor "
+                      f"with model type {fmt}: KServe's runtimes auto-select {', '.join(known)}")
+        return
+    unset = "" if given else " (unset: KServe reads it as v1, predictor_model.go GetProtocol)"
+    offers = "; ".join(f"{name} serves {', '.join(protocols)}" for name, protocols in serving.items())
+    yield Refusal(obj, "spec.predictor.model.protocolVersion", where, f"no runtime found to support predictor with "
+                  f"model type {fmt} at protocol {protocol}{unset}, so the InferenceService is never Ready "
+                  f"(NoSupportingRuntime); {offers}: set protocolVersion to one of those")
 
 
 def _mode(value: str) -> str:

@@ -93,6 +93,14 @@ RULES = {
                                 "validateScalingKPACompExtension", "only supported for raw deployment mode"),
     "initial-scale-zero": (lambda m: _ann(m).update({"autoscaling.knative.dev/initial-scale": "0"}), ENABLED,
                            "ValidateInitialScaleAnnotation", "allow-zero-initial-scale"),
+    "onnx-unset-protocol": (lambda m: _pred(m)["model"].update(modelFormat={"name": "onnx"}), ENABLED,
+                            "reconcileModel", "model type onnx at protocol v1 (unset: KServe reads it as v1"),
+    "tensorrt-v1": (lambda m: _pred(m)["model"].update(modelFormat={"name": "tensorrt"}, protocolVersion="v1"),
+                    ENABLED, "reconcileModel", "kserve-tritonserver serves v2, grpc-v2"),
+    "huggingface-grpc": (lambda m: _pred(m)["model"].update(protocolVersion="grpc-v2"), ENABLED, "reconcileModel",
+                         "kserve-huggingfaceserver serves v2, v1"),
+    "unknown-format": (lambda m: _pred(m)["model"].update(modelFormat={"name": "caffe"}), ENABLED, "reconcileModel",
+                       "no runtime found to support predictor with model type caffe"),
 }
 
 
@@ -104,6 +112,23 @@ def test_each_rule_refuses_its_failure(mutate, cluster, rule, fragment):
     refusals = admission_refusals([good], cluster)
     assert refusals, rule
     assert any(rule in r.rule and fragment in str(r) for r in refusals), [str(r) for r in refusals]
+
+
+def test_triton_models_name_the_protocol_kserve_tritonserver_serves():
+    """staging's vision service (Triton) with modelFormat onnx: KServe defaults protocolVersion to v2 only for
+    format triton, so the stack renders it; without it no runtime serves onnx at v1 (NoSupportingRuntime)."""
+    vision = _isvc("staging", "vision")
+    assert _pred(vision)["model"]["protocolVersion"] == "v2"
+    _pred(vision)["model"]["modelFormat"] = {"name": "onnx"}
+    assert admission_refusals([vision], ENABLED) == []
+    del _pred(vision)["model"]["protocolVersion"]
+    [refusal] = admission_refusals([vision], ENABLED)
+    assert refusal.path == "spec.predictor.model.protocolVersion" and "NoSupportingRuntime" in refusal.message
+    _pred(vision)["model"]["modelFormat"] = {"name": "triton"}   # the defaulting webhook sets v2 for triton
+    assert admission_refusals([vision], ENABLED) == []
+    _pred(vision)["model"]["runtime"] = "my-onnx-runtime"        # a runtime named by the user is not auto-selected
+    _pred(vision)["model"]["modelFormat"] = {"name": "onnx"}
+    assert admission_refusals([vision], ENABLED) == []
 
 
 def test_allowing_zero_initial_scale_admits_it():

@@ -19,7 +19,9 @@ from program_refusal import refusal
 from simulation import load_scenario
 from stackconfig.schema import parse_stack_config
 from gpu_fakes import make, req
+from validation.admission import admission_refusals
 from validation.errors import InputError
+from validation.kubernetes import validation_errors
 
 TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:3.3.4"
 BASE = {
@@ -156,6 +158,27 @@ def test_triton_defaults_to_a_format_kserve_tritonserver_serves():
     cfg["services"][0].pop("workload")
     _, svc = _parse(cfg)
     assert svc.model_format == "triton"
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "tensorrt", "triton"])
+def test_triton_renders_protocol_v2_for_every_format(fmt):
+    """KServe reads a missing protocolVersion as v1 (predictor_model.go GetProtocol) and sets v2 only for format
+    triton (inference_service_defaults.go); kserve-tritonserver serves v2 and grpc-v2 only."""
+    cfg = _cfg({"engine": "triton", "modelFormat": fmt}, model={"name": "resnet-50", "storageUri": "hf://m/r",
+                                                                  "public": True}, limits={"maxBatchSize": 8})
+    cfg["services"][0].pop("workload")
+    stack, svc = _parse(cfg)
+    isvc = inference_service(stack, svc)
+    assert isvc["spec"]["predictor"]["model"]["protocolVersion"] == "v2"
+    assert validation_errors(isvc, stack.cluster.kubernetes_version) == []    # the CRD has the field
+    assert not [r for r in admission_refusals([isvc]) if "reconcileModel" in r.rule]   # a runtime serves it
+    del isvc["spec"]["predictor"]["model"]["protocolVersion"]
+    assert bool([r for r in admission_refusals([isvc]) if "reconcileModel" in r.rule]) == (fmt != "triton")
+
+
+def test_only_triton_names_a_protocol():
+    stack, svc = _parse(_cfg({"engine": "vllm"}))
+    assert "protocolVersion" not in inference_service(stack, svc)["spec"]["predictor"]["model"]
 
 
 def test_refused_runtime_registers_nothing(registered):
