@@ -1,5 +1,6 @@
 """The stack's rendered objects through the cluster's admission rules (validation/admission.py), as the cluster
-the stack targets is configured: Knative's upstream feature defaults plus the flags the stack enables itself."""
+the stack targets is configured: Knative's upstream feature defaults plus the flags the stack enables itself, and
+the KServe release `kserve.version` names."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def cluster_admission(cfg: StackConfig) -> ClusterAdmission:
     features the stack patches into config-features enabled."""
     patch = knative_features(cfg)
     cluster = ClusterAdmission({**KNATIVE_FEATURE_DEFAULTS, **cfg.knative.features},
-                               cfg.knative.allow_zero_initial_scale)
+                               cfg.knative.allow_zero_initial_scale, cfg.kserve.version)
     return cluster.with_features(patch["data"] if patch else [])
 
 

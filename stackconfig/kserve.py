@@ -9,15 +9,22 @@ policies or Pulumi read would roll the GPU pods whenever its value changes. By d
 entries, and the program refuses the stack when an annotation it writes is missing there. With `manageConfig`,
 entries given there are written too. `domainTemplate` and `ingressDomain` say what the ConfigMap's `ingress` key
 holds (KServe's defaults when unset): Standard-mode predictor hosts are rendered from them and must be DNS names.
+`version` is the cluster's KServe release (default 0.15, the oldest the stack supports), for the rules that
+changed between releases (stackconfig/runtimes.py: an image digest, a blocked environment variable).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from stackconfig.formats import (DEFAULT_DOMAIN_TEMPLATE, DEFAULT_INGRESS_DOMAIN, DNS_LABEL, DNS_SUBDOMAIN,
                                  QUALIFIED_NAME, check_format, check_k8s_name)
 from validation.fields import Section
+
+
+MIN_KSERVE_VERSION = (0, 15)
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(\.\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -28,13 +35,15 @@ class KServeConfig:
     # The cluster's `ingress` settings in inferenceservice-config: Standard-mode predictor hosts are built from them.
     domain_template: str = DEFAULT_DOMAIN_TEMPLATE
     ingress_domain: str = DEFAULT_INGRESS_DOMAIN
+    version: tuple[int, int] = MIN_KSERVE_VERSION  # the cluster's KServe (major, minor)
 
 
 def parse_kserve(sec: Section) -> KServeConfig:
     out = KServeConfig(manage_config=sec.bool("manageConfig", True), namespace=sec.str("namespace", "kserve"),
                        service_annotation_disallowed_list=tuple(sec.str_list("serviceAnnotationDisallowedList", [])),
                        domain_template=sec.str("domainTemplate", DEFAULT_DOMAIN_TEMPLATE),
-                       ingress_domain=sec.str("ingressDomain", DEFAULT_INGRESS_DOMAIN))
+                       ingress_domain=sec.str("ingressDomain", DEFAULT_INGRESS_DOMAIN),
+                       version=_version(sec))
     check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
     check_k8s_name(sec, "ingressDomain", out.ingress_domain, DNS_SUBDOMAIN, "DNS domain")
     if "{{" not in out.domain_template:
@@ -45,3 +54,16 @@ def parse_kserve(sec: Section) -> KServeConfig:
                      "key: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
     sec.done()
     return out
+
+
+def _version(sec: Section) -> tuple[int, int]:
+    """`version` as a string: unquoted, YAML would read 0.20 as the number 0.2."""
+    raw = sec.raw("version")
+    if raw is None:
+        return MIN_KSERVE_VERSION
+    match = _VERSION.match(raw) if isinstance(raw, str) else None
+    if match and (int(match[1]), int(match[2])) >= MIN_KSERVE_VERSION:
+        return int(match[1]), int(match[2])
+    sec.problem("version", raw, "expected the cluster's KServe release as a quoted string such as \"0.15\" or "
+                "\"v0.18.1\", at least 0.15 (the oldest the stack supports)")
+    return MIN_KSERVE_VERSION

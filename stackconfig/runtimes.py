@@ -12,15 +12,20 @@ KServe turns into the storage-initializer annotation; its pod webhook then downl
 `pvc://` claim directly, at `/mnt/models` and rewrites `STORAGE_URI` to that path
 (`webhook/admission/pod/storage_initializer_injector.go`). TGI (`text-generation-launcher`) and vLLM's own
 OpenAI server (`vllm/vllm-openai`) are rendered that way; any other image is refused, since the stack could not
-know its flags, port or health path.
+know its flags, port or health path. What KServe then does to a `huggingfaceserver` image on a GPU
+(`gpu_image_rewrite`) and which `runtime.env` names the webhooks refuse (`check_env`) depend on `kserve.version`.
 """
 
 from __future__ import annotations
 
+import re
+
 from catalog import Model
+from stackconfig.formats import IMAGE_REFERENCE
 from stackconfig.types import InputCaps
+from validation.admission import KNATIVE_RESERVED_ENV, KSERVE_BLOCKED_ENV, kserve_blocked_env, release
 from validation.fields import Section
-from validation.kubernetes import expandable_segments
+from validation.kubernetes import expandable_segments, image_pinned
 
 # The image repository's last path component → what runs it. Matching the name, not the registry, keeps a
 # mirrored copy (e.g. in ECR) working.
@@ -64,18 +69,77 @@ def server_image(engine: str, image: str | None) -> str | None:
     return image or DEFAULT_CUSTOM_IMAGES.get(engine)
 
 
-def check_runtime(sec: Section, engine: str, image: str | None, model_format: str) -> None:
-    """`runtime.image` and `runtime.modelFormat` name a server KServe can start for `engine` (module docstring)."""
+def check_runtime(sec: Section, engine: str, image: str | None, model_format: str,
+                  kserve_version: tuple[int, int]) -> None:
+    """`runtime.image` and `runtime.modelFormat` name a server KServe can start for `engine` (module docstring),
+    and the image is the one that runs (`gpu_image_rewrite`)."""
     if image is not None:
         allowed = RUNTIME_IMAGES.get(engine, ()) + ((CUSTOM_IMAGES[engine],) if engine in CUSTOM_IMAGES else ())
         if image_repository(image) not in allowed:
             sec.problem("image", image, f"expected an image of {' or '.join(repr(a) for a in allowed)} for engine "
                         f"{engine} (e.g. {_example(engine)}): KServe merges another image onto the serving "
                         "runtime's arguments, user and health probes, or the stack cannot know its flags")
+        elif engine in GPU_TAGGED_ENGINES and not is_custom_predictor(engine, image):
+            _check_gpu_tag(sec, image, kserve_version)
     if model_format not in MODEL_FORMATS[engine]:
         sec.problem("modelFormat", model_format, f"expected one of {', '.join(MODEL_FORMATS[engine])} for engine "
                     f"{engine}: KServe picks the serving runtime by modelFormat, and another one would start a "
                     "different server")
+
+
+# KServe's UpdateImageTag (controller/v1beta1/inferenceservice/utils/utils.go, from components/predictor.go
+# buildPodSpec): on a pod with an nvidia.com/gpu limit (every service here) and no runtimeVersion, the image of the
+# kserve-huggingfaceserver runtime (also TF Serving's, TorchServe's) gets "-gpu" appended unless it already ends
+# in "-gpu". The tag is what `(:([\w.\-_]*))$` matches, so a digest's hex counts as one; KServe 0.16 leaves an
+# image with "@sha256:" alone (kserve#4653). vllm and naive run on kserve-huggingfaceserver.
+GPU_TAGGED_ENGINES = ("vllm", "naive")
+_GO_TAG = re.compile(r":[\w.\-]*$", re.ASCII)
+DIGEST_KEPT_SINCE = (0, 16)
+
+
+def gpu_image_rewrite(image: str, kserve_version: tuple[int, int]) -> str | None:
+    """The image KServe runs instead of `image` on a GPU pod of kserve-huggingfaceserver; None if unchanged."""
+    if "@sha256:" in image and kserve_version >= DIGEST_KEPT_SINCE:
+        return None
+    return image + "-gpu" if _GO_TAG.search(image) and not image.endswith("-gpu") else None
+
+
+def _check_gpu_tag(sec: Section, image: str, kserve_version: tuple[int, int]) -> None:
+    if not (IMAGE_REFERENCE.match(image) and image_pinned(image)):
+        return  # check_image reports it
+    runs = gpu_image_rewrite(image, kserve_version)
+    if runs is None:
+        return
+    version = release(kserve_version)
+    why = (f"KServe appends '-gpu' to the huggingfaceserver image of a GPU pod unless it ends in '-gpu' "
+           f"(UpdateImageTag, inferenceservice/utils/utils.go), so it would run '{runs}'")
+    if "@" in image:
+        sec.problem("image", image, f"expected no digest on KServe {version} (kserve.version), a tag ending in -gpu "
+                    f"such as kserve/huggingfaceserver:v0.15.2-gpu: {why}, which Knative refuses ('Failed to parse "
+                    "image reference'), so no revision is ever created; KServe 0.16 and later keep an @sha256 digest "
+                    "(kserve#4653): set kserve.version if the cluster runs one")
+    else:
+        sec.problem("image", image, f"expected a tag ending in -gpu such as kserve/huggingfaceserver:v0.15.2-gpu: "
+                    f"{why}, a tag the registry may not have (ErrImagePull); name the GPU tag that runs"
+                    + (", or pin an @sha256 digest, which this KServe keeps" if kserve_version >= DIGEST_KEPT_SINCE
+                       else ""))
+
+
+def check_env(sec: Section, env: dict, knative_mode: bool, kserve_version: tuple[int, int]) -> None:
+    """`runtime.env` names the webhooks refuse: Knative reserves PORT and K_* for the revision
+    (`KNATIVE_RESERVED_ENV`), KServe ≥ 0.18 blocks PYTHONPATH (`KSERVE_BLOCKED_ENV`)."""
+    version = release(kserve_version)
+    for name in env:
+        if knative_mode and name in KNATIVE_RESERVED_ENV:
+            sec.problem(f"env.{name}", env[name], f"expected none of {', '.join(sorted(KNATIVE_RESERVED_ENV))} in "
+                        f"Knative mode: Knative's webhook refuses the revision ('\"{name}\" is a reserved environment "
+                        "variable', pkg/apis/serving/k8s_validation.go) and sets them itself (PORT is the container "
+                        "port, 8080 here)")
+        elif name in kserve_blocked_env(kserve_version):
+            sec.problem(f"env.{name}", env[name], f"expected no {name} on KServe {version} (kserve.version): its "
+                        f"webhook refuses the InferenceService ('setting {name} in container … is not allowed for "
+                        f"security reasons', pkg/validation/env_policy.go, since {release(KSERVE_BLOCKED_ENV[name])}; "
+                        "kserve#5340)")
 
 
 def _example(engine: str) -> str:

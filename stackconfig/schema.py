@@ -46,10 +46,10 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     model_cache = parse_model_cache(top.section("modelCache"), cluster.namespace)
     cold_start = parse_cold_start(top.section("coldStart"))
     knative = parse_knative(top.section("knative"))  # before the services: their annotations meet its autoscaler
-    ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative)
+    kserve = parse_kserve(top.section("kserve"))  # and its version decides what KServe does with their runtime
+    ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative, kserve)
     services = [parse_service(s, ctx) for s in top.sections("services", required=True)]
     gate = parse_gate(top.section("gate"))
-    kserve = parse_kserve(top.section("kserve"))
     for i, svc in enumerate(services):  # the predictor host KServe builds in Standard mode (needs both sections)
         if svc.deployment_mode == "Standard" and SERVICE_NAME.match(svc.name):
             check_raw_host(lambda *p: problems.append(Problem(*p)), f"services[{i}].name", svc.name,

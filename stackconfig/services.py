@@ -19,8 +19,8 @@ from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAM
                                  check_storage_uri)
 from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import expected_load_s, load_gbps
-from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_runtime, default_alloc_conf,
-                                  health_paths)
+from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_runtime,
+                                  default_alloc_conf, health_paths)
 from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from validation.errors import Problem
@@ -132,12 +132,13 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     model_format = runtime.str("modelFormat", MODEL_FORMATS[engine][0])
     image = runtime.str("image")
     check_image(runtime, "image", image)
-    check_runtime(runtime, engine, image, model_format)
+    check_runtime(runtime, engine, image, model_format, ctx.kserve.version)
     args = runtime.str_list("args", [])
     env = runtime.str_map("env", {})
     for key in env:
         check_format(runtime, f"env.{key}", key, ENV_NAME, "expected an environment variable name: letters, "
                      "digits, '_', '-' and '.', not starting with a digit (no spaces)")
+    check_env(runtime, env, mode == "Knative", ctx.kserve.version)
     runtime.done()
     scaler, prometheus, scrape_interval = check_keda(hpa, mode, scale_metric, engine)  # needs the engine
     hpa.done()

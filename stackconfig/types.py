@@ -253,3 +253,4 @@ class StackConfigContext:
     cold_start: ColdStartProfile
     catalog: Catalog
     knative: KnativeConfig = field(default_factory=KnativeConfig)  # the cluster the services' annotations meet
+    kserve: KServeConfig = field(default_factory=KServeConfig)  # its version: the rules that changed between releases

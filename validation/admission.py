@@ -12,7 +12,8 @@ Knative Serving webhook — KServe copies a Knative-mode predictor's pod spec in
 - `pkg/apis/serving/k8s_validation.go: validateInitContainers` ("pod spec support for init-containers is off"),
   `validatePersistentVolumeClaims` ("Persistent volume claim support is disabled", "… write support is
   disabled"), `validateVolume` (emptyDir, hostPath, csi, ephemeral, image volumes behind their flags),
-  `validateEnvValueFrom` (fieldRef behind `kubernetes.podspec-fieldref`).
+  `validateEnvValueFrom` (fieldRef behind `kubernetes.podspec-fieldref`), `validateEnvVar` (`reservedEnvVars`:
+  PORT, K_SERVICE, K_CONFIGURATION, K_REVISION are the revision's own).
 - `fieldmask.go: PodSecurityContextMask` (pod-level securityContext behind `kubernetes.podspec-securitycontext`;
   only seccompProfile with `secure-pod-defaults`), `SecurityContextMask` (no privileged, seLinuxOptions,
   procMount), `CapabilitiesMask` (capabilities.add behind `kubernetes.containerspec-addcapabilities`),
@@ -23,6 +24,7 @@ KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
   AutoscalerAllowedHPAMetricsList; cpu target 1–100), `validateScalingKedaCompExtension` (no scaleMetric; metric
   sources with a query and a value), `validateScalingKPACompExtension` (concurrency/rps; rps target ≥ 1; no
   deploymentStrategy), and on update `validateDeploymentMode` ("deploymentMode cannot be changed").
+- `pkg/validation/env_policy.go` (KServe ≥ 0.18, `validateBlockedEnvVars`): no container sets `PYTHONPATH`.
 - `pkg/controller/v1alpha1/utils/utils.go: ValidateInitialScaleAnnotation`: `initial-scale: 0` without the
   autoscaler's `allow-zero-initial-scale` is dropped silently — reported here because the intent is lost.
 KServe controller — `components/predictor.go: reconcileModel`: a `spec.predictor.model` without `runtime` runs on
@@ -120,6 +122,22 @@ DEFAULT_RUNTIMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kserve-paddleserver": (("paddle",), ("v1", "v2")),
     "kserve-pmmlserver": (("pmml",), ("v1", "v2")),
 }
+# knative/serving pkg/apis/serving/k8s_validation.go reservedEnvVars ("%q is a reserved environment variable").
+KNATIVE_RESERVED_ENV = frozenset({"PORT", "K_SERVICE", "K_CONFIGURATION", "K_REVISION"})
+# kserve pkg/validation/env_policy.go DefaultBlockedEnvVars: name → the first KServe release refusing it (#5340).
+KSERVE_BLOCKED_ENV: dict[str, tuple[int, int]] = {"PYTHONPATH": (0, 18)}
+OLDEST_KSERVE = (0, 15)  # the oldest release the stack supports (stackconfig/kserve.py)
+
+
+def kserve_blocked_env(version: tuple[int, int]) -> set[str]:
+    return {name for name, since in KSERVE_BLOCKED_ENV.items() if version >= since}
+
+
+def release(version: tuple[int, int]) -> str:
+    """(0, 18) → "0.18"."""
+    return ".".join(map(str, version))
+
+
 ISVC_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # kserve IsvcNameFmt
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")  # kserve constants.AutoscalerAllowedClassList
 HPA_METRICS = ("cpu", "memory")  # constants.AutoscalerAllowedHPAMetricsList
@@ -132,10 +150,12 @@ STANDARD_MODES = ("Standard", "RawDeployment")
 
 @dataclass(frozen=True)
 class ClusterAdmission:
-    """The cluster settings the webhooks read: Knative's `config-features` and `config-autoscaler`."""
+    """The cluster settings the webhooks read: Knative's `config-features` and `config-autoscaler`, KServe's
+    release."""
 
     knative_features: Mapping[str, str] = field(default_factory=lambda: dict(KNATIVE_FEATURE_DEFAULTS))
     allow_zero_initial_scale: bool = False  # config-autoscaler allow-zero-initial-scale (default false)
+    kserve_version: tuple[int, int] = OLDEST_KSERVE
 
     def admits(self, flag: str) -> bool:
         """The masks admit a field unless its flag is `disabled` (`allowed` needs a per-revision annotation,
@@ -144,7 +164,7 @@ class ClusterAdmission:
 
     def with_features(self, enabled: Iterable[str]) -> "ClusterAdmission":
         return ClusterAdmission({**self.knative_features, **{f: "enabled" for f in enabled}},
-                                self.allow_zero_initial_scale)
+                                self.allow_zero_initial_scale, self.kserve_version)
 
 
 @dataclass(frozen=True)
@@ -221,6 +241,9 @@ def _container_refusals(obj: str, path: str, c: Mapping, cluster: ClusterAdmissi
     for key in sorted(set(c) - CONTAINER_ALLOWED - KSERVE_MODEL_FIELDS):
         yield Refusal(obj, f"{path}.{key}", "fieldmask.go ContainerMask", "Knative never admits this container field")
     for i, env in enumerate(c.get("env") or []):
+        if (env or {}).get("name") in KNATIVE_RESERVED_ENV:
+            yield Refusal(obj, f"{path}.env[{i}].name", "k8s_validation.go validateEnvVar",
+                          f"{env['name']!r} is a reserved environment variable: Knative sets it in the revision")
         source = (env or {}).get("valueFrom") or {}
         for key in ("fieldRef", "resourceFieldRef"):
             if key in source and not cluster.admits("kubernetes.podspec-fieldref"):
@@ -303,6 +326,14 @@ def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping 
                           "initial-scale 0 needs allow-zero-initial-scale: true in knative-serving/"
                           "config-autoscaler; without it KServe drops the annotation and the revision starts at "
                           "min-scale")
+    blocked = kserve_blocked_env(cluster.kserve_version)
+    for path, c in _containers(pred):
+        for i, env in enumerate(c.get("env") or []):
+            name = (env or {}).get("name")
+            if name in blocked:
+                since = release(KSERVE_BLOCKED_ENV[name])
+                yield Refusal(obj, f"{path}.env[{i}].name", rule + "validateBlockedEnvVars",
+                              f"setting {name} is not allowed for security reasons (KServe {since} and later)")
     if isinstance(pred.get("model"), Mapping) and not pred["model"].get("runtime"):
         yield from _runtime_refusals(obj, pred["model"])
     if previous is not None:
