@@ -220,6 +220,11 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     startup = _probe(probes.section("startup"), ready_path, 10, startup_failures, 0, 5)
     readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
     liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)
+    for key, probe in (("startup", startup), ("readiness", readiness), ("liveness", liveness)):
+        if ready_path == "/health" and probe.path.startswith("/v2/"):
+            probes.problem(f"{key}.path", probe.path, f"expected a path {engine}'s own server answers, such as "
+                           "/health: it has no KServe v2 routes, so every probe would be a 404 and the pod never "
+                           "Ready")
     probes.done()
     # The kubelet's probe ticks run from the pod's admission, so the f-th failure can land one period early.
     budget = startup_budget(startup.initial_delay_s, startup.period_s, startup.failure_threshold)

@@ -129,6 +129,16 @@ def test_probes_ask_the_health_path_the_running_server_serves(runtime, model, ex
     assert _probe_paths(pred.get("model") or pred["containers"][0]) == expected
 
 
+@pytest.mark.parametrize("runtime", [{"engine": "tgi"}, {"engine": "vllm", "image": "vllm/vllm-openai:v0.11.0"}],
+                         ids=["tgi", "vllm-openai"])
+def test_a_v2_probe_path_on_a_custom_predictor_is_refused(runtime):
+    msg = _refused(_cfg(runtime, probes={"readiness": {"path": "/v2/health/ready"}}))
+    assert "services[0].probes.readiness.path: got '/v2/health/ready'; expected a path" in msg
+    assert "no KServe v2 routes" in msg
+    _parse(_cfg(runtime, probes={"readiness": {"path": "/health"}}))                    # control
+    _parse(_cfg({"engine": "vllm"}, probes={"readiness": {"path": "/v2/health/ready"}}))  # huggingfaceserver
+
+
 def test_kserve_huggingfaceserver_image_stays_on_the_serving_runtime():
     stack, svc = _parse(_cfg({"engine": "vllm", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}))
     pred = inference_service(stack, svc)["spec"]["predictor"]
