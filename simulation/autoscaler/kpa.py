@@ -61,6 +61,7 @@ class KpaDecider:
         self.spec = spec
         self.panic_time: float | None = None
         self.max_panic_pods = 0
+        # New: the scale-down-delay window is made once, from the first spec's delay.
         self.delay_window = MaxWindow(spec.scale_down_delay_s) if spec.scale_down_delay_s > 0 else None
         self.delay_in = 0   # the last desired scale recorded in the delay window
         # newAutoscaler: a decider created with more than one ready pod starts in panic, holding them.
@@ -69,8 +70,8 @@ class KpaDecider:
             self.max_panic_pods = ready_pods
 
     def update(self, spec: DeciderSpec) -> None:
-        if spec.scale_down_delay_s != self.spec.scale_down_delay_s:
-            self.delay_window = MaxWindow(spec.scale_down_delay_s) if spec.scale_down_delay_s > 0 else None
+        """`autoscaler.Update`: swaps the spec and nothing else. The delay window stays the one `New` made (kept
+        even if the new spec's delay differs or is 0; none is made for a decider created without a delay)."""
         self.spec = spec
 
     @property

@@ -6,6 +6,8 @@ rate 10, stable window 60 s, reachable; EBC compared with ±1 (`approxEquateInt3
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from validation.errors import Problem
@@ -91,6 +93,100 @@ def test_new_decider_with_ready_pods_starts_in_panic():
 def test_activation_scale():
     d = decider(10, 100, activation=3)
     expect_scale(d, 0.0, 1, 1, 1, 3)
+
+
+# -- autoscaler_test.go's step-by-step tests, named after them: (t, ready, stable, panic) -> desired, EBC as the
+# test's expectedEBC, and the panic time where the test checks it (None: out of panic; ANY: not checked).
+ANY = object()
+
+
+def expected_ebc(target: float, tbc: float, panic: float, ready: int) -> int:
+    return math.floor(target / 0.75 * ready - tbc - panic)
+
+
+STEPS = [
+    pytest.param(10, 101, [(0, 1, 50, 10, 5, ANY), (0, 1, 100, 10, 10, ANY)],
+                 id="AutoscalerStableModeIncreaseWithConcurrencyDefault"),
+    pytest.param(1, 98, [(0, 10, 11, 25, 25, 0), (30, 40, 30, 41, 41, 0), (62, 55, 50, 56, 50, None)],
+                 id="AutoscalerUnpanicAfterSlowIncrease"),
+    pytest.param(1, 98, [(0, 10, 11, 25, 25, 0), (30, 40, 30, 80, 80, 30)], id="AutoscalerExtendPanicWindow"),
+    pytest.param(10, 98, [(0, 8, 100, 100, 10, ANY), (0, 8, 50, 50, 5, ANY)], id="AutoscalerStableModeDecrease"),
+    pytest.param(10, 75, [(0, 1, 1, 0, 1, ANY), (0, 1, 0, 0, 0, ANY)], id="AutoscalerStableModeNoTrafficScaleToZero"),
+    pytest.param(1, 101, [(0, 1, 6, 6, 6, ANY), (0, 6, 36, 36, 36, 0), (1, 36, 216, 216, 216, 1),
+                          (1, 216, 1296, 1296, 1296, 1), (2, 1296, 1296, 1296, 1296, ANY)],
+                 id="AutoscalerPanicModeExponentialTrackAndStabilize"),
+    pytest.param(10, 93, [(0, 1, 100, 100, 10, ANY), (0, 10, 100, 1000, 100, 0), (30, 10, 1, 1, 100, 0),
+                          (61, 10, 1, 1, 1, None)], id="AutoscalerPanicThenUnPanicScaleDown"),
+    pytest.param(10, 61, [(0, 1, 1000, 1001, 10, ANY), (0, 10, 1000, 1001, 100, ANY)],
+                 id="AutoscalerRateLimitScaleUp"),
+    pytest.param(10, 61, [(0, 100, 1, 1, 10, ANY), (0, 10, 1, 1, 1, ANY)], id="AutoscalerRateLimitScaleDown"),
+    pytest.param(10, 81, [(0, 0, 1000, 888, 10, ANY)], id="AutoscalerUseOnePodAsMinimumIfEndpointsNotFound"),
+]
+
+
+@pytest.mark.parametrize("target,tbc,steps", STEPS)
+def test_autoscaler_steps(target, tbc, steps):
+    d = decider(target, tbc)
+    for now, ready, stable, panic, want, panic_time in steps:
+        r = d.scale(float(now), ready, stable, panic)
+        assert r.desired == want, f"t={now}: desired {r.desired}, want {want}"
+        assert abs(r.excess_burst_capacity - expected_ebc(target, tbc, panic, ready)) <= 1
+        if panic_time is not ANY:
+            assert d.panic_time == panic_time, f"t={now}"
+
+
+def test_autoscaler_update_target():
+    """TestAutoscalerUpdateTarget: the new spec's target and TBC apply from the next Scale."""
+    d = decider(10, 77)
+    assert d.scale(0.0, 1, 100, 101) == (10, expected_ebc(10, 77, 101, 1), True)
+    d.update(DeciderSpec(target_value=1, total_value=1 / 0.75, target_burst_capacity=71, panic_threshold=2.0,
+                         max_scale_up_rate=10, max_scale_down_rate=10, stable_window_s=60.0))
+    r = d.scale(0.0, 10, 100, 101)
+    assert r.desired == 100 and abs(r.excess_burst_capacity - expected_ebc(1, 71, 101, 10)) <= 1
+
+
+def delay_decider(delay: float) -> KpaDecider:
+    """The scale-down-delay tests' spec: target 10, no TBC, panic threshold 100 (never), rates 10."""
+    return KpaDecider(DeciderSpec(target_value=10, total_value=10, target_burst_capacity=0, panic_threshold=100,
+                                  max_scale_up_rate=10, max_scale_down_rate=10, stable_window_s=60.0,
+                                  scale_down_delay_s=delay, reachable=True))
+
+
+def test_autoscaler_scale_down_delay():
+    """TestAutoscalerScaleDownDelay, 5 min: "simple" then "gradual" on the same decider."""
+    d = delay_decider(300.0)
+    for now, load, want in [(2, 40, 4), (300, 0, 4), (302, 0, 0),                       # simple
+                            (540, 40, 4), (600, 30, 4), (660, 0, 4), (840, 0, 3), (900, 0, 0)]:   # gradual
+        expect_scale(d, float(now), 0, load, load, want)
+
+
+def test_autoscaler_scale_down_delay_not_reachable():
+    """TestAutoscalerScaleDownDelayNotReachable: once Update marks the revision unreachable the delay is dropped."""
+    from dataclasses import replace
+    d = delay_decider(300.0)
+    expect_scale(d, 2.0, 0, 40, 40, 4)
+    expect_scale(d, 60.0, 0, 0, 0, 4)
+    d.update(replace(d.spec, reachable=False))
+    expect_scale(d, 2.0, 0, 0, 0, 0)
+
+
+def test_autoscaler_scale_down_delay_zero():
+    """TestAutoscalerScaleDownDelayZero: no window, so a second Scale in the same interval scales down at once."""
+    d = delay_decider(0.0)
+    assert d.delay_window is None
+    expect_scale(d, 0.0, 0, 40, 40, 4)
+    expect_scale(d, 0.5, 0, 20, 20, 2)
+
+
+@pytest.mark.parametrize("ready, panics", [(0, False), (1, False), (2, True)])
+def test_start_in_panic_mode(ready, panics):
+    """TestStartInPanicMode: made with more than one Ready pod, the decider starts in panic holding them. (Knative
+    also sets maxPanicPods to 0 or 1 out of panic; unread until a panic begins, where the desired scale is >= 1.)"""
+    d = KpaDecider(DeciderSpec(target_value=100, total_value=120, target_burst_capacity=11, panic_threshold=2.2,
+                               max_scale_up_rate=10, max_scale_down_rate=10), ready_pods=ready, now=5.0)
+    assert d.in_panic is panics and d.panic_time == (5.0 if panics else None)
+    if panics:
+        assert d.max_panic_pods == ready
 
 
 def test_window_buckets_partial_and_gap():

@@ -65,19 +65,22 @@ def test_excess_burst_capacity(tbc, ready, panic, want):
     assert KpaDecider(spec(tbc=tbc)).scale(10.0, ready, 5.0, panic).excess_burst_capacity == want
 
 
-def test_update_replaces_the_spec_and_restarts_the_delay_window_only_when_the_delay_changes():
+def test_update_replaces_the_spec_and_keeps_the_delay_window_new_made():
+    """autoscaler.go: Update only swaps the spec; the delay window is the one New made from the first spec."""
     d = KpaDecider(spec(delay=10.0))
     assert d.scale(0.0, 5, 50.0, 50.0).desired == 5
-    d.update(spec(delay=10.0, target=5.0))          # same delay: the window (and its max of 5) is kept
-    assert d.spec.target_value == 5.0
+    window = d.delay_window
+    d.update(spec(delay=10.0, target=5.0))          # the target changes, the window (and its max of 5) stays
+    assert d.spec.target_value == 5.0 and d.delay_window is window
     assert d.scale(2.0, 5, 0.0, 0.0).desired == 5
-    d.update(spec(delay=0.0, target=5.0))           # delay removed: no window, the load decides at once
-    assert d.delay_window is None
-    assert d.scale(4.0, 5, 0.0, 0.0).desired == 0
-    d.update(spec(delay=30.0, target=5.0))          # a new delay: a fresh window
-    assert d.delay_window is not None and d.scale(6.0, 5, 10.0, 10.0).desired == 2
-    d.update(spec(delay=0.5, target=5.0))           # a sub-second delay is a delay too
-    assert d.delay_window is not None
+    d.update(spec(delay=0.0, target=5.0))           # a spec without a delay: New's window still holds the 5
+    assert d.delay_window is window
+    assert d.scale(4.0, 5, 0.0, 0.0).desired == 5
+    assert d.scale(12.0, 5, 0.0, 0.0).desired == 0  # ... until it scrolls out of New's 10 s
+    plain = KpaDecider(spec())
+    plain.update(spec(delay=30.0))                  # a decider made without a delay gets no window
+    assert plain.delay_window is None
+    assert plain.scale(0.0, 5, 50.0, 50.0).desired == 5 and plain.scale(2.0, 5, 0.0, 0.0).desired == 0
 
 
 # -- activator load balancing (pkg/activator/net/lb_policy.go) and stats ------------------------------------------
