@@ -4,12 +4,17 @@
   merged with the service's own arrivals (so the base traffic keeps its shape — gamma, trace …).
 - Rollout (Knative): a new revision starts at max(min-scale, initial-scale) pods through the cold-start pipeline,
   on the GPUs actually free (or new nodes up to the node group's max; otherwise Pending). The Route keeps
-  sending traffic to the old revision until the new one is Ready — the PodAutoscaler marks the scale target
-  initialized once `initial-scale` pods are ready (knative/serving `pkg/reconciler/autoscaling/kpa/kpa.go`),
-  then the Route points at it (`pkg/reconciler/route`). The old revision is then unreachable: its min-scale no
-  longer applies (`PodAutoscaler.ScaleBounds`), so its own KPA scales it down (stable window, scale-down-delay,
-  scale-to-zero grace). Not Ready within the progress deadline (`serving.knative.dev/progress-deadline`,
-  default 600 s, `pkg/deployment/config.go`) → the rollout failed; the old revision keeps serving.
+  sending traffic to the old revision until the new one is Ready: the PodAutoscaler marks the scale target
+  initialized once max(min-scale, initial-scale) pods are Ready (`pkg/reconciler/autoscaling/kpa/kpa.go`
+  computeActiveCondition with activeThreshold), only then is the revision's ResourcesAvailable, so Ready
+  (`pkg/apis/serving/v1/revision_lifecycle.go` PropagateAutoscalerStatus), and the Route points at it
+  (`pkg/reconciler/route`). The old revision, now only in the route's reserve, is Unreachable
+  (`pkg/reconciler/revision/resources/pa.go` reachability): its min-scale no longer applies
+  (`PodAutoscaler.ScaleBounds`) and its decider neither rate-limits a scale-down nor holds the scale-down-delay
+  (`pkg/autoscaler/scaling/autoscaler.go` Scale: maxScaleDown 0, the delay window only when Reachable), so its
+  own KPA scales it down after the stable window (scale-to-zero grace). Not Ready within the progress deadline
+  (`serving.knative.dev/progress-deadline`, default 600 s, `pkg/deployment/config.go`) → the rollout failed;
+  the old revision keeps serving.
   Simplifications: the new revision has the same settings as the old (a rollout of the config being deployed);
   Standard (RawDeployment) services roll with a Deployment's maxSurge, not modelled here.
 - Node loss: the instance behind the busiest ready node disappears. Its pods' in-flight work fails (502, as a
@@ -28,6 +33,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
+from simulation.autoscaler.loop import KpaLoop
 from simulation.clock import call_later
 from simulation.pod import GONE, TERMINATING
 from simulation.request import GATEWAY, UNAVAILABLE
@@ -181,7 +187,8 @@ class RolloutDriver:
     def _start(self) -> None:
         new = self.new = self.make_new()
         kpa = new.scenario.serving.kpa
-        self.need = max(1, kpa.initial_scale)
+        # kpa.go activeThreshold before the scale target is initialized: max(min-scale, initial-scale).
+        self.need = max(1, kpa.min_scale, kpa.initial_scale)
         self.log["new_pods"] = new.initial_replicas()
         new.start(add_nodes=False, warm=False)
         if hasattr(new.autoscaler, "reached_initial"):
@@ -198,6 +205,13 @@ class RolloutDriver:
             return
         self.log["ready_s"] = elapsed
         old.route = new
-        if old.autoscaler is not None and hasattr(old.autoscaler, "cfg"):
-            # Unreachable revision: min-scale no longer applies (PodAutoscaler.ScaleBounds).
-            old.autoscaler.cfg = replace(old.autoscaler.cfg, min_scale=0)
+        if isinstance(old.autoscaler, KpaLoop):
+            _unreachable(old.autoscaler)
+
+
+def _unreachable(loop: KpaLoop) -> None:
+    """The old revision's PA turns Unreachable: min-scale no longer applies (`PodAutoscaler.ScaleBounds`) and its
+    decider's spec says so (`autoscaler.Update`), which `Scale` reads; the loop's settled state is re-read."""
+    loop.cfg = replace(loop.cfg, min_scale=0)
+    loop.decider.update(replace(loop.decider.spec, reachable=False))
+    loop.quiet = None

@@ -62,7 +62,9 @@ class KpaLoop:
                            max_scale_up_rate=cfg.max_scale_up_rate, max_scale_down_rate=cfg.max_scale_down_rate,
                            stable_window_s=cfg.stable_window_s, scale_down_delay_s=cfg.scale_down_delay_s,
                            activation_scale=cfg.activation_scale, reachable=True)
-        self.decider = KpaDecider(spec, ready_pods=initial, now=0.0)
+        # newAutoscaler reads the Ready count when the decider is made: a warm start's pods (Ready at once, an
+        # autoscaler starting without metric history) → panic holding them; a new revision's none → no panic.
+        self.decider = KpaDecider(spec, ready_pods=len(sim.endpoints), now=self.env.now)
         self.stable = WindowBuckets(cfg.stable_window_s, cfg.bucket_s)
         self.panic = WindowBuckets(cfg.panic_window_s, cfg.bucket_s)
         self.want = initial
