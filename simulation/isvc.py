@@ -31,7 +31,7 @@ from validation.fields import Section
 from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
-from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, from_annotations
+from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, KPA_CLASS, from_annotations
 from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
 from simulation.autoscaler.keda import from_scaled_object
 from simulation.autoscaler.kserve_hpa import DEFAULT_CPU_UTILIZATION, kserve_hpa_target
@@ -175,16 +175,11 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
 
     kpa = AutoscalerConfig(container_concurrency=cc)
     hpa: HpaSpec | None = None
-    if mode == "Knative":
+    if mode == "Knative":   # KServe's fields over the ISVC's own annotations (SetAutoScalingAnnotations)
         kpa = from_annotations(annotations, cc, problems, f"{path}.metadata.annotations",
                                min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep,
                                max_scale=max_rep or None, target=scale_target, metric=scale_metric,
-                               check_bounds=False, cluster=cluster)
-        # kserve SetAutoScalingAnnotations writes min-scale from minReplicas (overriding an annotation).
-        from dataclasses import replace
-        kpa = replace(kpa, min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep)
-        if max_rep:
-            kpa = replace(kpa, max_scale=max_rep)   # likewise max-scale from a non-zero maxReplicas
+                               autoscaler_class=KPA_CLASS, check_bounds=False, cluster=cluster)
         for key, value in (("initial-scale", kpa.initial_scale), ("max-scale", kpa.max_scale)):
             if value > MAX_REPLICAS:   # from the annotation, else the cluster's config-autoscaler default
                 own = PREFIX + key in annotations
@@ -195,13 +190,13 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         if kpa.max_scale and kpa.min_scale > kpa.max_scale:
             problems.append(Problem(f"{pred.path}.minReplicas", kpa.min_scale,
                                     f"must not exceed the maximum ({kpa.max_scale}, from maxReplicas or max-scale)"))
+        # KServe (SetAutoScalingAnnotations) gives an ISVC without a class annotation the KPA class, so the
+        # cluster's pod-autoscaler-class never reaches its revision: only the ISVC's own annotation is refused here.
         if kpa.autoscaler_class == HPA_CLASS or kpa.metric in ("cpu", "memory"):
-            from_cluster = "autoscaling.knative.dev/class" not in annotations and kpa.autoscaler_class == HPA_CLASS
             problems.append(Problem(f"{path}.metadata.annotations[autoscaling.knative.dev/class]",
                                     kpa.autoscaler_class,
                                     "only the KPA is simulated in Knative mode (metric concurrency or rps); "
-                                    "use deploymentMode Standard for an HPA" + (" (the class is the cluster's "
-                                    "default, config-autoscaler pod-autoscaler-class)" if from_cluster else "")))
+                                    "use deploymentMode Standard for an HPA"))
         if kpa.metric == "rps" and kpa.target is not None and kpa.target < 1:
             problems.append(Problem(f"{pred.path}.scaleTarget", kpa.target, "rps target must be >= 1"))
     else:

@@ -151,7 +151,8 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
                      cluster: ClusterAutoscaler = CLUSTER_DEFAULT,
                      cluster_where: str = "the stack's knative.autoscaler or a scenario's config_autoscaler",
                      refuse_zero_initial_scale: bool = True) -> AutoscalerConfig:
-    """Overlay annotations (and KServe's translated fields passed as keywords) on the cluster's settings.
+    """Overlay annotations on the cluster's settings, and KServe's translated fields, passed as keywords, over both
+    (the class keyword only where no class annotation is set), as KServe writes them onto the revision.
 
     Annotation values are strings in Kubernetes (`"60s"`, `"3"`); numbers are accepted too. Every bad value
     becomes a Problem naming the annotation. Knative itself ignores an `autoscaling.knative.dev/*` key it does
@@ -213,6 +214,10 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
             bad(k, f"unknown autoscaling annotation; did you mean {PREFIX}{close[0]}?" if close else
                 "unknown autoscaling annotation")
 
+    # KServe's SetAutoScalingAnnotations (pkg/controller/v1alpha1/utils/utils.go) sets the class only where the
+    # ISVC has no class annotation, and writes scaleMetric, scaleTarget, minReplicas and a non-zero maxReplicas
+    # (the keywords) over its own metric, target, min-scale and max-scale annotations: those count, and are
+    # checked, only without them.
     cls = ann.get("class", autoscaler_class)
     if cls is not None:
         if cls not in (KPA_CLASS, HPA_CLASS):
@@ -220,12 +225,13 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
                 bad("class", f"expected {KPA_CLASS!r} or {HPA_CLASS!r}")
         else:
             upd["autoscaler_class"] = cls
-    m = ann.get("metric", metric)
+    own_metric = metric is None and "metric" in ann
+    m = ann["metric"] if own_metric else metric
     if m is not None:
         if m not in ("concurrency", "rps", "cpu", "memory"):
-            if "metric" in ann:
+            if own_metric:
                 bad("metric", "expected one of 'concurrency', 'rps', 'cpu', 'memory'")
-        elif "metric" in ann and upd.get("autoscaler_class", c.autoscaler_class) == KPA_CLASS and \
+        elif own_metric and upd.get("autoscaler_class", c.autoscaler_class) == KPA_CLASS and \
                 m not in ("concurrency", "rps"):
             # annotation_validation.go validateMetric: the KPA class scales on concurrency or rps only
             bad("metric", f"expected 'concurrency' or 'rps' with the {KPA_CLASS!r} class ('cpu' and 'memory' need "
@@ -234,9 +240,7 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
             upd["metric"] = m
     if upd.get("metric", c.metric) == "rps":  # target.go: only concurrency reads the ConfigMap's percentage
         upd["target_utilization"] = RPS_TARGET_UTILIZATION
-    t = number("target", lo=0.01)
-    if t is None:
-        t = target
+    t = number("target", lo=0.01) if target is None else target
     if t is not None:
         upd["target"] = float(t)
     v = number("target-utilization-percentage", lo=1, hi=100)
@@ -265,10 +269,10 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
     v = duration("scale-to-zero-pod-retention-period", 0.0, 3600.0)
     if v is not None:
         upd["scale_to_zero_pod_retention_s"] = v
-    v = number("min-scale", lo=0, integer=True)
-    upd["min_scale"] = int(v) if v is not None else (min_scale if min_scale is not None else c.min_scale)
-    v = number("max-scale", lo=0, integer=True)
-    explicit_max = int(v) if v is not None else max_scale
+    v = number("min-scale", lo=0, integer=True) if min_scale is None else min_scale   # KServe writes min-scale
+    upd["min_scale"] = int(v) if v is not None else c.min_scale
+    v = number("max-scale", lo=0, integer=True) if max_scale is None else max_scale   # ... and a non-zero max
+    explicit_max = int(v) if v is not None else None
     upd["max_scale"] = explicit_max if explicit_max is not None else c.max_scale
     limit = cluster.max_scale_limit
     if limit and explicit_max is not None and not 0 < explicit_max <= limit:

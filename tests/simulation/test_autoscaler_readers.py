@@ -259,8 +259,11 @@ def test_unknown_annotation_named_with_a_suggestion():
     assert [(p.path, p.allowed) for p in problems] == [(f"{PATH}[{P}zzzzzz]", "unknown autoscaling annotation")]
 
 
-def test_keywords_are_the_fallback_and_annotations_win():
-    """KServe's translated fields (minReplicas, maxReplicas, scaleTarget, scaleMetric, class) come in as keywords."""
+def test_keywords_override_the_annotations_kserve_writes_over():
+    """KServe's translated fields come in as keywords. SetAutoScalingAnnotations (kserve
+    pkg/controller/v1alpha1/utils/utils.go) writes scaleTarget, scaleMetric, minReplicas and a non-zero
+    maxReplicas over the ISVC's own annotations, so those are neither read nor checked; the class only where the
+    ISVC has no class annotation."""
     kw = dict(min_scale=2, max_scale=9, target=5.0, metric="rps", autoscaler_class=HPA_CLASS)
     c, problems = read({}, **kw)
     assert problems == [] and changed(c) == {"min_scale": 2, "max_scale": 9, "target": 5.0, "metric": "rps",
@@ -268,11 +271,16 @@ def test_keywords_are_the_fallback_and_annotations_win():
     ann = {P + "min-scale": "3", P + "max-scale": "8", P + "target": "6", P + "metric": "concurrency",
            P + "class": KPA_CLASS}
     c, problems = read(ann, **kw)
+    assert problems == [] and changed(c) == {"min_scale": 2, "max_scale": 9, "target": 5.0, "metric": "rps"}
+    c, problems = read(ann)                         # without KServe's fields the annotations count
     assert problems == [] and changed(c) == {"min_scale": 3, "max_scale": 8, "target": 6.0}
-    # A bad annotation is reported and the keyword (or the default) applies; a bad keyword is not the user's.
-    c, problems = read({P + "target": "0"}, target=4.0)
-    assert len(problems) == 1 and c.target == 4.0
-    c, problems = read({}, metric="latency", autoscaler_class="custom")
+    # An overwritten annotation never reaches Knative: not refused; without the keyword it is.
+    c, problems = read({P + "target": "0", P + "metric": "cpu", P + "min-scale": "-1"}, target=4.0,
+                       metric="concurrency", min_scale=1)
+    assert problems == [] and (c.target, c.metric, c.min_scale) == (4.0, "concurrency", 1)
+    c, problems = read({P + "target": "0"})
+    assert [p.path for p in problems] == [f"{PATH}[{P}target]"] and c.target is None
+    c, problems = read({}, metric="latency", autoscaler_class="custom")   # a bad keyword is not the user's
     assert problems == [] and changed(c) == {}
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulation.autoscaler.cluster_config import DEFAULT, HPA_CLASS, KEYS, _violations, parse_config_autoscaler
+from simulation.autoscaler.cluster_config import DEFAULT, HPA_CLASS, KEYS, KPA_CLASS, _violations, parse_config_autoscaler
 from simulation.autoscaler.config import AutoscalerConfig, from_annotations, from_cluster
 from validation.errors import InputError
 
@@ -183,13 +183,19 @@ def test_max_scale_limit_bounds_a_revisions_max_scale():
         assert [p.path for p in problems] == [f"svc[{P}max-scale]"] and "max-scale-limit (10)" in problems[0].allowed
 
 
-def test_a_cluster_default_hpa_class_is_named_in_the_refusal(scn):
+def test_a_cluster_default_hpa_class_never_reaches_a_kserve_revision(scn):
+    """KServe's SetAutoScalingAnnotations (pkg/controller/v1alpha1/utils/utils.go) gives an ISVC without a class
+    annotation the KPA class, so config-autoscaler's pod-autoscaler-class does not apply to it; the ISVC's own
+    hpa class annotation is still refused as not simulated in Knative mode."""
     from simulation import load_scenario
     mapping = {"inferenceService": scn.isvc(), "workload": {"kind": "poisson", "rate": 1}, "duration_s": 60,
                "config_autoscaler": {"pod-autoscaler-class": HPA_CLASS}}
+    assert load_scenario(mapping).serving.kpa.autoscaler_class == KPA_CLASS
+    own = {**mapping, "inferenceService": scn.isvc(annotations={"autoscaling.knative.dev/class": HPA_CLASS})}
     with pytest.raises(InputError) as err:
-        load_scenario(mapping)
-    assert "the cluster's default, config-autoscaler pod-autoscaler-class" in str(err.value)
+        load_scenario(own)
+    assert [(p.path, p.value) for p in err.value.problems] == [
+        ("inferenceService.metadata.annotations[autoscaling.knative.dev/class]", HPA_CLASS)]
 
 
 # -- scenarios ------------------------------------------------------------------------------------------------------

@@ -52,6 +52,17 @@ def test_scale_target_and_metric_are_translated():
     assert r.kpa.metric == "rps" and r.kpa.target_value == pytest.approx(35)
 
 
+def test_scale_target_and_metric_override_the_isvcs_own_annotations():
+    """KServe's SetAutoScalingAnnotations writes scaleTarget/scaleMetric over the ISVC's target/metric annotations;
+    without them the annotations count."""
+    ann = {"autoscaling.knative.dev/target": "4", "autoscaling.knative.dev/metric": "rps"}
+    s = ServingSpec.from_manifest(manifest({"containerConcurrency": 16, "scaleTarget": 8,
+                                            "scaleMetric": "concurrency"}, ann=ann))
+    assert (s.kpa.metric, s.kpa.target, s.kpa.target_value) == ("concurrency", 8.0, pytest.approx(5.6))
+    own = ServingSpec.from_manifest(manifest({"containerConcurrency": 16}, ann=ann))
+    assert (own.kpa.metric, own.kpa.target) == ("rps", 4.0)
+
+
 def test_mode_aliases():
     for alias, mode in [("Serverless", "Knative"), ("Knative", "Knative"), ("RawDeployment", "Standard"),
                         ("Standard", "Standard")]:
