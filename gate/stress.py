@@ -8,7 +8,7 @@ Every service of the stack runs in every scenario on the one GPU node group, so 
 | --- | --- | --- |
 | `steady` | the services' own workloads for `gate.durationS` | the `slo` itself |
 | `spike` | each service's traffic × `factor` (3) for `durationS` (120 s) from `atS` (120 s), at the same time (correlated spikes are the case that exhausts a shared node group) | latency limits × 2, rate limits as steady, no cold-start limit |
-| `rollout` | at `atS` (60 s) each Knative service's new revision starts at max(minReplicas, initial-scale) cold pods on the GPUs actually free, while the old one serves | as steady without the cold-start limit, and the new revision Ready within the progress deadline |
+| `rollout` | at `atS` (60 s) each Knative service's new revision starts at max(minReplicas, initial-scale) cold pods on the GPUs actually free, while the old one serves; the route moves once that many are Ready, and the old revision, unreachable, scales down (simulation/stress.py) | as steady without the cold-start limit, and the new revision Ready within the progress deadline |
 | `scaleFromZero` | services that may scale to zero (minReplicas 0, and `knative.autoscaler` leaves enable-scale-to-zero on) start at zero pods while their traffic arrives | as steady |
 | `nodeLoss` | at `atS` (120 s) the busiest GPU node disappears; the node group replaces it | latency limits × 2, rate limits × 10, no cold-start limit |
 
