@@ -127,26 +127,49 @@ fetch() {{
   held="" napping=""
   trap 'kill $napping 2>/dev/null; if [ -n "$held" ]; then rmdir "$held" 2>/dev/null; fi; exit 143' TERM INT
   until [ -f "$2/.complete" ]; do
-    if mkdir "$2.lock" 2>/dev/null; then
+    if err=$(mkdir "$2.lock" 2>&1); then
       held="$2.lock"
       rm -rf "$2.partial"
       {DOWNLOAD} "$1" "$2.partial" &
       pid=$!
       while kill -0 "$pid" 2>/dev/null; do touch -c "$2.lock"; nap 5; done
       if wait "$pid"; then
-        rm -rf "$2" && mv "$2.partial" "$2" && touch "$2/.complete"
+        rm -rf "$2" && mv "$2.partial" "$2" && touch "$2/.complete" ||
+          echo "prefetch: storing $1 in $2 failed; retrying in {RETRY_S} s" >&2
       else
         echo "prefetch: downloading $1 failed; retrying in {RETRY_S} s" >&2
       fi
       rmdir "$2.lock"
       held=""
       [ -f "$2/.complete" ] || nap {RETRY_S}
-    else
+    elif [ -d "$2.lock" ]; then
       find "$2.lock" -maxdepth 0 -mmin +{LOCK_STALE_MIN} -exec rmdir {{}} \\; 2>/dev/null
       nap 15
+    elif [ ! -f "$2/.complete" ]; then
+      echo "prefetch: cannot create the lock $2.lock ($err); retrying in {RETRY_S} s" >&2
+      nap {RETRY_S}
     fi
   done
 }}"""
+# The volume must be writable by the image's user (uid 1000) before anything waits on a lock: a `mkdir` of a lock
+# in a directory it cannot write fails like a lock another node holds, and every pod then napped for ever, silent,
+# until Pulumi's fill timeout. A root-owned share (a static EFS volume without an access point, a new FSx for
+# Lustre file system) is such a directory, and the pod's fsGroup would not help: the EFS and FSx CSIDrivers leave
+# fsGroupPolicy at its default, ReadWriteOnceWithFSType, under which the kubelet changes no ReadWriteMany volume's
+# ownership (aws-efs-csi-driver and aws-fsx-csi-driver deploy/kubernetes/base/csidriver.yaml). So the pod exits
+# non-zero (CrashLoopBackOff, the reason in its log) naming the mount, the uid and the fix. Dynamically
+# provisioned EFS (`provisioningMode: efs-ap`) passes: its access point makes every request as the access point's
+# POSIX user, who owns the root directory the driver creates (aws-efs-csi-driver docs/parameters.md).
+_WRITABLE = f"""if ! probe=$(mktemp -d {MOUNT}/.write-probe.XXXXXX 2>&1); then
+  echo "prefetch: cannot write the model cache volume mounted at {MOUNT}/ as uid $(id -u) gid $(id -g): $probe." \\
+    "Make its root directory writable by this user: a StorageClass with provisioningMode efs-ap (an EFS access" \\
+    "point with a POSIX user), a static EFS volume through an access point (volumeHandle fs-...::fsap-...) whose" \\
+    "POSIX user owns its directory, or chown the directory to $(id -u) once. Setting fsGroup does not help: the EFS" \\
+    "and FSx CSI drivers apply it to no ReadWriteMany volume" >&2
+  exit 1
+fi
+rmdir "$probe\""""
+
 # Once every model is complete the pod idles until it is deleted. It is PID 1 of its container, and the kernel
 # delivers a signal to a namespace's init only if it installed a handler for it (pid_namespaces(7)): an `exec
 # sleep` there ignored SIGTERM, so every rollout or drain waited out the full grace period before SIGKILL.
@@ -154,15 +177,17 @@ IDLE = "trap 'kill $napping 2>/dev/null; exit 0' TERM INT\nwhile :; do nap 3600;
 
 
 def prefetch_script(models: dict[str, str]) -> str:
-    """POSIX sh: fetch every missing model in parallel, each under a lock on the shared volume, mark it complete,
-    then idle until SIGTERM. Each fetch runs in its own subshell with its own TERM trap (a subshell does not
+    """POSIX sh: exit 1 with the fix in its log unless the volume is writable (`_WRITABLE`); then fetch every
+    missing model in parallel, each under a lock on the shared volume, mark it complete, and idle until SIGTERM.
+    A lock that cannot be created for another reason than another node's (no space left, an I/O error) is
+    logged and retried. Each fetch runs in its own subshell with its own TERM trap (a subshell does not
     inherit the parent's traps); the parent forwards TERM to them, so every held lock is released on pod deletion.
 
     The download is KServe's storage initializer (`initializer-entrypoint SRC DEST`, the image's ENTRYPOINT in
     kserve `python/storage-initializer.Dockerfile`; Debian slim, so dash, GNU find and coreutils are there).
     URIs and paths are shell-quoted: model names come from the stack's catalog.
     """
-    lines = [_FETCH, 'pids="" napping=""']
+    lines = [_FETCH, _WRITABLE, 'pids="" napping=""']
     lines += [f"fetch {shlex.quote(uri)} {shlex.quote(f'{MOUNT}/{name}')} &\npids=\"$pids $!\""
               for name, uri in models.items()]
     lines += ["trap 'kill -TERM $pids 2>/dev/null; wait; exit 143' TERM INT",

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,10 +36,10 @@ def _script(tmp_path: Path, downloader: str, models=MODELS, idle: bool = False) 
     return script if idle else script.replace(IDLE, "exit 0")
 
 
-def _start(script: str) -> subprocess.Popen:
+def _start(script: str, user: tuple[str, ...] = (), stderr=subprocess.PIPE) -> subprocess.Popen:
     """The script in its own process group (session), so `_stop` can end its background subshells and sleeps,
-    which would otherwise outlive a failed test and loop for ever."""
-    return subprocess.Popen(["sh", "-c", script], start_new_session=True, stderr=subprocess.PIPE, text=True)
+    which would otherwise outlive a failed test and loop for ever. `user` prefixes the command (`_as_image_user`)."""
+    return subprocess.Popen([*user, "sh", "-c", script], start_new_session=True, stderr=stderr, text=True)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -49,9 +50,9 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _run_bounded(script: str, timeout: float) -> tuple[int, str]:
+def _run_bounded(script: str, timeout: float, user: tuple[str, ...] = ()) -> tuple[int, str]:
     """(exit status, stderr); the whole process group is killed on timeout (TimeoutExpired) and afterwards."""
-    proc = _start(script)
+    proc = _start(script, user)
     try:
         _, err = proc.communicate(timeout=timeout)
         return proc.returncode, err
@@ -91,6 +92,59 @@ def test_breaks_a_stale_lock_but_waits_for_a_fresh_one(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):  # a live holder's lock is respected
         _run_bounded(_script(tmp_path, "exit 0", {"n": "hf://a/b"}), timeout=1)
     assert fresh.is_dir()
+
+
+def _as_image_user() -> tuple[str, ...]:
+    """The storage initializer image's user (uid 1000) when the tests run as root, which writes anywhere."""
+    if os.geteuid() != 0:
+        return ()
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv to drop root")
+    return ("setpriv", "--reuid=1000", "--regid=1000", "--clear-groups")
+
+
+def test_exits_naming_the_fix_when_the_volume_is_not_writable(tmp_path):
+    """A root-owned share (a static EFS volume without an access point, FSx for Lustre) mounted for uid 1000: every
+    lock `mkdir` failed like a lock another node holds, and the pod napped for ever without a word (review: `pulumi
+    up` died at the fill timeout with no hint). Now it exits 1 at once, naming the mount, the uid and the fix."""
+    user = _as_image_user()
+    volume = Path(tempfile.mkdtemp(dir="/tmp"))  # tmp_path's parents are closed to uid 1000 under root
+    try:
+        cache = volume / "cache"
+        cache.mkdir()
+        volume.chmod(0o755)
+        cache.chmod(0o755 if user else 0o555)  # root-owned 755 (under root), else read-only to its owner
+        script = prefetch_script({"m": "hf://a/b"}).replace(DOWNLOAD, "true").replace(f"{MOUNT}/", f"{cache}/")
+        status, stderr = _run_bounded(script.replace(IDLE, "exit 0"), timeout=10, user=user)
+        assert status == 1, stderr
+        uid = 1000 if user else os.geteuid()
+        assert f"cannot write the model cache volume mounted at {cache}/ as uid {uid}" in stderr, stderr
+        assert "mktemp: " in stderr and "efs-ap" in stderr and "access point" in stderr, stderr
+        assert list(cache.iterdir()) == []  # no lock taken
+    finally:
+        cache.chmod(0o755)
+        shutil.rmtree(volume)
+
+
+def test_a_lock_that_cannot_be_created_is_logged_and_retried(tmp_path):
+    """`mkdir` of a lock failing for another reason than a live lock (here a plain file in its place; no space
+    left, an I/O error) was taken for another node's lock, and the stale-lock rule cannot remove it: a silent
+    wait for ever. Now each attempt logs the error and retries."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "m.lock").write_text("")
+    log = tmp_path / "stderr"
+    with log.open("w") as err:
+        proc = _start(_script(tmp_path, "exit 0", {"m": "hf://a/b"}), stderr=err)
+    try:
+        deadline = time.time() + 10
+        while log.read_text().count("cannot create the lock") < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        text = log.read_text()
+        assert text.count(f"prefetch: cannot create the lock {tmp_path}/cache/m.lock (mkdir: ") >= 2, text
+        assert f"retrying in {RETRY_S} s" in text, text
+        assert proc.poll() is None  # still retrying
+    finally:
+        _stop(proc)
 
 
 def test_sigterm_releases_the_lock(tmp_path):
