@@ -50,7 +50,7 @@ class Mocks(pulumi.runtime.Mocks):
         if args.token == "aws:eks/getCluster:getCluster":
             name = args.args["name"]
             return {"name": name, "endpoint": f"https://{name}.eks.example.test",
-                    "certificateAuthorities": [{"data": FAKE_CA}], "version": "1.31"}
+                    "certificateAuthorities": [{"data": FAKE_CA}], "version": "1.36"}
         raise NotImplementedError(f"the mocks do not answer invoke {args.token!r}; add it to offline/__init__.py")
 
 

@@ -63,14 +63,32 @@ def parse_cluster(sec: Section, project: str) -> ClusterConfig:
     return out
 
 
+# cluster.kubernetesVersion: the schema version every manifest is validated against (kubernetes-validate ships
+# 1.25-1.37), so it should be the cluster's. Knative Serving's controllers and webhooks refuse to start on an older
+# API server (knative/pkg version/version.go, CheckMinimumVersion): v1.32.0 on release-1.19 and -1.20, v1.33.0 on
+# release-1.21, v1.34.0 on release-1.22 and -1.23. The stack supports Knative 1.2x, and records no Knative version,
+# so 1.32 is the floor; EKS has also ended every older version (1.31's extended support ended 26 November 2026).
+# The default is the newest EKS version verified: 1.36 (on EKS since June 2026, standard support to August 2027;
+# amazon-eks-ami v20260714 builds 1.36 AMIs). 1.37 is accepted, as kubernetes-validate has its schemas.
+KUBERNETES_VERSIONS = [f"1.{v}" for v in range(32, 38)]
+DEFAULT_KUBERNETES_VERSION = "1.36"
+KNATIVE_MINIMUM = "1.32 for Knative Serving 1.19 and 1.20, 1.33 for 1.21, 1.34 for 1.22 and 1.23"
+
+
 def _kubernetes_version(sec: Section) -> str:
-    versions = [f"1.{v}" for v in range(28, 38)]
+    allowed = ", ".join(repr(v) for v in KUBERNETES_VERSIONS)
     raw = sec.raw("kubernetesVersion")
     if isinstance(raw, float):  # YAML reads 1.30 as the number 1.3
-        sec.problem("kubernetesVersion", raw, "expected a quoted version string, one of "
-                    + ", ".join(repr(v) for v in versions) + ' (quote it: YAML reads 1.30 as 1.3)')
-        return "1.31"
-    return sec.choice("kubernetesVersion", versions, "1.31")
+        sec.problem("kubernetesVersion", raw, f"expected a quoted version string, one of {allowed} (quote it: "
+                    "YAML reads 1.30 as 1.3)")
+        return DEFAULT_KUBERNETES_VERSION
+    if isinstance(raw, str) and re.fullmatch(r"1\.(\d+)", raw) and int(raw[2:]) < 32:
+        sec.problem("kubernetesVersion", raw, f"expected one of {allowed}: Knative's controllers refuse to start "
+                    f"on Kubernetes {raw} (knative/pkg version/version.go, minimum Kubernetes version "
+                    f"{KNATIVE_MINIMUM}), and EKS no longer runs it (1.31's extended support ended 26 November "
+                    "2026). Upgrade the cluster and set its version here")
+        return DEFAULT_KUBERNETES_VERSION
+    return sec.choice("kubernetesVersion", KUBERNETES_VERSIONS, DEFAULT_KUBERNETES_VERSION)
 
 
 def _taints(sec: Section) -> list[Taint]:

@@ -57,7 +57,7 @@ def crd_errors(manifest: dict) -> list[tuple[str, str]]:
             for e in sorted(_crd_validator(crd).iter_errors(manifest), key=lambda e: list(map(str, e.absolute_path)))]
 
 
-def validation_errors(manifest: dict, kubernetes_version: str = "1.31") -> list[str]:
+def validation_errors(manifest: dict, kubernetes_version: str = "1.36") -> list[str]:
     """Every schema violation of one manifest, as readable lines (empty when valid)."""
     manifest = normalise(manifest)
     meta = manifest.get("metadata")
