@@ -25,7 +25,9 @@ class ModelCacheArgs:
 class ModelCache(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("kserve-preflight:infra:ModelCache", name, {}, opts)
-        # Hundreds of GB of downloaded weights: never deleted by a `pulumi destroy` or a replace. The size is the
+        # Hundreds of GB of downloaded weights: never deleted by a `pulumi destroy` or a replace, so `enabled: false`
+        # and a new pvcName, storageClass or namespace stop at `pulumi preview` until the claim is unprotected in
+        # the state (docs/deploying.md §9; the program cannot see the old config to warn). The size is the
         # claim's at creation: the API server refuses a smaller request on a bound claim, and a larger one unless the
         # StorageClass has allowVolumeExpansion (PersistentVolumeClaimResize admission); EFS ignores it. So a later
         # `modelCache.sizeGib` edit would only fail `pulumi up`: grow a claim by hand (README, `modelCache`).
