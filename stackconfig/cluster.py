@@ -70,7 +70,8 @@ def parse_cluster(sec: Section, project: str) -> ClusterConfig:
 # so 1.32 is the floor; EKS has also ended every older version (1.31's extended support ended 26 November 2026).
 # The default is the newest EKS version verified: 1.36 (on EKS since June 2026, standard support to August 2027;
 # amazon-eks-ami v20260714 builds 1.36 AMIs). 1.37 is accepted, as kubernetes-validate has its schemas.
-KUBERNETES_VERSIONS = [f"1.{v}" for v in range(32, 38)]
+KNATIVE_FLOOR_MINOR = 32  # Kubernetes 1.32: the oldest any Knative 1.2x starts on
+KUBERNETES_VERSIONS = [f"1.{v}" for v in range(KNATIVE_FLOOR_MINOR, 38)]
 DEFAULT_KUBERNETES_VERSION = "1.36"
 KNATIVE_MINIMUM = "1.32 for Knative Serving 1.19 and 1.20, 1.33 for 1.21, 1.34 for 1.22 and 1.23"
 
@@ -82,7 +83,7 @@ def _kubernetes_version(sec: Section) -> str:
         sec.problem("kubernetesVersion", raw, f"expected a quoted version string, one of {allowed} (quote it: "
                     "YAML reads 1.30 as 1.3)")
         return DEFAULT_KUBERNETES_VERSION
-    if isinstance(raw, str) and re.fullmatch(r"1\.(\d+)", raw) and int(raw[2:]) < 32:
+    if isinstance(raw, str) and re.fullmatch(r"1\.(\d+)", raw) and int(raw[2:]) < KNATIVE_FLOOR_MINOR:
         sec.problem("kubernetesVersion", raw, f"expected one of {allowed}: Knative's controllers refuse to start "
                     f"on Kubernetes {raw} (knative/pkg version/version.go, minimum Kubernetes version "
                     f"{KNATIVE_MINIMUM}), and EKS no longer runs it (1.31's extended support ended 26 November "
