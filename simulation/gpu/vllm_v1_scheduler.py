@@ -104,8 +104,8 @@ class V1Scheduler:
         q = (cap - (len(running) - 1) * half - used) // new
         if q < k:
             k = q
-        if k < 1:
-            k = 1
+        if k < 1 or preempted and waiting:
+            k = 1  # the queue is closed only in the step that preempted (`if not preempted_reqs:`): replan after it
         self._start(k, chunks, n_dec, budget > 0 and len(running) < self._seats and not waiting)
 
     def _plan_decode(self) -> bool:
