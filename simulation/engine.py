@@ -21,7 +21,8 @@ from typing import Any, Callable
 import simpy
 
 from simulation.activator import Activator
-from simulation.autoscaler.loop import HpaLoop, KpaLoop
+from simulation.autoscaler.hpa_loop import HpaLoop
+from simulation.autoscaler.loop import KpaLoop
 from simulation.client import Client
 from simulation.clock import call_later, run_until
 from simulation.cluster import Cluster

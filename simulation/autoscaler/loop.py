@@ -1,4 +1,4 @@
-"""The SimPy side of the autoscalers: KPA scrape (1 s) + tick (2 s) + PA reconcile, and the HPA sync (15 s).
+"""The SimPy side of the KPA: scrape (1 s) + tick (2 s) + PA reconcile.
 
 KPA (knative/serving, reference knative-kserve.md §1–§3):
 - scrape every 1 s (`metrics/collector.go: scrapeTickInterval`) of the ready pods, sampling
@@ -24,12 +24,7 @@ time at or after the next event anywhere (`_past_idle`: nothing can move before 
 events of the same instant. `EAGER` is the reference for all of these
 (an event per scrape, every tick in full). Simplified: scrapes land on whole seconds of the clock (Knative's
 ticker has an arbitrary phase).
-
-HPA (kubernetes, `horizontal.go`): every 15 s, per-pod metric over the last sync period (cpu = the cores a GPU
-server uses, ~1 busy, 0.1 idle, over its CPU request — `HpaSpec.cpu_percent`, so a 4-core request peaks near
-27 % and an 80 % target is never reached; concurrency = mean in-flight requests), then
-`HpaCalculator` (tolerance, stabilization windows, behavior policies). A KEDA ScaledObject's HPA reads the
-trigger's query on Prometheus' scraped samples instead (`prometheus.py`), as an External metric.
+The HPA's sync loop is `hpa_loop.py`.
 """
 
 from __future__ import annotations
@@ -38,13 +33,10 @@ import math
 from typing import Any
 
 from simulation.autoscaler.aggregation import WindowBuckets, add_pair
-from simulation.autoscaler.hpa import HpaCalculator
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
-from simulation.autoscaler.prometheus import PrometheusScraper
 from simulation.autoscaler.quiet import settled, signature, skip_bookkeeping
 from simulation.autoscaler.sampling import sample_size, sorted_sample
 from simulation.clock import Recurring, call_later, grid_loops
-from simulation.pod import PENDING, STARTING
 
 _SAMPLE = [sample_size(n) for n in range(1024)]
 _floor, _ceil = math.floor, math.ceil
@@ -367,37 +359,3 @@ class KpaLoop:
             return 0, True
         return 0, False
 
-
-class HpaLoop:
-    """The HPA controller's sync every period (`--horizontal-pod-autoscaler-sync-period`, 15 s). A KEDA
-    ScaledObject's HPA reads the trigger's query on Prometheus' samples (`prometheus.py`); a plain HPA reads the
-    pods' load over the last period directly (its adapter's or metrics-server's own lag is not modelled)."""
-
-    def __init__(self, sim: Any, spec: Any) -> None:
-        self.sim = sim
-        self.env = sim.env
-        self.spec = spec
-        self.calc = HpaCalculator(spec)
-        self.prometheus = PrometheusScraper(sim, spec.keda) if spec.keda is not None else None
-        self.env.process(self._loop())
-
-    def _loop(self):
-        env = self.env
-        period = self.spec.sync_period_s
-        while True:
-            yield env.timeout(period)
-            sim = self.sim
-            if self.prometheus is not None:   # horizontal.go computeStatusForExternalMetric (AverageValue)
-                raw = self.calc.replicas_for_external(sim.n_live, self.prometheus.read(env.now))
-                sim.set_replicas(self.calc.decide(env.now, sim.replicas, raw))
-                continue
-            pods = sim.endpoints
-            ready = len(pods)
-            unready = sum(1 for p in sim.pods if p.state in (PENDING, STARTING))   # groupPods: Pending → unready
-            if self.spec.metric == "cpu":
-                total = sum(self.spec.cpu_percent(p.scrape(period)[1]) for p in pods)
-            else:
-                total = sum(p.scrape(period)[0] for p in pods)
-            cur = sim.replicas
-            raw = self.calc.replicas_for_metric(cur, ready, unready, total) if ready else cur
-            sim.set_replicas(self.calc.decide(env.now, cur, raw))

@@ -31,7 +31,7 @@ def test_loop_counts_pods_waiting_for_a_node_as_unready():
     # groupPods: a Pending pod is unready (0 usage when scaling up), like one that is starting.
     import simpy
 
-    from simulation.autoscaler.loop import HpaLoop
+    from simulation.autoscaler.hpa_loop import HpaLoop
     from simulation.pod import PENDING, READY, STARTING
 
     class FakePod:

@@ -11,7 +11,7 @@ import simpy
 
 from simulation.autoscaler.hpa import HpaCalculator, HpaSpec
 from simulation.autoscaler.keda import PrometheusMetric
-from simulation.autoscaler.loop import HpaLoop
+from simulation.autoscaler.hpa_loop import HpaLoop
 from simulation.clock import call_later
 from simulation.pod import READY
 
