@@ -45,7 +45,7 @@ class ClusterAutoscaler:
     container_concurrency_target_fraction: float = 0.70   # container-concurrency-target-percentage 70
     container_concurrency_target_default: float = 100.0
     rps_target_default: float = 200.0
-    target_burst_capacity: float = 211.0
+    target_burst_capacity: float = 211.0   # 211, not 200 (commit b6e6baa6, knative#12774)
     panic_window_percentage: float = 10.0
     activator_capacity: float = 100.0
     panic_threshold_percentage: float = 200.0

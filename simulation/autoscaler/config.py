@@ -39,28 +39,29 @@ CLUSTER_ONLY = ("max-scale-up-rate", "max-scale-down-rate")
 class AutoscalerConfig:
     """Knative KPA settings for one revision (defaults = `defaultConfig()`)."""
 
-    autoscaler_class: str = KPA_CLASS
+    # The cluster-wide settings default to config-autoscaler's defaults (`ClusterAutoscaler`, stated once there).
+    autoscaler_class: str = CLUSTER_DEFAULT.pod_autoscaler_class
     metric: str = "concurrency"                 # concurrency | rps
     container_concurrency: int = 0              # revision CC (0 = unlimited)
     target: float | None = None                 # annotation `target` (None = default)
-    target_utilization: float = 0.70            # container-concurrency-target-percentage 70
-    container_concurrency_target_default: float = 100.0
-    rps_target_default: float = 200.0
-    target_burst_capacity: float = 211.0        # TBC 211 (not 200; commit b6e6baa6, knative#12774)
-    stable_window_s: float = 60.0
-    panic_window_percentage: float = 10.0       # → 6 s
-    panic_threshold_percentage: float = 200.0
-    max_scale_up_rate: float = 1000.0
-    max_scale_down_rate: float = 2.0
-    scale_to_zero_grace_period_s: float = 30.0
-    scale_to_zero_pod_retention_s: float = 0.0
-    scale_down_delay_s: float = 0.0
-    initial_scale: int = 1
-    allow_zero_initial_scale: bool = False
-    min_scale: int = 0
-    max_scale: int = 0                          # 0 = unlimited
+    target_utilization: float = CLUSTER_DEFAULT.container_concurrency_target_fraction
+    container_concurrency_target_default: float = CLUSTER_DEFAULT.container_concurrency_target_default
+    rps_target_default: float = CLUSTER_DEFAULT.rps_target_default
+    target_burst_capacity: float = CLUSTER_DEFAULT.target_burst_capacity
+    stable_window_s: float = CLUSTER_DEFAULT.stable_window_s
+    panic_window_percentage: float = CLUSTER_DEFAULT.panic_window_percentage
+    panic_threshold_percentage: float = CLUSTER_DEFAULT.panic_threshold_percentage
+    max_scale_up_rate: float = CLUSTER_DEFAULT.max_scale_up_rate
+    max_scale_down_rate: float = CLUSTER_DEFAULT.max_scale_down_rate
+    scale_to_zero_grace_period_s: float = CLUSTER_DEFAULT.scale_to_zero_grace_period_s
+    scale_to_zero_pod_retention_s: float = CLUSTER_DEFAULT.scale_to_zero_pod_retention_s
+    scale_down_delay_s: float = CLUSTER_DEFAULT.scale_down_delay_s
+    initial_scale: int = CLUSTER_DEFAULT.initial_scale
+    allow_zero_initial_scale: bool = CLUSTER_DEFAULT.allow_zero_initial_scale
+    min_scale: int = CLUSTER_DEFAULT.min_scale
+    max_scale: int = CLUSTER_DEFAULT.max_scale  # 0 = unlimited
     activation_scale: int = 1
-    enable_scale_to_zero: bool = True
+    enable_scale_to_zero: bool = CLUSTER_DEFAULT.enable_scale_to_zero
     tick_interval_s: float = 2.0                # multiscaler.go tickInterval
     progress_deadline_s: float = DEFAULT_PROGRESS_DEADLINE_S   # serving.knative.dev/progress-deadline
     bucket_s: float = 1.0                       # fixed: not a Knative setting (no annotation sets it)

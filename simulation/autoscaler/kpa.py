@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from simulation.autoscaler.aggregation import MaxWindow
+from simulation.autoscaler.cluster_config import DEFAULT as _K
 
 _ceil, _floor = math.ceil, math.floor   # both return int
 
@@ -34,12 +35,12 @@ class DeciderSpec:
 
     target_value: float
     total_value: float
-    target_burst_capacity: float = 211.0
-    panic_threshold: float = 2.0
-    max_scale_up_rate: float = 1000.0
-    max_scale_down_rate: float = 2.0
-    stable_window_s: float = 60.0
-    scale_down_delay_s: float = 0.0
+    target_burst_capacity: float = _K.target_burst_capacity   # Knative's defaultConfig(), stated once there
+    panic_threshold: float = _K.panic_threshold_percentage / 100.0
+    max_scale_up_rate: float = _K.max_scale_up_rate
+    max_scale_down_rate: float = _K.max_scale_down_rate
+    stable_window_s: float = _K.stable_window_s
+    scale_down_delay_s: float = _K.scale_down_delay_s
     activation_scale: int = 1
     reachable: bool = True
 

@@ -258,3 +258,28 @@ def test_any_config_autoscaler_parses_or_names_its_problems(data):
     # The patch's data, read back as the cluster would, is the same cluster: what is simulated is what is applied.
     again, problems = read(c.data())
     assert problems == [] and again == c
+
+
+def test_every_cluster_setting_reaches_a_revision_without_annotations():
+    """`from_cluster` copies each per-revision config-autoscaler field by hand: a field it drops would silently
+    leave a stack's `knative.autoscaler` value unsimulated (e.g. the cluster-only max-scale-down-rate)."""
+    import dataclasses
+
+    from simulation.autoscaler.cluster_config import ClusterAutoscaler
+    from simulation.autoscaler.config import AutoscalerConfig, from_cluster
+
+    renamed = {"pod_autoscaler_class": "autoscaler_class", "container_concurrency_target_fraction": "target_utilization"}
+    not_per_revision = {"activator_capacity", "max_scale_limit", "given"}
+    base = ClusterAutoscaler()
+    checked = 0
+    for f in dataclasses.fields(ClusterAutoscaler):
+        if f.name in not_per_revision:
+            continue
+        v = getattr(base, f.name)
+        new = (not v) if isinstance(v, bool) else (v + 7 if isinstance(v, (int, float)) else "hpa.autoscaling.knative.dev")
+        got = from_cluster(dataclasses.replace(base, **{f.name: new}), 1)
+        assert getattr(got, renamed.get(f.name, f.name)) == new, f.name
+        checked += 1
+    assert checked == 18
+    # …and a revision's defaults are the cluster's defaults (one statement of Knative's defaultConfig()).
+    assert from_cluster(base, 1) == AutoscalerConfig(container_concurrency=1)
