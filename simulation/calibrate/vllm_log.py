@@ -26,7 +26,7 @@ from typing import Any
 from catalog import GIB, Gpu, Model
 from simulation.gpu.memory import (BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, kv_bytes_per_token,
                                    profile_activation_bytes, vllm_budget)
-from simulation.gpu.vllm import batch_defaults
+from simulation.gpu.vllm_spec import batch_defaults
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 _PATTERNS = {

@@ -7,7 +7,8 @@ from simulation.gpu.llm_engine import LlmSpec
 from simulation.gpu.server_common import OOM_REASON, new_stats
 from simulation.gpu.tgi import TgiEngine, TgiServer, TgiSpec
 from simulation.gpu.triton import TritonServer, TritonSpec
-from simulation.gpu.vllm import VllmServer, VllmSpec
+from simulation.gpu.vllm import VllmServer
+from simulation.gpu.vllm_spec import VllmSpec
 from simulation.gpu.vllm_v0 import VllmV0Engine
 from simulation.gpu.vllm_v1 import VllmV1Engine
 

@@ -30,7 +30,8 @@ from typing import Any
 from validation.defaults import TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
 from validation.fields import Section
 from simulation.gpu.memory import vllm_budget
-from simulation.gpu.vllm import VllmServer, VllmSpec
+from simulation.gpu.vllm import VllmServer
+from simulation.gpu.vllm_spec import VllmSpec
 from simulation.gpu.vllm_v1 import VllmV1Engine
 from simulation.server import ModelServer, register_server
 

@@ -5,60 +5,21 @@ per step, chunked prefill, per-step KV blocks, preemption by recompute (`vllm_v1
 the V0 scheduler without chunked prefill, for users still on an older vLLM or `VLLM_USE_V1=0`
 (`vllm_v0.py`: whole-request KV reservation at admission, prefill passes alone, no preemption).
 
-Defaults by GPU class (`vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults`, OpenAI API server):
-a GPU with ≥ 70 GiB that is not an A100 (H100, H200) gets `max_num_batched_tokens` 8192 and `max_num_seqs`
-1024; others 2048 and 256. V0 keeps 256 and max(max_model_len, 2048). vLLM refuses a budget below
-`max_num_seqs` (`SchedulerConfig` validation), and so does this reader.
+Defaults by GPU class and the OpenAI server's 400s: `vllm_spec.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from catalog import Gpu
 from validation.fields import Section
-from simulation.gpu.llm_engine import LlmSpec, llm_common
-from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, VllmBudget, vllm_budget
-from simulation.gpu.server_common import BAD_REQUEST, model_name
+from simulation.gpu.llm_engine import llm_common
+from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, vllm_budget
+from simulation.gpu.server_common import model_name
+from simulation.gpu.vllm_spec import SCHEDULERS, VllmSpec, batch_defaults
+from simulation.gpu.vllm_v0 import VllmV0Engine
+from simulation.gpu.vllm_v1 import VllmV1Engine
 from simulation.server import ModelServer, register_server
-
-SCHEDULERS = ("v1", "v0")
-
-
-@dataclass(frozen=True)
-class VllmSpec(LlmSpec):
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
-    max_model_len: int = 0  # 0 → the model's max_context
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 0  # tokens per step (v1) / per prefill pass (v0); 0 → the version's default
-    block_size: int = BLOCK_SIZE
-    activation_gib: float | None = None  # measured profile peak; None → the prior from the model's shape
-    overhead_gib: float | None = None  # measured non-torch memory; None → the prior
-    cuda_graph_gib: float = 0.0  # CUDA-graph memory, for versions that reserve it before the KV cache
-    scheduler: str = "v1"
-    prefix_cache_hit_ratio: float = 0.0  # share of each prompt found in the prefix cache (v1)
-    budget: VllmBudget | None = None  # derived
-
-
-def batch_defaults(gpu: Gpu, scheduler: str, max_model_len: int) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) the vLLM version picks on this GPU when not given."""
-    if scheduler == "v0":
-        return max(max_model_len, 2048), 256
-    if gpu.memory_gib >= 70 and "a100" not in gpu.name.lower():
-        return 8192, 1024
-    return 2048, 256
-
-
-def check_request(server: Any, request: Any) -> int | None:
-    """The OpenAI server's 400s: the caps, and prompt + max_tokens above `max_model_len`."""
-    spec = server.spec
-    if ((spec.max_input_tokens is not None and request.input_tokens > spec.max_input_tokens)
-            or (spec.max_new_tokens is not None and request.output_tokens > spec.max_new_tokens)
-            or request.input_tokens + request.output_tokens > spec.max_model_len):
-        server.stats["rejected_400"] += 1
-        return BAD_REQUEST
-    return None
 
 
 @register_server
@@ -68,8 +29,6 @@ class VllmServer(ModelServer):
     kind = "vllm"
 
     def __new__(cls, env: Any, pod: Any, spec: VllmSpec, rng: Any) -> Any:
-        from simulation.gpu.vllm_v0 import VllmV0Engine
-        from simulation.gpu.vllm_v1 import VllmV1Engine
         engine = VllmV0Engine if spec.scheduler == "v0" else VllmV1Engine
         return engine(env, pod, spec, rng)
 

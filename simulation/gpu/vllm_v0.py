@@ -9,7 +9,7 @@ from typing import Any
 from simulation.gpu.llm_engine import LlmServer, Seq
 from simulation.gpu.memory import blocks_for, kv_tokens_held
 from simulation.gpu.roofline import decode_step_time, prefill_time
-from simulation.gpu.vllm import VllmSpec, check_request
+from simulation.gpu.vllm_spec import VllmSpec, check_request
 
 
 class VllmV0Engine(LlmServer):

@@ -29,7 +29,7 @@ from typing import Any
 
 from simulation.gpu.roofline import StepCost
 from simulation.gpu.server_common import OK, Tick, new_stats, schedule_tick
-from simulation.gpu.vllm import VllmSpec, check_request
+from simulation.gpu.vllm_spec import VllmSpec, check_request
 from simulation.gpu.vllm_v1_scheduler import DECODING, PREFILLING, WAITING, V1Scheduler
 from simulation.server import ModelServer, OnDone
 
