@@ -108,7 +108,7 @@ class Report:
         if la["count"] and la["count"] != lat["count"]:
             t.add_row("latency p50/p95/p99 (s), all requests", f"{la['p50']:.3f} / {la['p95']:.3f} / {la['p99']:.3f}")
             tt = d["ttfb_s"]
-            t.add_row("time to first byte p50/p99 (s)", f"{tt['p50']:.3f} / {tt['p99']:.3f}")
+            t.add_row("time to first byte p50/p99 (s)", f"{_fmt(tt['p50'])} / {_fmt(tt['p99'])}")
         t.add_row("attempts (retries)", f"{d['attempts']['count']} ({d['attempts']['retries']})")
         t.add_row("cold starts / pod restarts", f"{d['cold_starts']} / {d['pod_restarts']}")
         cs, cens = d["cold_start_s"], d["cold_start_censored"]
@@ -124,6 +124,11 @@ class Report:
         if st.get("preemptions") or st.get("oom_events"):
             t.add_row("vLLM preemptions / CUDA OOMs", f"{st.get('preemptions', 0)} / {st.get('oom_events', 0)}")
         console.print(t)  # Little's law stays in the JSON: a bookkeeping check for tests, not a user's figure
+
+
+def _fmt(value: float | None) -> str:
+    """A latency for the table; n/a where no request got that far (every one failed first)."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _counts(table: dict[tuple[int, str], int]) -> tuple[dict, dict]:

@@ -246,3 +246,20 @@ def test_a_trace_mixing_timestamp_forms_is_refused(tmp_path, stamps, line, messa
         load_scenario(_edited(lambda d: d.update(workload={"kind": "trace", "path": str(tmp_path / f"mixed{line}"
                                                                                            f"{len(message)}.csv")})),
                       base_dir=EXAMPLES)
+
+
+def test_the_table_of_a_run_where_every_request_failed_prints_na():
+    """Every request failed before a first byte (no node in time): the TTFB percentiles are None, and the table
+    says n/a as --json says null, instead of a TypeError (exit 3) formatting None."""
+    import io
+
+    from rich.console import Console
+
+    data = _edited(lambda d: d.update(duration_s=60, warmup_s=0, initial_replicas=0))
+    data["cluster"]["node_provision_s"] = 900
+    _pred(data)["timeout"] = 10
+    report = run_simulation(load_scenario(data, base_dir=EXAMPLES), seed=1)
+    assert report["ttfb_s"]["p50"] is None and report["status_counts"] == {"504": report["requests"]}
+    out = io.StringIO()
+    report.render(Console(file=out, width=200))
+    assert "time to first byte p50/p99 (s)" in out.getvalue() and "n/a / n/a" in out.getvalue()
