@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from catalog import DEFAULT, Gpu, Model
 from validation.errors import InputError, Problem
+from validation.paths import open_regular
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,21 @@ def _target(args: Any) -> Target:
     return Target(DEFAULT.models[args.model], DEFAULT.gpus[args.gpu], args.tp or 0, args.utilization)
 
 
+MAX_INPUT_BYTES = 64 * 2**20  # a --save-detailed result of ~3 M inter-token latencies; a start-up log is KiBs
+
+
 def _read(path: str) -> str:
+    """The file's text (undecodable bytes replaced: a log may hold some): a regular file of at most
+    MAX_INPUT_BYTES, read no further (validation/paths.py open_regular: a FIFO or a device is refused)."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        with open_regular(path) as fh:
+            data = fh.read(MAX_INPUT_BYTES + 1)
     except OSError as err:
-        raise InputError([Problem("FILE", path, f"expected a readable file ({err.strerror})")]) from None
+        raise InputError([Problem("FILE", path, f"expected a readable file ({err.strerror or err})")]) from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError([Problem("FILE", path, f"expected a file of at most {MAX_INPUT_BYTES / 2**20:g} MiB (a "
+                                  "vLLM start-up log or a `vllm bench serve` result)")])
+    return data.decode("utf-8", errors="replace")
 
 
 def run(args: Any, out: Any = None) -> int:

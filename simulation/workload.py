@@ -19,6 +19,7 @@ Token sizes for synthetic kinds: `input_tokens` / `output_tokens` = a number, or
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from heapq import heappush
@@ -29,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
 from validation.fields import Section
+from validation.paths import open_regular
 from simulation.clock import scrapes_first
 
 KINDS = ("poisson", "gamma", "step", "spike", "diurnal", "trace")
@@ -158,7 +160,7 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
         cols.done()
         if path:
             full = path if os.path.isabs(path) or base_dir is None else os.path.normpath(os.path.join(base_dir, path))
-            if not os.path.isfile(full):
+            if not os.path.exists(full):
                 section.problem("path", path, f"trace file not found (looked at {full}); the examples replay the "
                                 "Azure LLM inference trace 2023 (CC-BY-4.0), see the README's 'Traces' section")
             else:
@@ -185,6 +187,10 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
 # The Azure LLM inference trace's columns; a user's own CSV maps its column names with `columns:`.
 TRACE_COLUMNS = {"timestamp": "TIMESTAMP", "input_tokens": "ContextTokens", "output_tokens": "GeneratedTokens"}
 _TRACE_CACHE: dict[tuple, tuple[list[float], list[int], list[int]]] = {}
+# A trace is read whole and sorted before a run (~160 B of memory a row): bounded so a replay stays in seconds and
+# hundreds of MiB. The Azure LLM inference traces 2023 are 0.3–0.7 MiB, 9–19 k rows.
+MAX_TRACE_BYTES = 64 * 2**20
+MAX_TRACE_ROWS = 2_000_000
 
 
 class TraceError(ValueError):
@@ -227,7 +233,13 @@ def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[li
     names = {**TRACE_COLUMNS, **dict(columns)}
     rows = []
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open_regular(path) as raw:
+            size = os.fstat(raw.fileno()).st_size
+            if size > MAX_TRACE_BYTES:
+                raise TraceError(f"expected a CSV of at most {MAX_TRACE_BYTES / 2**20:g} MiB; this one is "
+                                 f"{size / 2**20:.1f} MiB (cut it to the hours you replay: `start_s`/`limit` still "
+                                 "read every row)")
+            fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
             reader = csv.DictReader(fh)
             header = reader.fieldnames or []
             missing = [f"{field} ({names[field]!r})" for field in TRACE_COLUMNS if names[field] not in header]
@@ -236,6 +248,9 @@ def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[li
                                  "yours with columns: {timestamp: ..., input_tokens: ..., output_tokens: ...}")
             first: tuple[str, int] | None = None  # the first row's timestamp form and line
             for n, row in enumerate(reader, start=2):
+                if n - 1 > MAX_TRACE_ROWS:
+                    raise TraceError(f"expected at most {MAX_TRACE_ROWS:,} rows (the default request budget of one "
+                                     "run); cut the trace to the hours you replay")
                 try:
                     when, form = _seconds(row[names["timestamp"]] or "")
                     rows.append((when, int(row[names["input_tokens"]] or ""), int(row[names["output_tokens"]] or "")))
@@ -243,6 +258,10 @@ def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[li
                     raise TraceError(f"line {n}: expected a timestamp (seconds or a date-time) and two integer token "
                                      f"counts in {names['timestamp']!r}, {names['input_tokens']!r}, "
                                      f"{names['output_tokens']!r}") from None
+                if rows[-1][1] < 0 or rows[-1][2] < 0:
+                    raise TraceError(f"line {n}: got {rows[-1][1]} input and {rows[-1][2]} output tokens in "
+                                     f"{names['input_tokens']!r}, {names['output_tokens']!r}; expected token "
+                                     "counts >= 0 (0 is replayed as 1)")
                 first = first or (form, n)
                 if form != first[0]:
                     raise TraceError(f"line {n}: a {_FORMS[form]} in {names['timestamp']!r} after a {_FORMS[first[0]]} "

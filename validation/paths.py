@@ -1,11 +1,36 @@
-"""Output folders a command line is asked to write into, checked before any work starts."""
+"""Paths a user gives: input files opened only when they are regular files, output folders checked before any
+work starts."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from validation.errors import InputError, Problem
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """`path` opened for binary reading when it is a regular file; otherwise OSError whose strerror says what it
+    is. Opened without blocking, so a FIFO with no writer is refused at once instead of hanging the command, and a
+    device (/dev/zero, /dev/urandom) is refused before a byte of it is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _KINDS if test(mode)), "a special file")
+            raise OSError(errno.EINVAL, f"not a regular file but {what}")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def check_output_dir(flag: str, path: Path) -> Path:

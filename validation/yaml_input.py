@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from validation.errors import Problem
+from validation.paths import open_regular
 
 MAX_DEPTH = 64        # far deeper than any stack or scenario; PyYAML's recursive composer fails near 300
 MAX_INT_DIGITS = 30   # beyond any count or size a config needs; float() overflows past 308 digits
@@ -100,17 +101,19 @@ def excessive_aliasing(root: yaml.Node) -> int | None:
     return None
 
 
-def read_text(path: Path, key: str, problems: list[Problem]) -> str | None:
-    """The file's UTF-8 text, or None with a problem (missing, unreadable, over MAX_BYTES, not UTF-8)."""
+def read_text(path: Path, key: str, problems: list[Problem], max_bytes: int = MAX_BYTES,
+              what: str = "a stack, scenario or workload file is a few KiB") -> str | None:
+    """The file's UTF-8 text, or None with a problem (missing, unreadable, not a regular file, over `max_bytes`,
+    not UTF-8). The one reader of a user's input file: a FIFO or a device is refused before it is read."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)  # never more: a huge file is refused without reading it all
+        with open_regular(path) as fh:
+            data = fh.read(max_bytes + 1)  # never more: a huge file is refused without reading it all
     except OSError as exc:
         problems.append(Problem(key, str(path), f"cannot read the file ({exc.strerror or exc})"))
         return None
-    if len(data) > MAX_BYTES:
-        problems.append(Problem(key, str(path), f"expected a file of at most {MAX_BYTES // 1024} KiB; this one is "
-                                f"{_size(path)} (a stack, scenario or workload file is a few KiB)"))
+    if len(data) > max_bytes:
+        problems.append(Problem(key, str(path), f"expected a file of at most {_limit(max_bytes)}; this one is "
+                                f"{_size(Path(path))} ({what})"))
         return None
     try:
         return data.decode("utf-8")
@@ -119,6 +122,10 @@ def read_text(path: Path, key: str, problems: list[Problem]) -> str | None:
         problems.append(Problem(key, str(path), f"expected a UTF-8 text file; byte 0x{data[exc.start]:02x} at line "
                                 f"{line} is not UTF-8 (save the file as UTF-8)"))
         return None
+
+
+def _limit(n: int) -> str:
+    return f"{n // 2**20} MiB" if n >= 2**20 else f"{n // 1024} KiB"
 
 
 def _size(path: Path) -> str:

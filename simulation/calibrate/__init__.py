@@ -38,9 +38,9 @@ def from_bench(text: str, model: Model, gpu: Gpu, tp: int, name: str) -> tuple[d
     an InputError naming the file."""
     try:
         bench = read_bench(text)
+        fit = fit_bench(bench, model, gpu, tp or 1)
     except ValueError as err:
         raise InputError([Problem("FILE", name, str(err))]) from None
-    fit = fit_bench(bench, model, gpu, tp or 1)
     lines = [f"vllm bench serve result {name}: {len(bench.ttfts)} requests at rate {bench.request_rate}, "
              f"{model.name} on {gpu.name}",
              f"mean decoding batch (Little's law): {fit.mean_batch:.1f}",

@@ -52,6 +52,7 @@ class BenchRun:
 MAX_TOKENS = 10_000_000   # a prompt or an output longer than any model's context is not a measurement
 MAX_S = 3600.0            # a TTFT or an inter-token latency above an hour is not one either
 MIN_S = 1e-6              # nor one below a microsecond (and the fit divides by them)
+MAX_RUN_S = 7 * 86400.0   # a benchmark run of more than a week is not one run
 
 
 def read_bench(text: str) -> BenchRun:
@@ -103,8 +104,17 @@ def read_bench(text: str) -> BenchRun:
             tp_rows.append((int(i), int(o), mean))
     if len(rows) < 3:
         raise ValueError(f"expected at least 3 successful requests, found {len(rows)}")
-    duration = _optional(data, "duration", "a run time in seconds > 0")
-    throughput = _optional(data, "request_throughput", "requests per second > 0")
+    if len(tp_rows) < 3:
+        raise ValueError(f"expected at least 3 successful requests with two or more output tokens (a non-empty "
+                         f"itls list) to fit the decode step, found {len(tp_rows)}: a prefill-only benchmark "
+                         "measures no decoding; run `vllm bench serve` with an output length of at least 2")
+    # Every request's first token came within the run, so it lasted at least the slowest TTFT: a shorter
+    # duration (or a higher throughput than the requests over that time) is not a measurement.
+    slowest = max(r[2] for r in rows)
+    duration = _optional(data, "duration", f"a run time in seconds of at least the slowest TTFT ({slowest:g} s) "
+                         f"and at most {MAX_RUN_S:g}", slowest, MAX_RUN_S)
+    throughput = _optional(data, "request_throughput", f"requests per second > 0 and at most the requests over the "
+                           f"slowest TTFT ({len(rows)} / {slowest:g} s)", 0.0, len(rows) / slowest)
     if throughput is None:
         throughput = len(rows) / duration if duration else 0.0
     concurrency = data.get("max_concurrency")
@@ -123,12 +133,13 @@ def _bad(field: str, index: int | None, value: Any, allowed: str) -> str:
     return f"{field}{'' if index is None else f'[{index}]'}: got {shown(value)}; expected {allowed}"
 
 
-def _optional(data: dict, key: str, allowed: str) -> float | None:
-    """`data[key]` when present: a finite number > 0 (ValueError otherwise); None when absent or null."""
+def _optional(data: dict, key: str, allowed: str, low: float, high: float) -> float | None:
+    """`data[key]` when present: a finite number > 0 in [low, high] (ValueError otherwise); None when absent or
+    null."""
     value = data.get(key)
     if value is None:
         return None
-    if not _is_number(value) or value <= 0:
+    if not _is_number(value) or value <= 0 or not low <= value <= high:
         raise ValueError(_bad(key, None, value, allowed))
     return float(value)
 
@@ -173,6 +184,7 @@ def fit_bench(run: BenchRun, model: Model, gpu: Gpu, tp: int = 1,
     batch = run.request_throughput * (sum(decode_s) / len(decode_s)) if decode_s else 1.0
     if run.max_concurrency:
         batch = min(batch, float(run.max_concurrency))
+    batch = min(batch, float(len(run.ttfts)))  # never more decoding at once than the run had requests
     batch = max(1.0, batch)
     kv = kv_bytes_per_token(model)
     bytes_read = [model.weights_bytes + kv * batch * (i + o / 2) for i, o in zip(run.tpot_inputs, run.tpot_outputs)]
