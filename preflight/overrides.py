@@ -19,7 +19,7 @@ from stackconfig.load import ROOT, project_values, read_project, stack_config_va
 from simulation.workload import parse_workload
 from validation.errors import InputError, Problem
 from validation.fields import Section
-from validation.yaml_input import parse_yaml, plain, read_yaml
+from validation.yaml_input import MAX_DEPTH, parse_yaml, plain, read_yaml
 
 _TOKEN = re.compile(r'\[\s*"([^"]*)"\s*\]|\[\s*\'([^\']*)\'\s*\]|([^.\[\]]+)')
 
@@ -88,6 +88,9 @@ def apply_set(values: dict, assignment: str) -> None:
     if not sep or not tokens:
         raise InputError([Problem("--set", assignment, 'expected PATH=VALUE, e.g. services.chat.containerConcurrency=8 '
                                   'or services.chat.annotations["autoscaling.knative.dev/window"]=120s')])
+    if len(tokens) > MAX_DEPTH:
+        raise InputError([Problem("--set", f"{path[:60]}… ({len(tokens)} levels)", f"expected a PATH at most "
+                                  f"{MAX_DEPTH} levels deep, as a stack file may nest")])
     problems: list[Problem] = []
     value = plain(parse_yaml(text, assignment, "--set", problems), "--set", problems) if text.strip() else ""
     if problems:
@@ -168,10 +171,10 @@ def read_workload(path: str) -> dict:
 def scale_rate(workload: dict, factor: float) -> dict:
     """The workload at `factor` × its arrival rate (a trace's `rate_scale`; every rate of a synthetic kind)."""
     out = dict(workload)
+    keys = ("rate_scale",) if out.get("kind") == "trace" else ("rate", "to_rate", "peak_rate")
     if out.get("kind") == "trace":
-        out["rate_scale"] = float(out.get("rate_scale", 1.0)) * factor
-        return out
-    for key in ("rate", "to_rate", "peak_rate"):
+        out.setdefault("rate_scale", 1.0)
+    for key in keys:  # a value that is not a number is left for the stack schema to name
         if isinstance(out.get(key), (int, float)) and not isinstance(out.get(key), bool):
             out[key] = out[key] * factor
     return out
@@ -180,8 +183,10 @@ def scale_rate(workload: dict, factor: float) -> dict:
 def set_workloads(values: dict, services: set[str] | None, workload: dict | None, rate_scale: float | None) -> dict:
     """Both sides' traffic: `--workload` replaces, `--rate-scale` multiplies, each compared service's workload."""
     out = copy.deepcopy(values)
-    for svc in out.get("services") or []:
-        if not isinstance(svc, dict) or (services and svc.get("name") not in services):
+    listed = out.get("services")
+    for svc in listed if isinstance(listed, list) else []:   # anything else: the stack schema names it
+        if not isinstance(svc, dict) or (services and not (isinstance(svc.get("name"), str)
+                                                           and svc["name"] in services)):
             continue
         if workload is not None:
             svc["workload"] = copy.deepcopy(workload)
