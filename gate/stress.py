@@ -26,9 +26,9 @@ from typing import Any
 
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig.schema import ServiceConfig, Slo, StackConfig
+from stackconfig.stress import STRESS_DURATION_S, rollout_run_s, settings
 from validation.kubernetes import parse_duration
 
-STRESS_DURATION_S = 600.0
 IDLE_WORKLOAD = {"kind": "poisson", "rate": 1e-6}   # a service the gate does not check still holds its pods
 KINDS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")
 
@@ -113,9 +113,7 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
     if "spike" in kinds and on["spike"]:
         members = []
         for svc, sc in base:
-            p = svc.stress.spike.params
-            spike = {"factor": p.get("factor", 3.0), "at_s": p.get("at_s", 120.0),
-                     "duration_s": p.get("duration_s", 120.0)} if svc in on["spike"] else None
+            spike = settings("spike", svc.stress.spike.params) if svc in on["spike"] else None
             members.append({"scenario": sc, **({"spike": spike} if spike else {})})
         out.append(GateScenario("spike", fleet("spike", STRESS_DURATION_S, members),
                                 {s.name: stress_slo(s, "spike") for s in on["spike"]}, {}))
@@ -125,8 +123,8 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
         for svc, sc in base:
             if svc in rolling:
                 deadline = progress_deadline_s(sc["inferenceService"])
-                at = svc.stress.rollout.params.get("at_s", 60.0)
-                end = max(end, at + deadline + 60.0)
+                at = settings("rollout", svc.stress.rollout.params)["at_s"]
+                end = max(end, rollout_run_s(at, deadline))
                 members.append({"scenario": sc, "rollout": {"at_s": at, "progress_deadline_s": deadline}})
                 extra[svc.name] = {"progress_deadline_s": deadline}
             else:
@@ -140,8 +138,7 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
         out.append(GateScenario("scaleFromZero", fleet("scaleFromZero", STRESS_DURATION_S, members),
                                 {s.name: stress_slo(s, "scaleFromZero") for s in zero}, {}))
     if "nodeLoss" in kinds and on["nodeLoss"]:
-        p = {k: v for s in on["nodeLoss"] for k, v in s.stress.node_loss.params.items()}  # one node per stack
-        loss = {"at_s": p.get("at_s", 120.0), "detect_s": p.get("detect_s", 40.0)}
+        loss = settings("nodeLoss", {k: v for s in on["nodeLoss"] for k, v in s.stress.node_loss.params.items()})
         out.append(GateScenario("nodeLoss", fleet("nodeLoss", STRESS_DURATION_S, [{"scenario": s} for _, s in base],
                                                   node_loss=loss),
                                 {s.name: stress_slo(s, "nodeLoss") for s in on["nodeLoss"]}, {}))

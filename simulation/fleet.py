@@ -12,6 +12,8 @@ A fleet mapping (what `gate.stress` generates, JSON-able so replications can run
     name: prod/spike
     duration_s: 600
     warmup_s: 0
+    max_requests: 2000000          # the run's request budget, all services and spikes together (default: the
+                                   # smallest of its scenarios' max_requests, else simulation/budget.py's)
     cluster: {...}                 # the node group: a scenario's `cluster:` keys
     node_loss: {at_s: 120, detect_s: 40}
     services:
@@ -41,6 +43,7 @@ from typing import Any
 import simpy
 
 from simulation import horizon
+from simulation.budget import DEFAULT_REQUEST_BUDGET, expected_requests, run_problem, spike_requests
 from simulation.clock import run_until
 from simulation.cluster import Cluster
 from simulation.engine import Sim
@@ -114,6 +117,8 @@ def load_fleet(mapping: Any, *, base_dir: Any = None) -> Fleet:
         top.problem("services", raw_services, "expected a non-empty list of {scenario, spike, rollout, from_zero}")
         raw_services = []
     names: set[str] = set()
+    budget = top.int("max_requests", None, min=1, max=10**12)  # default: the smallest of its scenarios' budgets
+    budgets: list[int] = []
     knative: dict = {}  # the first service's config_autoscaler: one cluster, one ConfigMap
     for i, raw in enumerate(raw_services):
         sec = Section(raw, f"services[{i}]", problems)
@@ -126,6 +131,8 @@ def load_fleet(mapping: Any, *, base_dir: Any = None) -> Fleet:
             sec.problem("scenario", sc_raw, "expected a scenario mapping")
             continue
         data = {**sc_raw, "cluster": cluster_raw, "duration_s": duration, "warmup_s": warmup}
+        if isinstance(sc_raw.get("max_requests"), int) and not isinstance(sc_raw["max_requests"], bool):
+            budgets.append(sc_raw["max_requests"])
         if from_zero:
             data["initial_replicas"] = 0
         try:
@@ -145,9 +152,33 @@ def load_fleet(mapping: Any, *, base_dir: Any = None) -> Fleet:
                         "update is not modelled)")
         members.append(Member(scenario, spike, rollout, from_zero))
     top.done()
+    if not problems:
+        _check_run(top, members, duration, node_loss, budget or min(budgets, default=DEFAULT_REQUEST_BUDGET))
     if problems:
         raise InputError(problems, "fleet")
     return Fleet(name, cluster, tuple(members), duration, node_loss)
+
+
+def _check_run(top: Section, members: list[Member], duration: float, node_loss: NodeLoss | None,
+               budget: int) -> None:
+    """Every event inside the run (one at or past its end never happens, and the run would pass as a steady
+    one), and the whole fleet's requests (spikes included) within one run's budget (simulation/budget.py)."""
+    late = f"expected less than duration_s ({duration:g} s): an event at or after the run's end never happens"
+    if node_loss is not None and node_loss.at_s >= duration:
+        top.problem("node_loss.at_s", node_loss.at_s, late)
+    parts = {}
+    for i, m in enumerate(members):
+        for kind, event in (("spike", m.spike), ("rollout", m.rollout)):
+            if event is not None and event.at_s >= duration:
+                top.problem(f"services[{i}].{kind}.at_s", event.at_s, late)
+        parts[m.scenario.name] = expected_requests(m.scenario.workload, duration)
+        if m.spike is not None:
+            s = m.spike
+            parts[f"{m.scenario.name} spike"] = spike_requests(m.scenario.workload, s.factor, s.at_s, s.duration_s,
+                                                                 duration)
+    over = run_problem(parts, f"the fleet ({duration:g} s)", budget, "services", "raise the fleet's max_requests")
+    if over:
+        top.problems.append(over)
 
 
 def service_seed(seed: int, name: str) -> int:

@@ -25,7 +25,7 @@ from simulation.budget import DEFAULT_REQUEST_BUDGET, budget_problem
 from simulation.dists import RATE_KINDS, Dist, parse_dist
 from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
-from simulation.workload import WorkloadSpec, parse_workload
+from simulation.workload import WorkloadSpec, parse_workload, timing_problem
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -302,8 +302,7 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
     if duration is not None and not any(p.path.startswith("workload") for p in problems):
         over = budget_problem(workload, duration, budget, "workload", "raise the budget with max_requests "
                               "(or --max-requests)")
-        if over:
-            problems.append(over)
+        problems.extend(p for p in (over, timing_problem(workload, duration, "workload")) if p)
     warmup = top.float("warmup_s", 0.0, min=0.0)
     if duration is not None and warmup is not None and warmup >= duration:
         top.problem("warmup_s", warmup, f"expected less than duration_s ({duration})")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
+from validation.errors import Problem
 from validation.fields import Section
 from validation.paths import open_regular
 from simulation.clock import scrapes_first
@@ -178,6 +179,15 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
         kw["output_tokens"] = _size(section, "output_tokens", WorkloadSpec.output_tokens)
     section.done()
     return WorkloadSpec(**kw)
+
+
+def timing_problem(spec: WorkloadSpec, duration_s: float, key: str, run: str = "duration_s") -> Problem | None:
+    """A step or spike whose change comes at or after the run's end never happens (the run would pass as a
+    constant rate): a Problem naming `key`.at_s, else None."""
+    if spec.kind in ("step", "spike") and spec.at_s >= duration_s:
+        return Problem(f"{key}.at_s", spec.at_s, f"expected less than {run} ({duration_s:g} s): the {spec.kind} would "
+                       "start after the run ends and never happen")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from stackconfig.kserve import parse_kserve
 from stackconfig.model_credentials import check_one_secret_kind
 from stackconfig.platform import (check_gate_budget, check_model_cache, expected_load_s, parse_cold_start,
                                   parse_device_plugin, parse_gate, parse_model_cache)
-from stackconfig.services import PROJECT_ROOT, check_request_budgets, parse_service
+from stackconfig.gate_runs import check_gate_runs
+from stackconfig.services import PROJECT_ROOT, parse_service
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, InputCaps,
                                ModelCacheConfig, NodeGroupConfig, Probe, ServiceConfig, Slo, StackConfig,
                                StackConfigContext, Taint, Toleration)
@@ -57,7 +58,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     max_scale_problems(knative, services, problems)
     initial_scale_problems(knative.autoscaler, services, problems)
     if not problems:  # the workloads parsed cleanly: estimate what the gate would simulate
-        check_request_budgets(services, gate, problems)
+        check_gate_runs(services, gate, problems, str(PROJECT_ROOT))
         check_gate_budget(gate, services, problems)
     names = [s.name for s in services]
     for i, name in enumerate(names):

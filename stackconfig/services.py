@@ -21,13 +21,12 @@ from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import expected_load_s, load_gbps
 from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_runtime,
                                   default_alloc_conf, health_paths)
-from stackconfig.types import (GateConfig, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
+from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from validation.errors import Problem
 from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed
-from simulation.budget import budget_problem
 from simulation.gpu.memory import max_startup_utilization
 from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
@@ -292,17 +291,3 @@ def _check_startup_utilization(sec: Section, util: float, gpu: Gpu, gpus: int, n
                     f"only {top * total:.2f} GiB are free once the CUDA context{' and NCCL' if gpus > 1 else ''} "
                     "take theirs, and it exits with 'Free memory on device … is less than desired GPU memory "
                     "utilization' (vllm/v1/worker/gpu_worker.py Worker.init_device)")
-
-
-def check_request_budgets(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem]) -> None:
-    """Each service's workload over `gate.durationS` within `gate.requestBudget`, before any simulation runs."""
-    if not gate.enabled:
-        return
-    for i, svc in enumerate(services):
-        if svc.workload is None or svc.slo is None:
-            continue
-        spec = parse_workload(Section(svc.workload, "", []), base_dir=str(PROJECT_ROOT))
-        over = budget_problem(spec, gate.duration_s, gate.request_budget, f"services[{i}].workload",
-                              "raise gate.requestBudget")
-        if over:
-            problems.append(over)

@@ -7,6 +7,8 @@
       nodeLoss: {atS: 120, detectS: 40, slo: {maxErrorRate: 0.05}}
 
 `slo` takes the service `slo` keys; what it leaves out is derived from the steady SLO (gate/stress.py).
+Stress runs last STRESS_DURATION_S (600 s), so a spike must end and a node be lost within them; a rollout's run
+lasts until past its progress deadline (`rollout_run_s`).
 """
 
 from __future__ import annotations
@@ -37,14 +39,46 @@ class StressConfig:
     node_loss: StressScenario = StressScenario()
 
 
+STRESS_DURATION_S = 600.0   # how long the gate runs a stress scenario (a rollout: `rollout_run_s`)
+ROLLOUT_TAIL_S = 60.0       # a rollout's run goes on this long past its progress deadline
+
 # config key → (simulation key, min, max)
 _PARAMS = {
-    "spike": {"factor": ("factor", 1.0, 100.0), "durationS": ("duration_s", 1.0, 3600.0),
-              "atS": ("at_s", 0.0, 3600.0)},
+    "spike": {"factor": ("factor", 1.0, 100.0), "durationS": ("duration_s", 1.0, STRESS_DURATION_S),
+              "atS": ("at_s", 0.0, None)},    # within the run: `_inside_the_run`
     "rollout": {"atS": ("at_s", 0.0, 3600.0)},
     "scaleFromZero": {},
-    "nodeLoss": {"atS": ("at_s", 0.0, 3600.0), "detectS": ("detect_s", 0.0, 3600.0)},
+    "nodeLoss": {"atS": ("at_s", 0.0, None), "detectS": ("detect_s", 0.0, 3600.0)},
 }
+# what a scenario does where `params` leaves a setting out (simulation keys)
+DEFAULTS = {"spike": {"factor": 3.0, "at_s": 120.0, "duration_s": 120.0}, "rollout": {"at_s": 60.0},
+            "scaleFromZero": {}, "nodeLoss": {"at_s": 120.0, "detect_s": 40.0}}
+
+
+def settings(kind: str, params: dict) -> dict:
+    """A scenario's settings: its `params` over the DEFAULTS."""
+    return {**DEFAULTS[kind], **params}
+
+
+def rollout_run_s(at_s: float, progress_deadline_s: float) -> float:
+    """How long the gate runs a rollout: past the new revision's progress deadline, and at least a stress run."""
+    return max(STRESS_DURATION_S, at_s + progress_deadline_s + ROLLOUT_TAIL_S)
+
+
+def _inside_the_run(sec: Section, kind: str, params: dict) -> None:
+    """A spike must end and a node be lost within the 600-s stress run: one past its end never happens, and the
+    run would pass as a plain steady one."""
+    s = settings(kind, params)
+    run = f"the stress run, which lasts {STRESS_DURATION_S:g} s"
+    if kind == "spike" and s["at_s"] + s["duration_s"] > STRESS_DURATION_S:
+        if "at_s" in params or "duration_s" not in params:
+            sec.problem("atS", s["at_s"], f"expected at most {STRESS_DURATION_S:g} − durationS ({s['duration_s']:g}) "
+                        f"= {STRESS_DURATION_S - s['duration_s']:g}: the spike must end within {run}")
+        else:
+            sec.problem("durationS", s["duration_s"], f"expected at most {STRESS_DURATION_S:g} − atS ({s['at_s']:g}, "
+                        f"the default) = {STRESS_DURATION_S - s['at_s']:g}: the spike must end within {run}")
+    if kind == "nodeLoss" and s["at_s"] >= STRESS_DURATION_S:
+        sec.problem("atS", s["at_s"], f"expected less than {STRESS_DURATION_S:g}: the node must be lost within {run}")
 
 
 def _slo(sec: Section) -> dict:
@@ -69,11 +103,13 @@ def _scenario(parent: Section, kind: str) -> StressScenario:
         return StressScenario()
     sec = parent.section(kind)
     enabled = sec.bool("enabled", True)
-    params = {}
+    params, before = {}, len(sec.problems)
     for key, (name, lo, hi) in _PARAMS[kind].items():
         value = sec.float(key, None, min=lo, max=hi)
         if value is not None:
             params[name] = value
+    if len(sec.problems) == before:
+        _inside_the_run(sec, kind, params)
     slo = _slo(sec.section("slo"))
     sec.done()
     return StressScenario(enabled, params, slo)

@@ -95,7 +95,12 @@ def test_mutated_stack_configs_fail_cleanly_or_render_valid_manifests(case):
 
 def _scenario_base(path: Path) -> dict:
     data = yaml.safe_load(path.read_text())
-    data["duration_s"] = min(float(data.get("duration_s", 600)), SIM_CAP_S)
+    full = float(data.get("duration_s", 600))
+    data["duration_s"] = min(full, SIM_CAP_S)
+    workload = data.get("workload") or {}
+    for key in ("at_s", "duration_s"):  # a step or spike keeps its place in the shortened run (one past it is refused)
+        if workload.get("kind") in ("step", "spike") and isinstance(workload.get(key), (int, float)):
+            workload[key] = workload[key] * data["duration_s"] / full
     data["warmup_s"] = min(float(data.get("warmup_s", 0)), data["duration_s"] / 2)
     return data
 

@@ -136,8 +136,8 @@ CASES = [
      "expected an engine that serves vision models (triton)"),  # found by the fuzzer: the gate refused it later
     ("staging", lambda c: _svc(c, "chat").setdefault("runtime", {}).update(engine="triton"),
      "services[0].runtime.engine: got 'triton'", "expected an engine that serves llm models (vllm, tgi, naive)"),
-    ("dev", lambda c: _svc(c)["workload"].update(rate=1e4), "services[0].workload: got 'mean rate 1e+04 req/s × 900 s",
-     "request budget of 2,000,000 requests"),
+    ("dev", lambda c: _svc(c)["workload"].update(rate=1e4), "services[0].workload: got 'the rollout run, until past "
+     "the progress deadline (1020 s): chat 10,200,000 requests'", "request budget of 2,000,000 requests per run"),
 ]
 
 
@@ -161,8 +161,8 @@ def test_mistake_is_an_input_error_at_load(stack, edit, where, allowed):
                        _svc(c)["model"].update(storageUri="oci://registry.example.com/models/llama:v1"))),
     ("dev", lambda c: _svc(c)["model"].update(
         storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct:5f0b02c75b57c5855da9ae460ce51323ea669d8a")),
-    ("dev", lambda c: _svc(c)["workload"].update(rate=2000)),  # 1.8e6 requests: just inside the default budget
-    ("dev", lambda c: (_svc(c)["workload"].update(rate=1e4), c.__setitem__("gate", {"requestBudget": 10 ** 7}))),
+    ("dev", lambda c: _svc(c)["workload"].update(rate=1900)),  # 1.94e6 requests in dev's 1,020-s rollout run
+    ("dev", lambda c: (_svc(c)["workload"].update(rate=1e4), c.__setitem__("gate", {"requestBudget": 11 * 10 ** 6}))),
 ], ids=lambda v: "" if callable(v) else v)
 def test_values_at_the_boundary_are_accepted(stack, edit):
     _accepts(stack, edit)

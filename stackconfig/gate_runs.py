@@ -1,0 +1,86 @@
+"""What the gate will simulate, bounded when the stack loads: each of its runs within `gate.requestBudget`, and a
+rollout's run at most a day past its start.
+
+The gate (gate/stress.py) runs every service of the stack together in each scenario: `steady` for
+`gate.durationS`, the stress scenarios for STRESS_DURATION_S (600 s), a rollout until past the new revision's
+progress deadline. A run is one simulation however many services it holds, so the budget (simulation/budget.py)
+counts the whole fleet: every checked service's workload over the run plus each spike's extra stream (a service
+without a workload or slo runs idle, a negligible stream). Checked here, so that a stack the gate could not run is
+refused at load naming the stack's own keys, not the gate's internal ones.
+"""
+
+from __future__ import annotations
+
+from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY, progress_deadline_s
+from simulation.budget import expected_requests, run_problem, spike_requests
+from simulation.workload import WorkloadSpec, parse_workload, timing_problem
+from stackconfig.stress import STRESS_DURATION_S, rollout_run_s, settings
+from stackconfig.types import GateConfig, ServiceConfig
+from validation.errors import Problem
+from validation.fields import Section
+
+MAX_ROLLOUT_DEADLINE_S = 86400.0   # simulation/fleet.py: the longest progress deadline a simulated rollout waits
+
+
+def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem], root: str) -> None:
+    """Problems for a run the gate could not make: a workload step or spike after the steady run's end, a rollout
+    waiting more than a day, the requests of the largest run over the budget. `root` resolves trace paths."""
+    if not gate.enabled:
+        return
+    checked = [(i, svc, parse_workload(Section(svc.workload, "", []), base_dir=root)) for i, svc in enumerate(services)
+               if svc.workload is not None and svc.slo is not None]
+    if not checked:
+        return
+    for i, _, spec in checked:
+        late = timing_problem(spec, gate.duration_s, f"services[{i}].workload", "gate.durationS")
+        if late:
+            problems.append(late)
+    runs: list[tuple[str, float, list]] = []      # (what, seconds, the spiking services)
+    if "steady" in gate.scenarios:
+        runs.append(("the steady run", gate.duration_s, []))
+    if {"spike", "scaleFromZero", "nodeLoss"} & set(gate.scenarios):
+        spiking = [i for i, svc, _ in checked if "spike" in gate.scenarios and svc.stress.spike.enabled]
+        runs.append(("the spike run" if spiking else "a stress run", STRESS_DURATION_S, spiking))
+    rolling = [(i, svc) for i, svc, _ in checked if "rollout" in gate.scenarios and svc.stress.rollout.enabled
+               and svc.deployment_mode == "Knative"]
+    if rolling:
+        end = STRESS_DURATION_S
+        for i, svc in rolling:
+            deadline = _deadline(svc)
+            if deadline > MAX_ROLLOUT_DEADLINE_S:
+                problems.append(Problem(f"services[{i}].annotations.{PROGRESS_DEADLINE_KEY}",
+                                        svc.annotations.get(PROGRESS_DEADLINE_KEY), f"expected at most "
+                                        f"{MAX_ROLLOUT_DEADLINE_S:g}s (24h) while the gate simulates this service's "
+                                        "rollout, which runs until the deadline; or turn the rollout scenario off "
+                                        f"(services[{i}].stress.rollout: false)"))
+                return
+            end = max(end, rollout_run_s(settings("rollout", svc.stress.rollout.params)["at_s"], deadline))
+        runs.append(("the rollout run, until past the progress deadline", end, []))
+    worst = max(((what, seconds, _parts(checked, seconds, spiking)) for what, seconds, spiking in runs),
+                key=lambda run: sum(part for part, _ in run[2].values()), default=None)
+    if worst is None:
+        return
+    what, seconds, parts = worst
+    key = max(parts.values())[1]   # the largest part's key
+    over = run_problem({name: n for name, (n, _) in parts.items()}, f"{what} ({seconds:g} s)", gate.request_budget,
+                       key, "raise gate.requestBudget")
+    if over:
+        problems.append(over)
+
+
+def _deadline(svc: ServiceConfig) -> float:
+    seconds, _ = progress_deadline_s(svc.annotations.get(PROGRESS_DEADLINE_KEY))  # refused earlier when malformed
+    return seconds or DEFAULT_PROGRESS_DEADLINE_S
+
+
+def _parts(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], seconds: float,
+           spiking: list[int]) -> dict[str, tuple[float, str]]:
+    """Each service's mean requests in a run of `seconds`, and its spike's: name → (requests, key)."""
+    parts = {}
+    for i, svc, spec in checked:
+        parts[svc.name] = (expected_requests(spec, seconds), f"services[{i}].workload")
+        if i in spiking:
+            s = settings("spike", svc.stress.spike.params)
+            parts[f"{svc.name} spike"] = (spike_requests(spec, s["factor"], s["at_s"], s["duration_s"], seconds),
+                                            f"services[{i}].stress.spike")
+    return parts
