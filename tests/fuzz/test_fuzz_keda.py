@@ -10,13 +10,13 @@ import yaml
 from hypothesis import given
 
 from fuzz.mutate import mutated
-from fuzz.test_fuzz_inputs import CASE_S, SCENARIOS, _check_input_error, _settings, bounded
+from fuzz.test_fuzz_inputs import CASE_S, SCENARIOS, _check_input_error, _scenario_base, _settings, bounded
 from simulation import load_scenario, run_simulation
 from validation.errors import InputError
 
-_DATA = yaml.safe_load((SCENARIOS / "standard-keda.yaml").read_text())
+_DATA = _scenario_base(SCENARIOS / "standard-keda.yaml")   # 120 s, its spike moved inside them
 _ISVC, _SO = yaml.safe_load_all((SCENARIOS / _DATA.pop("inferenceServiceFile")).read_text())
-_DATA.update(inferenceService=_ISVC, duration_s=120.0, drain_s=60.0)
+_DATA.update(inferenceService=_ISVC, drain_s=60.0)
 
 
 @given(mutated(_SO))
