@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from validation.errors import InputError, Problem
-from validation.yaml_input import MAX_DEPTH, plain, read_yaml
+from validation.yaml_input import MAX_DEPTH, MAX_INT_DIGITS, plain, read_yaml
 from stackconfig.schema import PROJECT_ROOT as ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 
@@ -62,6 +62,19 @@ def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, A
     return name, values
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names a key twice (json keeps the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(repr(key))
+        out[key] = value
+    return out
+
+
 def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
     """The project's own keys, prefix stripped; string values that hold JSON (as the CLI passes objects) decoded."""
     out: dict[str, Any] = {}
@@ -76,12 +89,20 @@ def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
             continue
         if isinstance(value, str) and value[:1] in "[{":
             try:
-                value = json.loads(value)
+                value = json.loads(value, object_pairs_hook=_unique_keys)
+            except DuplicateKey as err:
+                problems.append(Problem(f"{project}:{short}", f"{value[:80]}…" if len(value) > 80 else value,
+                                        f"expected each key once in a JSON object; {err} appears twice"))
+                continue
             except json.JSONDecodeError:
                 pass  # left a string: the typed reader reports it where a mapping or list was expected
             except RecursionError:
                 problems.append(Problem(f"{project}:{short}", "(…)", f"expected JSON nested at most {MAX_DEPTH} "
                                         "levels deep"))
+                continue
+            except ValueError:  # Python's int() refuses more than 4,300 digits (sys.int_info)
+                problems.append(Problem(f"{project}:{short}", f"{value[:40]}…", f"expected JSON whose numbers have "
+                                        f"at most {MAX_INT_DIGITS} digits"))
                 continue
         out[short] = plain(value, f"{project}:{short}", problems)
     if problems:

@@ -1,9 +1,9 @@
 """Reading a user's YAML file safely: every way a file can be unusable becomes a `Problem`, never an exception.
 
 `read_yaml` reports an unreadable, oversized or non-UTF-8 file, a syntax error (file name, line and column),
-nesting too deep for the parser and aliases that expand past go-yaml's bound; `plain` turns what PyYAML built into
-JSON-compatible data (what the Pulumi CLI hands the program), reporting what has no JSON form: non-string keys,
-`!!binary`, recursive anchors, huge integers, deep nesting.
+nesting too deep for the parser, aliases that expand past go-yaml's bound and a mapping key written twice (both
+lines named); `plain` turns what PyYAML built into JSON-compatible data (what the Pulumi CLI hands the program),
+reporting what has no JSON form: non-string keys, `!!binary`, recursive anchors, huge integers, deep nesting.
 
 Plain scalars resolve as the Pulumi CLI resolves them: it reads stack files with go-yaml (gopkg.in/yaml.v2,
 sdk/go/common/encoding/marshal.go) into `interface{}`. go-yaml's `resolve()` (resolve.go, identical in v2 and v3
@@ -135,6 +135,37 @@ def _size(path: Path) -> str:
         return "larger"
 
 
+def duplicate_keys(root: yaml.Node, name: str, key: str, problems: list[Problem]) -> None:
+    """Each mapping key written twice, as go-yaml v3 refuses it (decode.go `mapping`, uniqueKeys: "mapping key
+    already defined at line N"; keys compared by kind and text): PyYAML would silently keep the last value.
+    Walks the composed graph once per node (an alias is its anchored node), MAX_DEPTH deep."""
+    seen: set[int] = set()
+    found: list[tuple[int, Problem]] = []
+    stack: list[tuple[yaml.Node, str, int]] = [(root, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if id(node) in seen or depth > MAX_DEPTH:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for k, v in node.value:
+                label = k.value if isinstance(k, yaml.ScalarNode) else None
+                at = f"{path}.{label}" if path else str(label)
+                if label is not None and label in first:
+                    line = k.start_mark.line + 1
+                    found.append((line, Problem(key, f"{name}, line {line}: {at}", f"expected each key once in a "
+                                                f"mapping; {label!r} is already defined at line {first[label]}, and "
+                                                "one of the two values would be silently lost (go-yaml v3 refuses "
+                                                "it: decode.go, 'mapping key already defined')")))
+                elif label is not None:
+                    first[label] = k.start_mark.line + 1
+                stack.append((v, at, depth + 1))
+    problems.extend(p for _, p in sorted(found, key=lambda f: f[0]))
+
+
 def parse_yaml(text: str, name: str, key: str, problems: list[Problem], multi: bool = False) -> Any:
     """YAML text → Python data; a syntax error names the file, line and column."""
     if len(text) > MAX_BYTES:
@@ -159,6 +190,12 @@ def parse_yaml(text: str, name: str, key: str, problems: list[Problem], multi: b
                                         f"Pulumi CLI applies to stack files); these had expanded to {at:,} nodes "
                                         "when the rule stopped them"))
                 return None
+        before = len(problems)
+        for node in nodes:
+            if node is not None:
+                duplicate_keys(node, name, key, problems)
+        if len(problems) > before:
+            return None
         docs = [loader.construct_document(node) if node is not None else None for node in nodes]
         return docs if multi else docs[0]
     except yaml.YAMLError as exc:
