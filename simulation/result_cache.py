@@ -72,8 +72,9 @@ def _digest(report: dict) -> str:
 
 def default_dir() -> Path:
     env = os.environ.get(ENV)
-    if env:
-        return Path(env)
+    if env:  # checked as --cache-dir is: a file there is refused, not silently left without a cache
+        from validation.paths import check_output_dir
+        return check_output_dir(ENV, Path(env))
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("kserve-preflight")) / "replications"

@@ -1,4 +1,8 @@
-"""`catalog:` overrides: extra GPUs, instance types and models merged over the built-in catalog."""
+"""`catalog:` overrides: extra GPUs, instance types and models merged over the built-in catalog.
+
+Every figure is bounded by what exists, with room to spare (a B200 has 180 GiB at 8 TB/s and ~2,250 dense BF16
+TFLOPS; the largest EC2 instance 24 TiB of memory and 896 vCPUs; published models reach ~2 T parameters, 256 k
+contexts and vocabularies): a figure past the bound is a typo, and 1e308 used to overflow the memory arithmetic."""
 
 from __future__ import annotations
 
@@ -6,24 +10,31 @@ from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import Catalog, Gpu, InstanceType, Model
 from validation.fields import Section
 
+MAX_GPU_GIB = 4096           # one GPU's memory
+MAX_TOKENS = 100_000_000     # a context, a sliding window, a vocabulary
+
 
 def parse_catalog(sec: Section) -> Catalog:
-    gpus = [Gpu(name, g.float("memoryGib", 0.0, min=1, required=True), g.float("bandwidthGbps", 0.0, min=1,
-                required=True), g.float("bf16Tflops", 0.0, min=0.1, required=True),
-                g.float("cudaTotalGib", 0.0, min=0))
+    gpus = [Gpu(name, g.float("memoryGib", 0.0, min=1, max=MAX_GPU_GIB, required=True),
+                g.float("bandwidthGbps", 0.0, min=1, max=100_000, required=True),
+                g.float("bf16Tflops", 0.0, min=0.1, max=100_000, required=True),
+                g.float("cudaTotalGib", 0.0, min=0, max=MAX_GPU_GIB))
             for name, g in named_items(sec.section("gpus"))]
     instances = [InstanceType(name, i.str("gpu", "", required=True), i.int("gpus", 1, min=1, max=16, required=True),
-                              i.int("vcpus", 4, min=1), i.int("memoryGib", 16, min=1))
+                              i.int("vcpus", 4, min=1, max=4096), i.int("memoryGib", 16, min=1, max=65536))
                  for name, i in named_items(sec.section("instanceTypes"))]
     models = [Model(name, m.choice("kind", ["llm", "vision"], "llm"), m.float("paramsB", 1.0, min=0.0001,
-                    required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4), layers=m.int("layers", 0, min=0),
-                    kv_heads=m.int("kvHeads", 0, min=0), head_dim=m.int("headDim", 0, min=0),
-                    max_context=m.int("maxContext", 0, min=0), sliding_window=m.int("slidingWindow", 0, min=0),
-                    activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0),
-                    weights_gib_override=m.float("weightsGib", 0.0, min=0),
-                    hidden_size=m.int("hiddenSize", 0, min=0), vocab_size=m.int("vocabSize", 0, min=0),
-                    gflops_per_item=m.float("gflopsPerItem", 0.0, min=0),
-                    intermediate_size=m.int("intermediateSize", 0, min=0))
+                    max=100_000, required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4),
+                    layers=m.int("layers", 0, min=0, max=10_000), kv_heads=m.int("kvHeads", 0, min=0, max=4096),
+                    head_dim=m.int("headDim", 0, min=0, max=65536),
+                    max_context=m.int("maxContext", 0, min=0, max=MAX_TOKENS),
+                    sliding_window=m.int("slidingWindow", 0, min=0, max=MAX_TOKENS),
+                    activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0, max=MAX_GPU_GIB * 1024),
+                    weights_gib_override=m.float("weightsGib", 0.0, min=0, max=1_000_000),
+                    hidden_size=m.int("hiddenSize", 0, min=0, max=1_000_000),
+                    vocab_size=m.int("vocabSize", 0, min=0, max=MAX_TOKENS),
+                    gflops_per_item=m.float("gflopsPerItem", 0.0, min=0, max=1e9),
+                    intermediate_size=m.int("intermediateSize", 0, min=0, max=10_000_000))
               for name, m in named_items(sec.section("models"))]
     sec.done()
     catalog = DEFAULT_CATALOG.extended(gpus, instances, models)

@@ -37,6 +37,18 @@ def check_output_dir(flag: str, path: Path) -> Path:
     """`path` when it is, or can be created as, a folder this process may write into; otherwise an InputError
     naming `flag` (an existing file, /dev/null, a file on the way, a read-only folder)."""
     path = Path(path)
+    try:
+        return _check_output_dir(flag, path)
+    except OSError as err:  # a name over 255 bytes, a path over 4096 (ENAMETOOLONG), a loop of links
+        raise InputError([Problem(flag, _short(str(path)), f"expected a folder path this system can create "
+                                  f"({err.strerror or err})")]) from None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 120 else f"{text[:100]}… ({len(text)} characters)"
+
+
+def _check_output_dir(flag: str, path: Path) -> Path:
     if path.exists() and not path.is_dir():
         raise InputError([Problem(flag, str(path), "expected a folder to write into; this is an existing file")])
     parent = path
