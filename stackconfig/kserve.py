@@ -46,14 +46,31 @@ def parse_kserve(sec: Section) -> KServeConfig:
                        version=_version(sec))
     check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")
     check_k8s_name(sec, "ingressDomain", out.ingress_domain, DNS_SUBDOMAIN, "DNS domain")
-    if "{{" not in out.domain_template:
+    if "{{" not in out.domain_template or not _delimiters_balanced(out.domain_template):
         sec.problem("domainTemplate", out.domain_template, "expected a Go template such as "
-                    f"{DEFAULT_DOMAIN_TEMPLATE!r} (KServe's default), as in the cluster's inferenceservice-config")
+                    f"{DEFAULT_DOMAIN_TEMPLATE!r} (KServe's default), as in the cluster's inferenceservice-config, "
+                    "each '{{' closed by '}}' before the next one opens (KServe parses it only when it reconciles "
+                    "a service, pkg/apis/serving/v1beta1/configmap.go, so a broken one fails every service then)")
     for i, key in enumerate(out.service_annotation_disallowed_list):
         check_format(sec, f"serviceAnnotationDisallowedList[{i}]", key, QUALIFIED_NAME, "expected an annotation "
                      "key: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
     sec.done()
     return out
+
+
+def _delimiters_balanced(template: str) -> bool:
+    """Every `{{` is closed by `}}` before the next `{{`, and no `}}` closes nothing (text/template's lexer)."""
+    depth, i = 0, 0
+    while i < len(template):
+        pair = template[i:i + 2]
+        if pair in ("{{", "}}"):
+            depth += 1 if pair == "{{" else -1
+            if depth not in (0, 1):
+                return False
+            i += 2
+        else:
+            i += 1
+    return depth == 0
 
 
 def _version(sec: Section) -> tuple[int, int]:

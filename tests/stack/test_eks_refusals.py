@@ -90,6 +90,15 @@ def test_a_domain_template_without_fields_is_refused(registered):
     assert "kserve.domainTemplate: got 'static.example.com'; expected a Go template" in message
 
 
+@pytest.mark.parametrize("template", ["{{ .Name }-{{ .Namespace }}.{{ .IngressDomain }}",
+                                      "{{ .Name }}-{{ .Namespace }}.{{ .IngressDomain }",
+                                      "{{ .Name }}}}-x.{{ .IngressDomain }}"])
+def test_a_domain_template_with_unbalanced_delimiters_is_refused(registered, template):
+    """It rendered to None (a leftover '{{'), which skipped the host check: KServe would fail every service."""
+    message = refusal("staging", _vision_name("vision", kserve={"domainTemplate": template}), registered)
+    assert f"kserve.domainTemplate: got {template!r}; expected a Go template" in message and "closed by '}}'" in message
+
+
 def test_the_longest_name_that_fits_passes_and_knative_mode_is_not_limited(registered):
     run_program("staging", edit=_vision_name("vision-transformer-large-imagenet-cl"))  # 36 characters: 63
     assert "vision-isvc" not in registered and "vision-transformer-large-imagenet-cl-isvc" in registered
