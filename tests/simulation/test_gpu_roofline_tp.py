@@ -19,6 +19,17 @@ L70, L8 = MODELS["llama-3-70b"], MODELS["llama-3-8b"]
 L40S, H100 = GPUS["L40S"], GPUS["H100-80GB"]
 
 
+def _serve_one(kind: str, prompt: int, output: int, **keys) -> tuple[float, float]:
+    """(TTFB, done) of one request alone on Llama-3-70B over a g6e.12xlarge's 4 L40S (tensor-parallel 4)."""
+    env, _, server = gpu_fakes.make(kind, {"model": "llama-3-70b", "instance_type": "g6e.12xlarge",
+                                           "tensor_parallel_size": 4, **keys})
+    log = Log(env)
+    server.submit(req(1, prompt, output), log)
+    env.run()
+    _, ttfb, t_done = log.rows[1]
+    return ttfb, t_done
+
+
 def _l40s_tp4_comm(tokens: int) -> float:
     """Llama-3-70B (80 layers, hidden 8192, bf16) on 4 × L40S (PCIe Gen4 x16, 32 GB/s one way), by hand."""
     buffer = tokens * 8192 * 2  # one all-reduce's bytes
@@ -103,24 +114,14 @@ def test_calibration_round_trips_with_tp():
 
 @pytest.mark.parametrize("scheduler", ["v1", "v0"])
 def test_vllm_engines_pay_the_all_reduces_on_a_g6e_12xlarge(scheduler):
-    env, pod, s = gpu_fakes.make("vllm", {"model": "llama-3-70b", "instance_type": "g6e.12xlarge",
-                                          "tensor_parallel_size": 4, "scheduler": scheduler})
-    log = Log(env)
-    s.submit(req(1, 2000, 1), log)
-    env.run()
-    ttft = log.rows[1][1]
+    ttft, _ = _serve_one("vllm", 2000, 1, scheduler=scheduler)
     assert ttft == pytest.approx(prefill_time(L70, L40S, 2000, tp=4), rel=1e-12)
     assert ttft - tp_comm_time(L70, L40S, 2000, tp=4) == pytest.approx(
         prefill_time(L70, L40S, 2000, tp=4, eff=Efficiency(interconnect=1e9, allreduce_latency_s=0.0)), rel=1e-6)
 
 
 def test_v1_decode_steps_pay_the_all_reduces():
-    env, pod, s = gpu_fakes.make("vllm", {"model": "llama-3-70b", "instance_type": "g6e.12xlarge",
-                                          "tensor_parallel_size": 4})
-    log = Log(env)
-    s.submit(req(1, 1000, 101), log)
-    env.run()
-    _, ttfb, t_done = log.rows[1]
+    ttfb, t_done = _serve_one("vllm", 1000, 101)
     tpot = sum(decode_step_time(L70, L40S, 1, 1000 + j, tp=4) for j in range(1, 101)) / 100
     assert (t_done - ttfb) / 100 == pytest.approx(tpot, rel=1e-9)
     assert tp_comm_time(L70, L40S, 1, tp=4) / tpot > 0.05  # ~4 ms of a ~75 ms step
@@ -187,12 +188,7 @@ def test_bench_fit_takes_the_all_reduces_off_before_fitting():
 def test_naive_on_several_gpus_runs_the_layers_one_gpu_after_another():
     """huggingfaceserver's device_map="auto": split layers, one GPU busy at a time — one GPU's speed (not tp ×
     its bandwidth) and no all-reduces; the weights still split (memory per GPU)."""
-    env, pod, s = gpu_fakes.make("naive", {"model": "llama-3-70b", "instance_type": "g6e.12xlarge",
-                                           "tensor_parallel_size": 4})
-    log = Log(env)
-    s.submit(req(1, 2000, 11), log)
-    env.run()
-    _, ttfb, t_done = log.rows[1]
+    ttfb, t_done = _serve_one("naive", 2000, 11)
     assert ttfb == pytest.approx(prefill_time(L70, L40S, 2000), rel=1e-12)
     assert (t_done - ttfb) / 10 == pytest.approx(decode_step_time(L70, L40S, 1, 2001), rel=1e-4)
     assert ttfb > 3 * prefill_time(L70, L40S, 2000, tp=4, eff=Efficiency(interconnect=1e9, allreduce_latency_s=0))
