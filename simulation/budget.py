@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from validation.errors import Problem
-from simulation.workload import WorkloadSpec, read_trace
+from simulation.workload import WorkloadSpec, replayed_rows
 
 DEFAULT_REQUEST_BUDGET = 2_000_000  # ≈ 30–40 s of CPU at the simulator's 50–65k requests/s
 
@@ -33,11 +33,8 @@ def expected_requests(spec: WorkloadSpec, duration_s: float) -> float:
         w = 2.0 * math.pi / spec.period_s
         return spec.rate * (d + spec.amplitude * (1.0 - math.cos(w * d)) / w)
     if spec.kind == "trace" and spec.path:
-        times = read_trace(spec.path, spec.columns)[0]
-        rows = [t for t in times if t >= spec.start_s and (t - spec.start_s) * spec.time_scale < d]
-        if spec.limit is not None:
-            rows = rows[: spec.limit]
-        return len(rows) * spec.rate_scale
+        times, _, _, rows = replayed_rows(spec)
+        return sum((times[i] - spec.start_s) * spec.time_scale < d for i in rows) * spec.rate_scale
     return 0.0
 
 

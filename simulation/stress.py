@@ -37,7 +37,7 @@ from simulation.autoscaler.loop import KpaLoop
 from simulation.clock import call_later
 from simulation.pod import GONE, TERMINATING
 from simulation.request import GATEWAY, UNAVAILABLE
-from simulation.workload import WorkloadSpec, rate_at, read_trace, size_sampler
+from simulation.workload import WorkloadSpec, rate_at, replayed_rows, size_sampler
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,12 @@ class NodeLoss:
 # ---------------------------------------------------------------------------------------------------
 
 def base_rate(spec: WorkloadSpec, t: float) -> float:
-    """The workload's arrival rate at t (a trace: its mean rate over the replayed rows)."""
+    """The workload's arrival rate at t (a trace: its mean rate over the replayed rows, `replayed_rows`)."""
     if spec.kind != "trace":
         return rate_at(spec, t)
-    times = read_trace(spec.path)[0]
-    span = (times[-1] - times[0]) * spec.time_scale if len(times) > 1 else 1.0
-    return len(times) * spec.rate_scale / max(span, 1e-9)
+    times, _, _, rows = replayed_rows(spec)
+    span = (times[rows[-1]] - times[rows[0]]) * spec.time_scale if len(rows) > 1 else 1.0
+    return len(rows) * spec.rate_scale / max(span, 1e-9)
 
 
 def with_spike(base: Iterator, spec: WorkloadSpec, spike: Spike, rng: random.Random,
@@ -79,9 +79,9 @@ def with_spike(base: Iterator, spec: WorkloadSpec, spike: Spike, rng: random.Ran
     if extra_rate <= 0:
         return base
     sizes = size_sampler(spec, rng)
-    if spec.kind == "trace":   # sizes: draw rows of the trace itself
-        _, ins, outs = read_trace(spec.path)
-        pick = lambda: rng.randrange(len(ins))  # noqa: E731
+    if spec.kind == "trace":   # sizes: draw the replayed rows of the trace itself
+        _, ins, outs, rows = replayed_rows(spec)
+        pick = lambda: rows[rng.randrange(len(rows))]  # noqa: E731
         sizes = None
 
     def extra():

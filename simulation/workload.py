@@ -154,7 +154,7 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
         kw["period_s"] = section.float("period_s", 86400.0, min=0.0, min_exclusive=True, required=True)
         kw["amplitude"] = section.float("amplitude", 0.0, min=0.0, max=1.0, required=True)
     elif kind == "trace":
-        path = section.str("path", "", required=True)
+        path, last = section.str("path", "", required=True), None
         cols = section.section("columns")
         kw["columns"] = tuple((field, name) for field in TRACE_COLUMNS
                               if (name := cols.str(field)) is not None)
@@ -166,13 +166,21 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
                                 "Azure LLM inference trace 2023 (CC-BY-4.0), see the README's 'Traces' section")
             else:
                 try:
-                    read_trace(full, kw["columns"])
+                    times = read_trace(full, kw["columns"])[0]
                 except TraceError as err:
                     section.problem("path", path, str(err))
+                else:
+                    if not times:
+                        section.problem("path", path, "expected a CSV with at least one request row")
+                    else:
+                        last = times[-1]
             kw["path"] = full
         kw["time_scale"] = section.float("time_scale", 1.0, min=0.0, min_exclusive=True)
         kw["rate_scale"] = section.float("rate_scale", 1.0, min=0.0, min_exclusive=True, max=1000.0)
         kw["start_s"] = section.float("start_s", 0.0, min=0.0)
+        if last is not None and kw["start_s"] > last:
+            section.problem("start_s", kw["start_s"], f"expected at most the trace's last timestamp ({last:g} s "
+                            "after its first): from there on it replays no request")
         kw["limit"] = section.int("limit", None, min=1)
     if kind != "trace":
         kw["input_tokens"] = _size(section, "input_tokens", WorkloadSpec.input_tokens)
@@ -380,12 +388,19 @@ class NextArrival:
         heappush(env._queue, (at, 1, next(env._eid), self))   # env.schedule(self, NORMAL, delay) (simpy 4.1.2)
 
 
-def _trace_arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[tuple[float, int, int]]:
+def replayed_rows(spec: WorkloadSpec) -> tuple[list[float], list[int], list[int], list[int]]:
+    """A trace workload's (times, input tokens, output tokens, replayed row indices): the rows at or after
+    `start_s`, the first `limit` of them; each is replayed at `(time - start_s) × time_scale`."""
     times, ins, outs = read_trace(spec.path, spec.columns)
-    scale = spec.time_scale
     rows = [i for i in range(len(times)) if times[i] >= spec.start_s]
     if spec.limit is not None:
         rows = rows[: spec.limit]
+    return times, ins, outs, rows
+
+
+def _trace_arrivals(spec: WorkloadSpec, rng: random.Random, until: float) -> Iterator[tuple[float, int, int]]:
+    times, ins, outs, rows = replayed_rows(spec)
+    scale = spec.time_scale
     r = spec.rate_scale
     base = int(math.floor(r))
     frac = r - base
