@@ -26,7 +26,7 @@ from typing import Any
 from catalog import GIB, Gpu, Model
 from simulation.gpu.memory import (BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, kv_bytes_per_token,
                                    profile_activation_bytes, vllm_budget)
-from simulation.gpu.vllm_spec import batch_defaults
+from simulation.gpu.vllm_spec import resolve_batch
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 _PATTERNS = {
@@ -171,9 +171,8 @@ def calibrate(facts: LogFacts, model: Model, gpu: Gpu, *, tp: int | None = None,
         raise ValueError(f"the log's KV cache is {facts.kv_gib:g} GiB, less than one block of {block_size} tokens "
                          f"for {model.name}: expected a KV cache vLLM could start with")
     max_len = min(facts.concurrency_len or model.max_context, logged)
-    default_batched, default_seqs = batch_defaults(gpu, facts.scheduler, facts.concurrency_len or model.max_context)
-    batched = facts.batched_tokens or default_batched
-    seqs = facts.num_seqs or default_seqs
+    batched, seqs = resolve_batch(gpu, facts.scheduler, facts.concurrency_len or model.max_context,
+                                  facts.batched_tokens, facts.num_seqs)
     prior = vllm_budget(gpu, model, gpu_memory_utilization=util, max_model_len=max_len, block_size=block_size,
                         tp=tp, max_num_batched_tokens=batched, max_num_seqs=seqs)
     if facts.total_gib is not None:

@@ -16,7 +16,7 @@ from validation.fields import Section
 from simulation.gpu.llm_engine import llm_common
 from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, vllm_budget
 from simulation.gpu.server_common import model_name
-from simulation.gpu.vllm_spec import SCHEDULERS, VllmSpec, batch_defaults
+from simulation.gpu.vllm_spec import SCHEDULERS, VllmSpec, resolve_batch
 from simulation.gpu.vllm_v0 import VllmV0Engine
 from simulation.gpu.vllm_v1 import VllmV1Engine
 from simulation.server import ModelServer, register_server
@@ -52,8 +52,7 @@ class VllmServer(ModelServer):
             section.problem("max_model_len", max_len, f"expected at most {prof.model.max_context} "
                             f"({prof.model.name}'s context length)")
         max_len = max_len or prof.model.max_context
-        default_batched, default_seqs = batch_defaults(prof.gpu, scheduler, max_len)
-        batched, seqs = batched or default_batched, seqs or default_seqs
+        batched, seqs = resolve_batch(prof.gpu, scheduler, max_len, batched, seqs)
         if scheduler == "v1" and batched < seqs:
             section.problem("max_num_batched_tokens", batched, f"expected at least max_num_seqs ({seqs}); "
                             "vLLM refuses a smaller step budget")

@@ -3,7 +3,8 @@
 
 Defaults by GPU class (`vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults`, OpenAI API server):
 a GPU with ≥ 70 GiB that is not an A100 (H100, H200) gets `max_num_batched_tokens` 8192 and `max_num_seqs`
-1024; others 2048 and 256. V0 keeps 256 and max(max_model_len, 2048). vLLM refuses a budget below
+1024; others 2048 and 256. V0 keeps 256 and max(max_model_len, 2048). V1 fits an unset one to the other
+(`_set_default_max_num_seqs_and_batched_tokens_args`, `resolve_batch`); vLLM refuses a budget below an explicit
 `max_num_seqs` (`SchedulerConfig` validation), and so does this reader.
 """
 
@@ -42,6 +43,21 @@ def batch_defaults(gpu: Gpu, scheduler: str, max_model_len: int) -> tuple[int, i
     if gpu.memory_gib >= 70 and "a100" not in gpu.name.lower():
         return 8192, 1024
     return 2048, 256
+
+
+def resolve_batch(gpu: Gpu, scheduler: str, max_model_len: int, batched: int | None, seqs: int | None
+                  ) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM runs with, given the user's (None or 0: unset). V1
+    (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`): an unset budget is at most max_num_seqs ×
+    max_model_len, an unset max_num_seqs at most the budget."""
+    default_batched, default_seqs = batch_defaults(gpu, scheduler, max_model_len)
+    out_batched, out_seqs = batched or default_batched, seqs or default_seqs
+    if scheduler == "v1":
+        if not batched:
+            out_batched = min(out_seqs * max_model_len, out_batched)
+        if not seqs:
+            out_seqs = min(out_seqs, out_batched)
+    return out_batched, out_seqs
 
 
 def check_request(server: Any, request: Any) -> int | None:

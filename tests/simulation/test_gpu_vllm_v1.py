@@ -42,7 +42,21 @@ def test_batch_defaults_follow_get_batch_defaults_by_gpu_class():
     assert (a100.max_num_batched_tokens, a100.max_num_seqs) == (2048, 256)  # ≥ 70 GiB but an A100
     assert (a10g.max_num_batched_tokens, a10g.max_num_seqs) == (2048, 256)
     assert (v0.max_num_batched_tokens, v0.max_num_seqs) == (8192, 256)  # max(max_model_len, 2048)
-    _, problems = spec_of({"model": "llama-3-8b", "gpu": "A100-80GB", "max_num_batched_tokens": 100})
+
+
+
+def test_defaults_fit_a_given_budget_and_an_explicit_conflict_is_refused():
+    """vllm/engine/arg_utils.py `_set_default_max_num_seqs_and_batched_tokens_args`: an unset max_num_seqs is
+    min(default, max_num_batched_tokens); an unset budget at most max_num_seqs × max_model_len; only an explicit
+    max_num_seqs above the budget is refused (SchedulerConfig._verify_args)."""
+    small, problems = spec_of({"model": "llama-3-8b", "gpu": "H100-80GB", "max_num_batched_tokens": 512})
+    assert not problems and (small.max_num_batched_tokens, small.max_num_seqs) == (512, 512)
+    tiny, problems = spec_of({"model": "llama-3-8b", "gpu": "A10G", "max_num_batched_tokens": 100})
+    assert not problems and (tiny.max_num_batched_tokens, tiny.max_num_seqs) == (100, 100)
+    short, problems = spec_of({"model": "llama-3-8b", "gpu": "H100-80GB", "max_num_seqs": 2, "max_model_len": 1024})
+    assert not problems and (short.max_num_batched_tokens, short.max_num_seqs) == (2048, 2)   # min(2 × 1024, 8192)
+    _, problems = spec_of({"model": "llama-3-8b", "gpu": "A100-80GB", "max_num_batched_tokens": 100,
+                           "max_num_seqs": 256})
     assert problems and "max_num_batched_tokens" in str(problems[0])
 
 
