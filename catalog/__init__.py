@@ -226,7 +226,7 @@ class Catalog:
 
     def extended(self, gpus=(), instances=(), models=()) -> "Catalog":
         """A copy with user entries added (same name replaces the built-in one; a GPU that states no link keeps
-        the built-in's, so overriding an H100's memory does not turn its NVLink into PCIe)."""
+        the built-in's, so overriding an H100's memory does not turn its NVLink into PCIe: `_keep_link`)."""
         return replace(
             self,
             gpus={**self.gpus, **{g.name: _keep_link(g, self.gpus.get(g.name)) for g in gpus}},
@@ -239,9 +239,12 @@ class Catalog:
 
 
 def _keep_link(gpu: Gpu, builtin: Gpu | None) -> Gpu:
-    if builtin is None or gpu.interconnect or gpu.interconnect_gbps:
+    """A user GPU that states no `interconnect` keeps the built-in's kind of link, and its bandwidth unless it
+    states one (an H100 given `interconnect_gbps` alone stays on NVLink)."""
+    if builtin is None or gpu.interconnect:
         return gpu
-    return replace(gpu, interconnect=builtin.interconnect, interconnect_gbps=builtin.interconnect_gbps)
+    return replace(gpu, interconnect=builtin.interconnect,
+                   interconnect_gbps=gpu.interconnect_gbps or builtin.interconnect_gbps)
 
 
 DEFAULT = Catalog()

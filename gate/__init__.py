@@ -39,13 +39,18 @@ MIB, GIB = 2**20, 2**30
 
 
 def _custom_catalog(cfg: StackConfig) -> dict:
-    """Stack-config catalog entries the simulation's built-in catalog does not have (as `server.catalog`)."""
+    """Stack-config catalog entries the simulation's built-in catalog does not have (as `server.catalog`). A GPU
+    goes with its link resolved (`Gpu.link`: the one the stack's catalog kept or defaulted), which the scenario
+    reader requires to be stated in full."""
     out: dict[str, dict] = {}
     for key, mine, builtin in (("models", cfg.catalog.models, DEFAULT_CATALOG.models),
                                ("gpus", cfg.catalog.gpus, DEFAULT_CATALOG.gpus),
                                ("instance_types", cfg.catalog.instances, DEFAULT_CATALOG.instances)):
         extra = {name: {k: v for k, v in asdict(item).items() if k != "name"}
                  for name, item in mine.items() if builtin.get(name) != item}
+        if key == "gpus":
+            for name, fields in extra.items():
+                fields["interconnect"], fields["interconnect_gbps"] = mine[name].link
         if extra:
             out[key] = extra
     return out

@@ -357,4 +357,17 @@ def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
     for name, key in _ANNOTATED.get(engine, {}).items():
         if _number(annotations.get(name)) is not None:
             out[key] = _number(annotations[name])
+    if engine == "vllm" and _custom_all_reduce_disabled(args):
+        out["disable_custom_all_reduce"] = True
     return out
+
+
+def _custom_all_reduce_disabled(args: list[str]) -> bool:
+    """vLLM's `--disable-custom-all-reduce` (underscores read as dashes, as vLLM's FlexibleArgumentParser does; a
+    later `--no-disable-custom-all-reduce`, newer releases' boolean flag, turns it back off)."""
+    off = False
+    for arg in args:
+        name = arg.split("=", 1)[0].replace("_", "-")
+        if name in ("--disable-custom-all-reduce", "--no-disable-custom-all-reduce"):
+            off = name == "--disable-custom-all-reduce"
+    return off

@@ -2,12 +2,13 @@
 
 Every figure is bounded by what exists, with room to spare (a B200 has 180 GiB at 8 TB/s and ~2,250 dense BF16
 TFLOPS; the largest EC2 instance 24 TiB of memory and 896 vCPUs; published models reach ~2 T parameters, 256 k
-contexts and vocabularies): a figure past the bound is a typo, and 1e308 used to overflow the memory arithmetic."""
+contexts and vocabularies): a figure past the bound is a typo, and 1e308 used to overflow the memory arithmetic.
+A GPU's link (`interconnect`, `interconnectGbps`) follows the simulation's rules (simulation/gpu/profile.py)."""
 
 from __future__ import annotations
 
 from catalog import DEFAULT as DEFAULT_CATALOG
-from catalog import Catalog, Gpu, InstanceType, Model
+from catalog import NVLINK, PCIE, Catalog, Gpu, InstanceType, Model
 from validation.fields import Section
 
 MAX_GPU_GIB = 4096           # one GPU's memory
@@ -18,7 +19,7 @@ def parse_catalog(sec: Section) -> Catalog:
     gpus = [Gpu(name, g.float("memoryGib", 0.0, min=1, max=MAX_GPU_GIB, required=True),
                 g.float("bandwidthGbps", 0.0, min=1, max=100_000, required=True),
                 g.float("bf16Tflops", 0.0, min=0.1, max=100_000, required=True),
-                g.float("cudaTotalGib", 0.0, min=0, max=MAX_GPU_GIB))
+                g.float("cudaTotalGib", 0.0, min=0, max=MAX_GPU_GIB), *_link(g))
             for name, g in named_items(sec.section("gpus"))]
     instances = [InstanceType(name, i.str("gpu", "", required=True), i.int("gpus", 1, min=1, max=16, required=True),
                               i.int("vcpus", 4, min=1, max=4096), i.int("memoryGib", 16, min=1, max=65536))
@@ -43,6 +44,18 @@ def parse_catalog(sec: Section) -> Catalog:
             sec.problem(f"instanceTypes.{inst.name}.gpu", inst.gpu,
                         "expected a GPU from the catalog: " + ", ".join(sorted(catalog.gpus)))
     return catalog
+
+
+def _link(g: Section) -> tuple[str, float]:
+    """A GPU's `interconnect` (nvlink | pcie) and `interconnectGbps` (one way, per GPU), as a scenario's
+    `server.catalog.gpus` reads them (simulation/gpu/profile.py): nvlink needs the bandwidth; unstated ("", 0) keeps a
+    same-name built-in GPU's link, else PCIe Gen4 x16 (`catalog.Catalog.extended`, `Gpu.link`)."""
+    link = g.choice("interconnect", [NVLINK, PCIE], "")
+    gbps = g.float("interconnectGbps", 0.0, min=0.1, max=100_000)
+    if link == NVLINK and g.raw("interconnectGbps") is None:
+        g.problem("interconnectGbps", None, "required with interconnect: nvlink (one-way GB/s per GPU, e.g. 450 for "
+                  "an H100 SXM, 300 for an A100 SXM)")
+    return link, gbps
 
 
 def named_items(sec: Section):

@@ -6,6 +6,9 @@ gate predicts this engine, not the priors. Each key maps to the simulation's `se
 meaning (docs/gpu-model.md); keys that do not apply to the service's engine are refused. For `naive` the
 defaults are KServe's huggingfaceserver as released (one generate thread, SDPA, last-position logits); `generate`,
 `eagerAttention`, `allLogits`, `overheadGib` and `activationBytesPerToken` describe a server built otherwise.
+`interconnectEfficiency` and `allreduceLatencyS` calibrate tensor parallelism's all-reduces (vLLM and TGI on several
+GPUs; e.g. from nccl-tests' `all_reduce_perf` on the node): they replace the link's priors, including the NCCL
+prior that `--disable-custom-all-reduce` in the runtime's args selects.
 """
 
 from __future__ import annotations
@@ -17,10 +20,15 @@ _COMMON = {"memoryEfficiency": ("memory_efficiency", 0.001, 1.0),
            "computeEfficiency": ("compute_efficiency", 0.001, 1.0), "stepOverheadS": ("step_overhead_s", 0.0, 10.0), "prefillOverheadS": ("prefill_overhead_s", 0.0, 10.0)}
 _VLLM = {"activationGib": ("activation_gib", 0.0, 1024.0), "nonTorchGib": ("overhead_gib", 0.0, 1024.0),
          "cudaGraphGib": ("cuda_graph_gib", 0.0, 1024.0), "prefixCacheHitRatio": ("prefix_cache_hit_ratio", 0.0, 0.99)}
+# Tensor parallelism's all-reduces (simulation/gpu/roofline.py): the engines that run it, vLLM and TGI. naive splits
+# layers over GPUs without all-reduces (simulation/gpu/naive.py), triton runs on one GPU.
+_TP = {"interconnectEfficiency": ("interconnect_efficiency", 0.001, 1.0),
+       "allreduceLatencyS": ("allreduce_latency_s", 0.0, 1.0)}
 # naive: the memory a measured Transformers server holds besides weights and KV (CUDA context, allocator slack) and
 # its prompt activations per token (simulation/gpu/memory.py prefill_activation_bytes).
 _NAIVE = {"overheadGib": ("overhead_gib", 0.0, 1024.0), "activationBytesPerToken": ("activation_bytes_per_token", 0.0, 1e9)}
-KEYS = {"vllm": {**_COMMON, **_VLLM}, "tgi": {**_COMMON, **_VLLM}, "naive": {**_COMMON, **_NAIVE}, "triton": {}}
+KEYS = {"vllm": {**_COMMON, **_VLLM, **_TP}, "tgi": {**_COMMON, **_VLLM, **_TP}, "naive": {**_COMMON, **_NAIVE},
+        "triton": {}}
 SCHEDULERS = ["v1", "v0"]
 OOM_MODES = ["request", "process"]  # naive, triton: a CUDA OOM fails the request (500) or kills the worker
 # naive: how requests reach generate() — serial (KServe huggingfaceserver's one generate thread, FIFO) or

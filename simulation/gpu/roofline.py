@@ -34,17 +34,31 @@ per all-reduce. vLLM does not overlap them with compute by default (its async-TP
 * link efficiency: NVLink 0.80 (A100 NVLink: "480GB/s effective bidirectional" of 600 in vLLM's write-up);
   PCIe 0.65 (Gen4 x16 with peer-to-peer: 41 of 64 GB/s bidirectional in `p2pBandwidthLatencyTest`,
   tinygrad/open-gpu-kernel-modules#6).
-* latency per all-reduce: NVLink 10 µs, flat in tp: vLLM's custom all-reduce (one-shot for small buffers)
-  measured 9–12 µs on H100 at tp 2/4/8 up to 32 KB (sgl-project/sglang#2904). PCIe 2(tp − 1) hops × 4 µs
-  (8 µs at tp 2, 24 µs at tp 4): vLLM disables its custom all-reduce on more than two PCIe-only GPUs
-  (`custom_all_reduce.py`: "not supported on more than two PCIe-only GPUs"), so NCCL's ring runs, whose small
-  all-reduces take ~6–15 µs between two PCIe GPUs in nccl-tests logs.
+* latency per all-reduce depends on what vLLM runs (`uses_custom_all_reduce`): its custom all-reduce unless
+  `--disable-custom-all-reduce` (`Efficiency.custom_all_reduce` False), only at tp 2, 4, 6 or 8
+  (`CustomAllreduce._SUPPORTED_WORLD_SIZES`) and only on fully NVLink-connected GPUs or exactly two PCIe GPUs
+  (`custom_all_reduce.py`: "not supported on more than two PCIe-only GPUs"); NCCL otherwise
+  (`cuda_communicator.py: all_reduce` falls through to PyNCCL).
+  NVLink, custom all-reduce: 10 µs, flat in tp (one-shot for small buffers: 9–12 µs on H100 at tp 2/4/8 up
+  to 32 KB, sgl-project/sglang#2904). NVLink, NCCL: 20 µs, flat in tp (NCCL's small all-reduce inside a CUDA
+  graph: vLLM's `benchmarks/kernels/benchmark_device_communicators.py` measured PyNCCL at 21–23 µs where the
+  custom one-shot took 10–13 µs, a 512 KiB bf16 all-reduce at tp 4 and 6, vllm-project/vllm#24532 and #24111;
+  graph-captured PyNCCL 16.8–20.3 µs from 2 KiB to 256 KiB over 8 H200, sgl-project/sglang#22734; nccl-tests
+  `all_reduce_perf` ~22 µs at 4 B200 GPUs and ~9 µs at 2 with NCCL 2.27's symmetric memory,
+  NVIDIA/nccl-tests#333, ~6 µs on 2 H100 with CUDA graphs, NVIDIA/nccl#1259 — so the prior overstates tp 2).
+  PCIe: 2(tp − 1) hops × 4 µs (8 µs at tp 2, 24 µs at tp 4), NCCL's ring, whose small all-reduces take
+  ~6–15 µs between two PCIe GPUs in nccl-tests logs.
+  At tp 2 on PCIe vLLM runs its custom all-reduce where the GPUs have peer-to-peer access (it checks; L40S
+  nodes are reported without, ai-dynamo/aiconfigurator#1346); no measurement separates the two there, so one
+  prior serves both and `--disable-custom-all-reduce` leaves PCIe unchanged. An explicit
+  `allreduce_latency_s` replaces every prior.
 
 Simplifications: no quantisation; attention FLOPs use the full context (no sliding window); a decode step's
 time is frozen at the batch's context when the batch last changed (the simulation's piecewise-constant step
 time); tensor parallelism: one all-reduce algorithm for every buffer size (latency + bytes / bus bandwidth: no
-switch from one-shot to two-shot or NCCL at 8 MiB, no NVLink SHARP), the vocabulary-parallel embedding's
-all-reduce and the logits gather left out (two collectives beside 2 × layers), decode batches not padded to
+switch from one-shot to two-shot or NCCL at 8 MiB, no NVLink SHARP, no torch symmetric-memory all-reduce
+that newer vLLM releases use for some sizes on Hopper and Blackwell, vllm#24111), the vocabulary-parallel
+embedding's all-reduce and the logits gather left out (two collectives beside 2 × layers), decode batches not padded to
 CUDA-graph sizes, no communication when the model's `hidden_size` is unknown (0).
 """
 
@@ -66,12 +80,15 @@ class Efficiency:
     prefill_overhead_s: float = 0.010  # per prefill pass: tokenisation, scheduling, first sampling
     interconnect: float | None = None  # achieved all-reduce bus bandwidth / link peak; None = the link's prior
     allreduce_latency_s: float | None = None  # fixed cost of one all-reduce (tp > 1); None = the link's prior
+    custom_all_reduce: bool = True  # vLLM may run its custom all-reduce (False: --disable-custom-all-reduce)
 
 
 DEFAULT_EFFICIENCY = Efficiency()
 LINK_EFFICIENCY = {NVLINK: 0.80, PCIE: 0.65}  # priors (module docstring)
 NVLINK_ALLREDUCE_S = 10e-6  # one all-reduce over NVLink (vLLM's custom one-shot all-reduce)
+NCCL_NVLINK_ALLREDUCE_S = 20e-6  # one small NCCL all-reduce over NVLink / NVSwitch
 PCIE_HOP_S = 4e-6  # one step of NCCL's ring over PCIe; an all-reduce takes 2(tp − 1) of them
+CUSTOM_ALL_REDUCE_SIZES = (2, 4, 6, 8)  # vLLM CustomAllreduce._SUPPORTED_WORLD_SIZES
 
 
 def _bandwidth(gpu: Gpu, eff: Efficiency, tp: int) -> float:
@@ -82,13 +99,22 @@ def _flops(gpu: Gpu, eff: Efficiency, tp: int) -> float:
     return gpu.bf16_tflops * 1e12 * eff.compute * tp
 
 
+def uses_custom_all_reduce(gpu: Gpu, tp: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> bool:
+    """Whether vLLM runs its custom all-reduce over these tp GPUs (module docstring), else NCCL."""
+    return (eff.custom_all_reduce and tp in CUSTOM_ALL_REDUCE_SIZES
+            and (gpu.link[0] == NVLINK or tp == 2))
+
+
 def allreduce_latency_s(gpu: Gpu, tp: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
-    """Fixed seconds of one all-reduce over tp GPUs: `eff.allreduce_latency_s`, else the link's prior."""
+    """Fixed seconds of one all-reduce over tp GPUs: `eff.allreduce_latency_s`, else the prior of the link and
+    of the algorithm vLLM runs over it (`uses_custom_all_reduce`)."""
     if tp <= 1:
         return 0.0
     if eff.allreduce_latency_s is not None:
         return eff.allreduce_latency_s
-    return NVLINK_ALLREDUCE_S if gpu.link[0] == NVLINK else 2 * (tp - 1) * PCIE_HOP_S
+    if gpu.link[0] == NVLINK:
+        return NVLINK_ALLREDUCE_S if uses_custom_all_reduce(gpu, tp, eff) else NCCL_NVLINK_ALLREDUCE_S
+    return 2 * (tp - 1) * PCIE_HOP_S  # NCCL's ring; the custom all-reduce at tp 2 shares the prior
 
 
 def tp_comm_coefficients(model: Model, gpu: Gpu, tp: int, eff: Efficiency = DEFAULT_EFFICIENCY

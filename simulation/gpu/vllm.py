@@ -5,11 +5,14 @@ per step, chunked prefill, per-step KV blocks, preemption by recompute (`vllm_v1
 the V0 scheduler without chunked prefill, for users still on an older vLLM or `VLLM_USE_V1=0`
 (`vllm_v0.py`: whole-request KV reservation at admission, prefill passes alone, no preemption).
 
-Defaults by GPU class and the OpenAI server's 400s: `vllm_spec.py`.
+Defaults by GPU class and the OpenAI server's 400s: `vllm_spec.py`. `disable_custom_all_reduce: true` is vLLM's
+`--disable-custom-all-reduce` (read from the manifest's args, `simulation/isvc.py`): every tensor-parallel
+all-reduce runs on NCCL, whose latency prior on NVLink is higher (`roofline.uses_custom_all_reduce`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from validation.fields import Section
@@ -45,8 +48,11 @@ class VllmServer(ModelServer):
         over = section.float("overhead_gib", None, min=0.0)
         graphs = section.float("cuda_graph_gib", 0.0, min=0.0)
         hit = section.float("prefix_cache_hit_ratio", 0.0, min=0.0, max=0.99)
+        no_custom_ar = section.bool("disable_custom_all_reduce", False)
         if common is None:
             return None
+        if no_custom_ar:
+            common["eff"] = replace(common["eff"], custom_all_reduce=False)
         prof = common["profile"]
         if max_len and max_len > prof.model.max_context:
             section.problem("max_model_len", max_len, f"expected at most {prof.model.max_context} "
