@@ -11,6 +11,9 @@ TGI (v2/v3) batches continuously with chunked prefill and a pre-sized KV pool, s
 * **Batch sizes** (launcher `main.rs`): `--max-batch-prefill-tokens` (default max_input_tokens + 50) is the
   step's token budget, `--max-batch-size` the running requests (unset: only the admission limit bounds it).
 
+* **Tensor parallelism**: every all-reduce is NCCL's (`server/text_generation_server/utils/dist.py` initialises
+  a `ProcessGroupNCCL`; TGI has no custom all-reduce kernel), so NVLink pays NCCL's latency prior
+  (`roofline.allreduce_latency_s`), not vLLM's custom one-shot all-reduce's.
 * **KV pool** (v3.3.4 `server/text_generation_server/models/flash_causal_lm.py: warmup`): after a warm-up
   forward pass over `--max-batch-prefill-tokens`, the blocks are what is free minus the share held back,
   `get_cuda_free_memory(device, MEMORY_FRACTION × TGI_WIGGLE_ROOM)` = free − (1 − fraction × wiggle) × total
@@ -24,7 +27,7 @@ TGI (v2/v3) batches continuously with chunked prefill and a pre-sized KV pool, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from validation.defaults import TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
@@ -100,5 +103,6 @@ class TgiServer(ModelServer):
                              max_num_batched_tokens=batched, max_num_seqs=seqs, cuda_graph_gib=spec.cuda_graph_gib)
         values = {f.name: getattr(spec, f.name) for f in fields(spec)}
         values.update(max_input_tokens=max_input, max_num_batched_tokens=batched, max_num_seqs=seqs,
-                      gpu_memory_utilization=fraction, budget=budget)
+                      gpu_memory_utilization=fraction, budget=budget,
+                      eff=replace(spec.eff, custom_all_reduce=False))   # NCCL all-reduces (`utils/dist.py`)
         return TgiSpec(**values, max_concurrent_requests=conc, wiggle_room=wiggle)

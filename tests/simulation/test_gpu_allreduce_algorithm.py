@@ -78,3 +78,13 @@ def test_a_served_prompt_pays_the_nccl_latency_with_the_flag():
         return log.rows[1][1]
 
     assert ttfb(disable_custom_all_reduce=True) - ttfb() == pytest.approx(160 * (20e-6 - 10e-6), rel=1e-6)
+
+
+def test_tgi_all_reduces_over_nccl():
+    """TGI has no custom all-reduce (its `utils/dist.py` runs a ProcessGroupNCCL): NCCL's NVLink prior."""
+    keys = {"model": "llama-3-70b", "instance_type": "p5.48xlarge", "tensor_parallel_size": 4}
+    tgi, problems = gpu_fakes.spec_of("tgi", keys)
+    assert not problems and not tgi.eff.custom_all_reduce
+    assert allreduce_latency_s(H100, 4, tgi.eff) == 20e-6
+    vllm, _ = gpu_fakes.spec_of("vllm", keys)
+    assert replace(tgi.eff, custom_all_reduce=True) == vllm.eff   # nothing else differs
