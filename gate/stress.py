@@ -10,7 +10,7 @@ Every service of the stack runs in every scenario on the one GPU node group, so 
 | `spike` | each service's traffic × `factor` (3) for `durationS` (120 s) from `atS` (120 s), at the same time (correlated spikes are the case that exhausts a shared node group) | latency limits × 2, rate limits as steady, no cold-start limit |
 | `rollout` | at `atS` (60 s) each Knative service's new revision starts at max(minReplicas, initial-scale) cold pods on the GPUs actually free, while the old one serves; the route moves once that many are Ready, and the old revision, unreachable, scales down (simulation/stress.py) | as steady without the cold-start limit, and the new revision Ready within the progress deadline |
 | `scaleFromZero` | services that may scale to zero (minReplicas 0, and `knative.autoscaler` leaves enable-scale-to-zero on) start at zero pods while their traffic arrives | as steady |
-| `nodeLoss` | at `atS` (120 s) the busiest GPU node disappears; the node group replaces it | latency limits × 2, rate limits × 10, no cold-start limit |
+| `nodeLoss` | at `atS` (120 s) the busiest GPU node disappears; its pods go NotReady at `notReadyS` (50 s), until then the activator still sends to them (502 after the dial back-off), and are replaced at `replaceS` (drawn, 90-115 s); the node group replaces the node (simulation/node_loss.py) | latency limits × 2, rate limits × 10, no cold-start limit |
 
 Stress scenarios run for `STRESS_DURATION_S` (600 s; a rollout: its start + the progress deadline + 60 s).
 Stress may need new nodes, whose provisioning no setting of the service shortens, so the longest-cold-start

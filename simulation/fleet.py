@@ -15,7 +15,7 @@ A fleet mapping (what `gate.stress` generates, JSON-able so replications can run
     max_requests: 2000000          # the run's request budget, all services and spikes together (default: the
                                    # smallest of its scenarios' max_requests, else simulation/budget.py's)
     cluster: {...}                 # the node group: a scenario's `cluster:` keys
-    node_loss: {at_s: 120, detect_s: 40}
+    node_loss: {at_s: 120, not_ready_s: 50}   # replace_s: drawn unless given (simulation/node_loss.py)
     services:
       - scenario: {...}            # a scenario mapping (simulation/scenario.py) without cluster/duration;
                                    # its config_autoscaler, if any, the same in every service (one cluster)
@@ -47,8 +47,9 @@ from simulation.budget import DEFAULT_REQUEST_BUDGET, expected_requests, run_pro
 from simulation.clock import run_until
 from simulation.cluster import Cluster
 from simulation.engine import Sim
+from simulation.node_loss import NodeLoss, lose_busiest_node
 from simulation.scenario import ClusterProfile, Scenario, load_scenario, parse_cluster
-from simulation.stress import NodeLoss, Rollout, RolloutDriver, Spike, lose_busiest_node, with_spike
+from simulation.stress import Rollout, RolloutDriver, Spike, with_spike
 from validation.errors import InputError, Problem
 from validation.fields import Section
 
@@ -96,9 +97,24 @@ def _node_loss(sec: Section) -> NodeLoss | None:
     if not sec.data:
         return None
     d = NodeLoss()
-    out = NodeLoss(sec.float("at_s", d.at_s, min=0.0), sec.float("detect_s", d.detect_s, min=0.0, max=3600.0))
+    at_s = sec.float("at_s", d.at_s, min=0.0)
+    if sec.has("detect_s"):
+        sec.problem("detect_s", sec.raw("detect_s"), DETECT_SPLIT)
+    not_ready = sec.float("not_ready_s", d.not_ready_s, min=0.0, max=3600.0)
+    replace_s = sec.float("replace_s", None, min=0.0, max=3600.0)
+    if replace_s is not None and replace_s < not_ready:
+        sec.problem("replace_s", replace_s, f"expected at least not_ready_s ({not_ready:g}): PodGC deletes the pods "
+                    "only after the node is NotReady and deleted")
+        replace_s = None
+    out = NodeLoss(at_s, not_ready, replace_s)
     sec.done()
     return out
+
+
+DETECT_SPLIT = ("detect_s is gone: it stood for two moments that are far apart. Use not_ready_s (loss → the pods "
+                f"NotReady and out of the endpoints; default {NodeLoss().not_ready_s:g}, node-monitor-grace-period) "
+                "and replace_s (loss → the pods deleted and replaced; default drawn, not_ready_s + 40 to 65 s): "
+                "simulation/node_loss.py")
 
 
 def load_fleet(mapping: Any, *, base_dir: Any = None) -> Fleet:
@@ -252,8 +268,10 @@ def run_fleet(fleet: Fleet, seed: int = 0) -> dict:
             log = rollouts[sim.scenario.name] = {}
             RolloutDriver(sim, lambda s=sim: _new_revision(s), sim.member.rollout, log)
     if fleet.node_loss is not None:
-        loss = events["node_loss"] = {"detect_s": fleet.node_loss.detect_s}
-        env.process(_at(env, fleet.node_loss.at_s, lambda: lose_busiest_node(cluster, fleet.node_loss.detect_s, loss)))
+        nl = fleet.node_loss
+        loss = events["node_loss"] = {"not_ready_s": nl.not_ready_s}
+        rng = random.Random(f"{seed}:node-loss")
+        env.process(_at(env, nl.at_s, lambda: lose_busiest_node(cluster, nl, rng, loss)))
     pending = {s.scenario.name: [0, 0] for s in sims}     # [max Pending pods, Pending pod-seconds]
     env.process(_count_pending(env, cluster, pending, fleet.duration_s))
     run_until(env, fleet.duration_s + 1e-9)   # `env.run(until=…)` with SimPy's step inlined

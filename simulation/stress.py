@@ -17,13 +17,8 @@
   the old revision keeps serving.
   Simplifications: the new revision has the same settings as the old (a rollout of the config being deployed);
   Standard (RawDeployment) services roll with a Deployment's maxSurge, not modelled here.
-- Node loss: the instance behind the busiest ready node disappears. Its pods' in-flight work fails (502, as a
-  crashed container's does; a vanished host may instead hang connections until the route timeout). Until the
-  node controller notices (`detect_s`, node-monitor-grace-period 40 s in kube-controller-manager) the dead pods
-  stay in the endpoints and requests sent to them fail with 503 from the gateway (Envoy's answer to an upstream
-  it cannot connect to); the activator drops them at once (it probes every 0.2 s). Then the node object is
-  deleted (cloud node-lifecycle controller), PodGC deletes its pods and the ReplicaSet creates replacements.
-  The node group's Auto Scaling group launches a replacement instance at once (`node_provision_s`).
+- Node loss: simulation/node_loss.py (the activator keeps the lost pods until they are marked NotReady; the
+  pods are deleted and replaced later still).
 """
 
 from __future__ import annotations
@@ -35,8 +30,6 @@ from typing import Any, Iterator
 
 from simulation.autoscaler.loop import KpaLoop
 from simulation.clock import call_later
-from simulation.pod import GONE, TERMINATING
-from simulation.request import GATEWAY, UNAVAILABLE
 from simulation.workload import WorkloadSpec, rate_at, replayed_rows, size_sampler
 
 
@@ -51,12 +44,6 @@ class Spike:
 class Rollout:
     at_s: float = 60.0
     progress_deadline_s: float = 600.0
-
-
-@dataclass(frozen=True)
-class NodeLoss:
-    at_s: float = 120.0
-    detect_s: float = 40.0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -98,77 +85,6 @@ def with_spike(base: Iterator, spec: WorkloadSpec, spike: Spike, rng: random.Ran
                 yield t, n_i, n_o
 
     return heapq.merge(base, extra(), key=lambda a: a[0])
-
-
-# ---------------------------------------------------------------------------------------------------
-# Node loss
-# ---------------------------------------------------------------------------------------------------
-
-class _Unreachable:
-    """Stands in for a lost pod's queue-proxy while the pod is still in the endpoints: connect fails → 503."""
-
-    __slots__ = ("sim", "dead")
-
-    def __init__(self, sim: Any) -> None:
-        self.sim = sim
-        self.dead = True
-
-    def accept(self, req: Any) -> None:
-        self.sim.complete(req, UNAVAILABLE, GATEWAY)
-
-    def fail_all(self, status: int) -> None:
-        pass
-
-    in_flight = 0
-
-
-def lose_busiest_node(cluster: Any, detect_s: float, log: dict) -> None:
-    """Take away the ready node holding the most GPUs (lowest id on ties) and let the control plane react."""
-    nodes = [n for n in cluster.nodes if n.ready and not n.removed]
-    if not nodes:
-        log["lost_pods"] = 0
-        return
-    node = max(nodes, key=lambda n: (n.gpus - n.free, -n.id))
-    pods = cluster.lose(node)
-    env = cluster.env
-    log.update(at_s=env.now, lost_pods=len(pods), node=node.id)
-    if cluster.node_count < cluster.p.max_nodes:
-        cluster.add_node(ready=False)     # the ASG replaces the instance (desired capacity unchanged)
-    for pod in pods:
-        _pod_died(pod)
-    call_later(env, detect_s, _pods_deleted, pods)
-
-
-def _pod_died(pod: Any) -> None:
-    sim = pod.sim
-    for c in pod._calls:
-        c.cancel()
-    pod._calls.clear()
-    if pod.act_ready and sim.activator is not None:
-        sim.activator.remove_pod(pod)
-    pod.act_ready = False
-    if pod.state in (TERMINATING, GONE):
-        pod.qp.fail_all(502)
-        return
-    pod.qp.fail_all(502)
-    pod.qp = _Unreachable(sim)
-
-
-def _pods_deleted(pods: list) -> None:
-    """Node deleted → PodGC deletes its pods → the ReplicaSet replaces those the Deployment still wants."""
-    for pod in pods:
-        sim = pod.sim
-        wanted = pod.state not in (TERMINATING, GONE)
-        was_k8s = pod.k8s_ready
-        pod.k8s_ready = False
-        if wanted:
-            sim.n_live -= 1   # the engine's count of pods neither Terminating nor Gone
-        pod.state = GONE
-        if was_k8s:
-            sim.on_pod_unready(pod, False, True)
-        sim.on_pod_gone(pod)
-        if wanted:
-            sim._new_pod(False)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
         late = timing_problem(spec, gate.duration_s, f"services[{i}].workload", "gate.durationS")
         if late:
             problems.append(late)
+    if "nodeLoss" in gate.scenarios:
+        _node_loss_times(checked, problems)
     runs: list[tuple[str, float, list]] = []      # (what, seconds, the spiking services)
     if "steady" in gate.scenarios:
         runs.append(("the steady run", gate.duration_s, []))
@@ -66,6 +68,23 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
                        key, "raise gate.requestBudget")
     if over:
         problems.append(over)
+
+
+def _node_loss_times(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], problems: list[Problem]) -> None:
+    """The gate loses one node for all services, each nodeLoss setting from the last service that gives it
+    (gate/stress.py): two services that each pass alone may still combine into replaceS before notReadyS."""
+    merged: dict = {}
+    source: dict = {}
+    for i, svc, _ in checked:
+        if svc.stress.node_loss.enabled:
+            for key, value in svc.stress.node_loss.params.items():
+                merged[key], source[key] = value, i
+    s = settings("nodeLoss", merged)
+    if s.get("replace_s") is not None and s["replace_s"] < s["not_ready_s"]:
+        origin = f"services[{source['not_ready_s']}]" if "not_ready_s" in source else "the default"
+        problems.append(Problem(f"services[{source['replace_s']}].stress.nodeLoss.replaceS", s["replace_s"],
+                                f"expected at least notReadyS ({s['not_ready_s']:g}, from {origin}): the gate loses "
+                                "one node for all services, each setting taken from the last service that gives it"))
 
 
 def _deadline(svc: ServiceConfig) -> float:

@@ -4,7 +4,12 @@
       spike: {factor: 3, durationS: 120, atS: 120, slo: {p99LatencyS: 90}}
       rollout: {atS: 60, slo: {...}}            # progress deadline: the InferenceService's own annotation
       scaleFromZero: false                      # false (or enabled: false) skips a scenario
-      nodeLoss: {atS: 120, detectS: 40, slo: {maxErrorRate: 0.05}}
+      nodeLoss: {atS: 120, notReadyS: 50, replaceS: 100, slo: {maxErrorRate: 0.05}}
+
+nodeLoss: `notReadyS` (50 s, node-monitor-grace-period on Kubernetes >= 1.32) is when the lost node's pods are
+marked NotReady and leave the endpoints and the activator; `replaceS` (drawn per run, 90-115 s with the default
+notReadyS) is when PodGC deletes them and the ReplicaSet replaces them (simulation/node_loss.py). The old
+`detectS`, which stood for both, is refused with a pointer to the two.
 
 `slo` takes the service `slo` keys; what it leaves out is derived from the steady SLO (gate/stress.py).
 Stress runs last STRESS_DURATION_S (600 s), so a spike must end and a node be lost within them; a rollout's run
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from simulation.node_loss import NOT_READY_S
 from validation.fields import Section
 
 SLO_KEYS = {"p99LatencyS": "p99_latency_s", "p99TtftS": "p99_ttft_s", "maxErrorRate": "max_error_rate",
@@ -48,11 +54,16 @@ _PARAMS = {
               "atS": ("at_s", 0.0, None)},    # within the run: `_inside_the_run`
     "rollout": {"atS": ("at_s", 0.0, 3600.0)},
     "scaleFromZero": {},
-    "nodeLoss": {"atS": ("at_s", 0.0, None), "detectS": ("detect_s", 0.0, 3600.0)},
+    "nodeLoss": {"atS": ("at_s", 0.0, None), "notReadyS": ("not_ready_s", 0.0, 3600.0),
+                 "replaceS": ("replace_s", 0.0, 3600.0)},
 }
 # what a scenario does where `params` leaves a setting out (simulation keys)
 DEFAULTS = {"spike": {"factor": 3.0, "at_s": 120.0, "duration_s": 120.0}, "rollout": {"at_s": 60.0},
-            "scaleFromZero": {}, "nodeLoss": {"at_s": 120.0, "detect_s": 40.0}}
+            "scaleFromZero": {}, "nodeLoss": {"at_s": 120.0, "not_ready_s": NOT_READY_S}}   # replace_s: drawn
+DETECT_SPLIT = ("detectS is gone: it stood for two moments that are far apart. Use notReadyS (loss → the lost "
+                f"node's pods NotReady, out of the endpoints and the activator; default {NOT_READY_S:g}, "
+                "node-monitor-grace-period on Kubernetes >= 1.32) and replaceS (loss → the pods deleted by PodGC "
+                "and replaced; default drawn per run, notReadyS + 40 to 65 s)")
 
 
 def settings(kind: str, params: dict) -> dict:
@@ -79,6 +90,9 @@ def _inside_the_run(sec: Section, kind: str, params: dict) -> None:
                         f"the default) = {STRESS_DURATION_S - s['at_s']:g}: the spike must end within {run}")
     if kind == "nodeLoss" and s["at_s"] >= STRESS_DURATION_S:
         sec.problem("atS", s["at_s"], f"expected less than {STRESS_DURATION_S:g}: the node must be lost within {run}")
+    if kind == "nodeLoss" and s.get("replace_s") is not None and s["replace_s"] < s["not_ready_s"]:
+        sec.problem("replaceS", s["replace_s"], f"expected at least notReadyS ({s['not_ready_s']:g}): PodGC deletes "
+                    "the pods only after their node is NotReady and deleted")
 
 
 def _slo(sec: Section) -> dict:
@@ -104,6 +118,8 @@ def _scenario(parent: Section, kind: str) -> StressScenario:
     sec = parent.section(kind)
     enabled = sec.bool("enabled", True)
     params, before = {}, len(sec.problems)
+    if kind == "nodeLoss" and sec.has("detectS"):
+        sec.problem("detectS", sec.raw("detectS"), DETECT_SPLIT)
     for key, (name, lo, hi) in _PARAMS[kind].items():
         value = sec.float(key, None, min=lo, max=hi)
         if value is not None:

@@ -69,7 +69,7 @@ def test_a_spike_adds_factor_minus_one_times_the_rate_for_its_duration():
 
 def test_node_loss_fails_in_flight_work_blackholes_until_detected_and_the_group_replaces_the_node():
     fleet = _fleet({"scenario": _svc("a", 1.0, min_r=4, max_r=4)}, cluster={"warm_nodes": 4},
-                   node_loss={"at_s": 200, "detect_s": 40})
+                   node_loss={"at_s": 200, "not_ready_s": 40, "replace_s": 100})
     out = _run(fleet)
     a = out["services"]["a"]
     assert out["events"]["node_loss"]["lost_pods"] == 1

@@ -282,7 +282,7 @@ def _member(scn, tmp_path, trace, name: str, seed: int, mode: str, min_r: int | 
 
 
 def _fleet(duration_s: float, loss_at_s: float, services: list) -> dict:
-    return {"name": "t", "duration_s": duration_s, "node_loss": {"at_s": loss_at_s, "detect_s": 20},
+    return {"name": "t", "duration_s": duration_s, "node_loss": {"at_s": loss_at_s, "not_ready_s": 20, "replace_s": 45},
             "cluster": {"gpus_per_node": 4, "max_nodes": 4, "warm_nodes": 2, "image_gib": 0, "warmup_s": 2,
                         "activator_probe_s": 0, "node_provision_s": 30},
             "services": services}

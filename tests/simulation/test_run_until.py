@@ -89,7 +89,7 @@ def test_reports_are_the_same_with_simpys_run(scn, seed, monkeypatch):
     assert ours == engine.Sim(load_scenario(mapping), seed).run().to_json()
 
 
-@pytest.mark.parametrize("extra", [{}, {"node_loss": {"at_s": 200, "detect_s": 20}}])
+@pytest.mark.parametrize("extra", [{}, {"node_loss": {"at_s": 200, "not_ready_s": 20}}])
 def test_a_fleet_reports_the_same_with_simpys_run(extra, monkeypatch):
     """simulation/fleet.py runs the shared clock of its services with `run_until` too: a rollout on one service,
     scale from zero on the other, a node lost mid-run — the same result as `Environment.run`."""

@@ -158,3 +158,22 @@ def test_a_fleet_counts_its_spikes_and_every_service_against_one_budget():
     for member in fleet["services"]:
         member["scenario"]["max_requests"] = 5_000_000
     load_fleet(fleet)                                   # or by every scenario
+
+
+def test_node_loss_times_merged_across_services_must_keep_replace_after_not_ready():
+    """The gate loses one node for all services, each setting from the last service that gives it: a replaceS that is
+    fine for its own service (after the default notReadyS 50) but before another service's notReadyS is refused at
+    load, naming the stack's key, not at gate time with the fleet's."""
+    def two(a: dict, b: dict):
+        def edit(v):
+            v["services"].append(copy.deepcopy(v["services"][0]))
+            v["services"][1]["name"] = "chat2"
+            v["services"][0]["stress"] = {"nodeLoss": a}
+            v["services"][1]["stress"] = {"nodeLoss": b}
+        return edit
+    text = _refused(two({"replaceS": 60}, {"notReadyS": 70}))
+    assert "services[0].stress.nodeLoss.replaceS: got 60.0; expected at least notReadyS (70, from services[1])" in text
+    cfg = _parse(two({"replaceS": 80}, {"notReadyS": 70}))                     # control
+    from gate import stack_scenarios
+    loss = next(s for s in stack_scenarios(cfg) if s.kind == "nodeLoss").fleet["node_loss"]
+    assert loss == {"at_s": 120.0, "not_ready_s": 70.0, "replace_s": 80.0}

@@ -43,3 +43,25 @@ def test_gate_scenarios_choose_what_the_gate_runs():
     assert cfg.gate.scenarios == ("steady", "spike")
     with pytest.raises(InputError, match=r"gate\.scenarios: got \['stedy'\]; expected a non-empty list from steady"):
         _parse(lambda v: v.update(gate={"scenarios": ["stedy"]}))
+
+
+def test_node_loss_takes_not_ready_and_replace_times_and_refuses_the_old_detect_key():
+    """detectS stood for both moments (review rev9-sim finding 2): a stack file that still has it is told which two
+    keys replace it; replaceS before notReadyS is refused; the gate's fleet gets the simulation's keys."""
+    from gate import stack_scenarios
+
+    def edit(v):
+        v["services"][0]["stress"] = {"nodeLoss": {"notReadyS": 40, "replaceS": 95}}
+    cfg = _parse(edit)
+    assert cfg.services[0].stress.node_loss.params == {"not_ready_s": 40.0, "replace_s": 95.0}
+    loss = next(s for s in stack_scenarios(cfg) if s.kind == "nodeLoss").fleet["node_loss"]
+    assert loss == {"at_s": 120.0, "not_ready_s": 40.0, "replace_s": 95.0}
+    default = _parse(lambda v: v["services"][0].update(stress={}))
+    assert next(s for s in stack_scenarios(default) if s.kind == "nodeLoss").fleet["node_loss"] == \
+        {"at_s": 120.0, "not_ready_s": 50.0}      # replace_s drawn per run (simulation/node_loss.py)
+    with pytest.raises(InputError) as err:
+        _parse(lambda v: v["services"][0].update(stress={"nodeLoss": {"detectS": 40}}))
+    assert "services[0].stress.nodeLoss.detectS: got 40; detectS is gone" in str(err.value)
+    assert "notReadyS" in str(err.value) and "replaceS" in str(err.value)
+    with pytest.raises(InputError, match=r"nodeLoss\.replaceS: got 45\.0; expected at least notReadyS \(50\)"):
+        _parse(lambda v: v["services"][0].update(stress={"nodeLoss": {"replaceS": 45}}))
