@@ -43,6 +43,7 @@ class StackCheck:
     resources: int = 0
     admission: list[str] = field(default_factory=list)  # what the cluster's webhooks would refuse
     rollout: list[str] = field(default_factory=list)  # rollouts that would not fit (gate/rollout_capacity.py)
+    rollout_load: dict[str, str] = field(default_factory=dict)  # service → the load figure the rollout check used
     manifest_errors: list[str] = field(default_factory=list)
     violations: list = field(default_factory=list)  # policy.rules.Violation
     verdicts: list[Verdict] = field(default_factory=list)
@@ -63,7 +64,8 @@ class StackCheck:
     def to_dict(self) -> dict:
         return {
             "stack": self.stack, "passed": self.passed, "resources": self.resources,
-            "admission": self.admission, "rollout": self.rollout, "manifest_errors": self.manifest_errors,
+            "admission": self.admission, "rollout": self.rollout, "rollout_load": self.rollout_load,
+            "manifest_errors": self.manifest_errors,
             "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "message": v.message}
                        for v in self.violations],
             "slo": {v.service: {"passed": v.passed, "replications": v.replications,
@@ -124,10 +126,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
             with progress.shown():
                 result.verdicts = gate.result()
             result.predictions = predictions(cfg, result.verdicts)
-    from gate.rollout_capacity import rollout_problems
+    from program import rollout_check, rollout_loads
 
-    result.rollout = [str(p) for p in rollout_problems(cfg, {v.service: v.report["replicas"]["mean"]
-                                                              for v in result.verdicts if v.scenario == "steady"})]
+    result.rollout = [str(p) for p in rollout_check(cfg, result.verdicts)]   # what `pulumi up` checks
+    result.rollout_load = rollout_loads(cfg, result.verdicts)[1]
     if plot_dir is not None:
         from gate.plots import plot_verdicts
 
@@ -189,7 +191,10 @@ def print_result(result: StackCheck, console: Console) -> None:
 
     console.print(f"[bold]stack {result.stack}[/]: program registers {result.resources} resources offline")
     console.print(f"  admission: {_ok(not result.admission)}" + "".join(f"\n    - {e}" for e in result.admission))
-    console.print(f"  rollout capacity: {_ok(not result.rollout)}" + "".join(f"\n    - {e}" for e in result.rollout))
+    console.print(f"  rollout capacity: {_ok(not result.rollout)}"
+                  + "".join(f"\n    - {escape(e)}" for e in result.rollout)
+                  + ("" if result.rollout else "".join(f"\n    expected load of {escape(name)}: {escape(basis)}"
+                                                       for name, basis in result.rollout_load.items())))
     console.print(f"  manifests: {_ok(not result.manifest_errors)}"
                   + "".join(f"\n    - {e}" for e in result.manifest_errors))
     console.print(f"  policies: {_ok(not result.mandatory)} ({len(result.mandatory)} mandatory, "

@@ -9,7 +9,16 @@ replication by replication (seed i = `simulation.replicate.replication_seed(gate
 stream, token sizes and start-up draws match and the paired difference after − before has a far narrower
 interval than two independent runs would give (common random numbers; Law & Kelton §11.2). Per metric the table
 shows each side's estimate with its 95 % interval, the mean paired difference with its 95 % t-interval, and
-each side's SLO verdict. `--workload` / `--rate-scale` change the traffic of both sides.
+each side's SLO verdict, term by term matched by name (a term one side does not have, say a `--set` that adds
+`slo.p99TtftS`, shows as not a term on the other). `--workload` / `--rate-scale` change the traffic of both sides.
+
+Each side runs on its own `gate.seed`, so every column rests on the runs its verdict was decided on. When the
+sides' seeds differ (`--set gate.seed=N`, or `--against` a revision with another seed) there are no common
+random numbers: the runs are independent, the difference is Welch's interval (wider; the table says so), and a
+scenario the edits leave alone is not "unchanged" (it ran on other seeds). That is allowed rather than refused
+because it answers a real question: does the verdict hold on other seeds, or against an older revision with
+its own seed. `gate.durationS` and the other gate settings do not break the pairing: each side's scenario has
+its own duration on the same seeds, and its column and verdict share those runs.
 
 Each side's verdict is the gate's own (`gate.sequential.decide`: replications doubled while a term is undecided,
 `gate.undecided` after `gate.replications.max`), so it is the verdict `preflight check` and `pulumi up` give that
@@ -27,9 +36,9 @@ from typing import Any
 
 from gate import trials as gate_trials
 from gate.sequential import Decision
-from gate.verdict import STATUS_MARKUP, Verdict, format_estimate
+from gate.verdict import STATUS_MARKUP, Check, Verdict, format_estimate
 from preflight.overrides import apply_sets, read_workload, set_workloads, stack_values
-from simulation.estimates import Estimate, paired_difference
+from simulation.estimates import Estimate, independent_difference, paired_difference
 from simulation.replicate import replication_seeds, submit_replications
 from simulation.report_terms import METRICS, estimates, per_replication
 from stackconfig.load import ROOT
@@ -51,8 +60,9 @@ class Comparison:
     after: Verdict
     reports: tuple[list[dict], list[dict]]
     difference: dict[str, Estimate] = field(default_factory=dict)
-    unchanged: bool = False  # the same scenario on both sides: the edits do not touch it
-    metrics: tuple[dict[str, Estimate], dict[str, Estimate]] = ({}, {})   # each side over the paired runs
+    unchanged: bool = False  # the same scenario and seeds on both sides: the edits do not touch it
+    metrics: tuple[dict[str, Estimate], dict[str, Estimate]] = ({}, {})   # each side over the compared runs
+    common_random_numbers: bool = True   # False: the sides ran on different gate.seed (an unpaired difference)
 
     @property
     def replications(self) -> int:
@@ -75,6 +85,12 @@ class WhatIf:
     seeds: list[int]
     comparisons: list[Comparison]
     only: dict[str, list[str]]  # scenarios present on one side only
+    seeds_after: list[int] = field(default_factory=list)   # the after side's (`seeds` unless gate.seed differs)
+    gate_seeds: tuple[int, int] = (0, 0)   # each side's gate.seed
+
+    @property
+    def common_random_numbers(self) -> bool:
+        return self.gate_seeds[0] == self.gate_seeds[1]
 
     @property
     def passed_after(self) -> bool:
@@ -82,8 +98,10 @@ class WhatIf:
 
     def to_dict(self) -> dict:
         return {"stack": self.stack, "against": self.against, "set": self.sets, "replications": self.replications,
-                "seeds": self.seeds, "passed_before": all(c.before.passed for c in self.comparisons),
-                "passed_after": self.passed_after, "only": self.only,
+                "seeds": self.seeds, "seeds_after": self.seeds_after,
+                "common_random_numbers": self.common_random_numbers,
+                "passed_before": all(c.before.passed for c in self.comparisons), "passed_after": self.passed_after,
+                "only": self.only,
                 "scenarios": {c.after.label: c.to_dict() for c in self.comparisons}}
 
 
@@ -122,25 +140,35 @@ def compare(before: StackConfig, after: StackConfig, replications: int, executor
                          before, after, executor)
     counts = {k: max(replications, verdicts["before", k].replications, verdicts["after", k].replications)
               for k in common}
-    handles = {}   # the paired runs: every scenario of both sides on the same seeds, all sent before any wait
+    # Each side's runs on its own gate.seed, so its column rests on its verdict's runs. The same seed on both
+    # sides: common random numbers (one batch, a scenario the edits leave alone simulated once); another seed
+    # on the after side (--set gate.seed, --against a revision with another): independent runs.
+    crn = before.gate.seed == after.gate.seed
+    handles = {}   # every scenario of both sides, all sent before any wait
     for n in sorted(set(counts.values())):
         keys = [k for k in common if counts[k] == n]
-        handles[n] = (keys, submit_replications([tb[k].scenario for k in keys] + [ta[k].scenario for k in keys],
-                                                replication_seeds(before.gate.seed, n), executor, base_dir=ROOT))
+        sb, sa = replication_seeds(before.gate.seed, n), replication_seeds(after.gate.seed, n)
+        handles[n] = (keys, [submit_replications([tb[k].scenario for k in keys] + [ta[k].scenario for k in keys],
+                                                 sb, executor, base_dir=ROOT)] if crn else
+                      [submit_replications([tb[k].scenario for k in keys], sb, executor, base_dir=ROOT),
+                       submit_replications([ta[k].scenario for k in keys], sa, executor, base_dir=ROOT)])
     runs = {}
-    for keys, handle in handles.values():
-        result = handle.result()
+    for keys, batch in handles.values():
+        result = [side for handle in batch for side in handle.result()]
         runs.update({k: (result[i], result[len(keys) + i]) for i, k in enumerate(keys)})
+    difference = paired_difference if crn else independent_difference
     out = []
     for key in common:
         rb, ra = ([t[key].report(r) for r in side] for t, side in zip((tb, ta), runs[key]))   # the service's reports
-        diff = {name: paired_difference(per_replication(name, rb), per_replication(name, ra)) for name in METRICS}
+        diff = {name: difference(per_replication(name, rb), per_replication(name, ra)) for name in METRICS}
         out.append(Comparison(key, verdicts["before", key], verdicts["after", key], (rb, ra), diff,
-                              tb[key].scenario == ta[key].scenario, (estimates(rb, METRICS), estimates(ra, METRICS))))
+                              crn and tb[key].scenario == ta[key].scenario,
+                              (estimates(rb, METRICS), estimates(ra, METRICS)), crn))
     only = {"before": [str(k) for k in tb if k not in ta], "after": [str(k) for k in ta if k not in tb]}
     most = max(counts.values(), default=replications)
     return WhatIf(stack or after.stack, against, list(sets or []), replications,
-                  replication_seeds(before.gate.seed, most), out, only)
+                  replication_seeds(before.gate.seed, most), out, only, replication_seeds(after.gate.seed, most),
+                  (before.gate.seed, after.gate.seed))
 
 
 def _verdicts(trials_b: list, trials_a: list, before: StackConfig, after: StackConfig, executor: Any) -> dict:
@@ -193,23 +221,42 @@ def tables(result: WhatIf) -> list:
                        f"{'meets' if c.after.passed else 'misses'} its SLO)")
             continue
         before = "before" + (f" ({escape(result.against)})" if result.against else "")
+        runs = ("on common random numbers" if c.common_random_numbers else
+                f"on independent runs (gate.seed {result.gate_seeds[0]} before, {result.gate_seeds[1]} after: "
+                "no common random numbers)")
         t = Table(title=f"what-if {escape(result.stack)}/{escape(c.after.label)}: {c.replications} replications per "
-                        f"side on common random numbers (95% intervals); verdicts by the gate's rule on "
+                        f"side {runs} (95% intervals); verdicts by the gate's rule on "
                         f"{c.before.replications} (before) and {c.after.replications} (after) replications")
-        for col in ("metric", before, "after", "after − before (paired)", ""):
+        for col in ("metric", before, "after", "after − before (paired)" if c.common_random_numbers else
+                    "after − before (independent, Welch)", ""):
             t.add_column(col)
         for name in SHOWN:
             pct = METRICS[name][0] == "rate"
             t.add_row(name, format_estimate(c.metrics[0][name], pct), format_estimate(c.metrics[1][name], pct),
                       format_estimate(c.difference[name], pct), _change(c.difference[name]))
         t.add_section()
-        for cb, ca in zip(c.before.checks, c.after.checks):
-            t.add_row(escape(f"SLO {cb.name} ≤ {ca.limit:g}"), STATUS_MARKUP[cb.status], STATUS_MARKUP[ca.status],
-                      "", "")
+        for name, cb, ca in slo_rows(c.before, c.after):
+            limits = {x.limit for x in (cb, ca) if x is not None}
+            limit = " / ".join(f"{x:g}" for x in ((cb.limit, ca.limit) if len(limits) > 1 else limits))
+            t.add_row(escape(f"SLO {name} ≤ {limit}"), _status(cb), _status(ca), "", "")
         t.add_row("verdict", "[green]pass[/]" if c.before.passed else "[red]FAIL[/]",
                   "[green]pass[/]" if c.after.passed else "[red]FAIL[/]", "", "")
         out.append(t)
     return out
+
+
+NOT_A_TERM = "[dim]— not a term here[/]"
+
+
+def slo_rows(before: Verdict, after: Verdict) -> list[tuple[str, Check | None, Check | None]]:
+    """The two sides' SLO checks matched by name (before's order, then the terms only the after side has); None
+    on the side without that term (an edit added or removed it)."""
+    b, a = {c.name: c for c in before.checks}, {c.name: c for c in after.checks}
+    return [(name, b.get(name), a.get(name)) for name in dict.fromkeys([*b, *a])]
+
+
+def _status(check: Check | None) -> str:
+    return NOT_A_TERM if check is None else STATUS_MARKUP[check.status]
 
 
 def add_parser(sub: Any) -> None:

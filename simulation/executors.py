@@ -3,7 +3,9 @@
 Every executor has `map(fn, items) -> list`, returning `fn(item)` for each item in the items' order, and
 `submit(fn, items)`, which starts the same work without waiting and returns a handle whose `result()` is that
 list (`preflight check` simulates while it runs the Pulumi program). The functions mapped here are pure (a result depends on the item alone: a scenario and a seed), so
-the results are identical whichever executor runs them, on any machine; only the wall-clock time differs.
+the results are identical whichever executor runs them, on any machine that runs the same simulator; only the
+wall-clock time differs. A worker on another simulator version is caught by the caller: each result comes back
+with the worker's simulator fingerprint (simulation/replicate.py `fingerprinted_job`).
 
 - `SerialExecutor`: in this process (also what the local pool uses for a single job, to skip process start).
 - `LocalExecutor(workers)`: `concurrent.futures.ProcessPoolExecutor`, all cores by default, at most

@@ -9,6 +9,12 @@ Each replication is a pure function of (scenario, seed) (`simulate_job`), so an 
 (`simulation.executors`) may run them anywhere in any order: the results are sorted back by index and are
 identical on every executor. They are cached in this process by (scenario JSON, seed).
 
+Pure, that is, for one simulator: a Dask or Ray worker may run another version of it (another checkout, another
+NumPy), whose reports differ. So a worker returns its simulator fingerprint (simulation/result_cache.py: the
+simulator's files and the Python, SimPy and NumPy versions) with each report (`fingerprinted_job`), and the
+caller refuses any report whose fingerprint is not its own (`SimulatorMismatch`, an InputError: the CLIs exit
+2) before it uses or caches one. The fingerprint travels beside the report, never in it.
+
 The estimates across them: simulation/estimates.py (the statistics), simulation/report_terms.py (the figures).
 """
 
@@ -18,6 +24,9 @@ import json
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+
+from simulation import result_cache
+from validation.errors import InputError, Problem
 
 
 def replication_seed(base: int, index: int) -> int:
@@ -31,6 +40,33 @@ def replication_seeds(base: int, count: int, start: int = 0) -> list[int]:
 
 _CACHE: dict[tuple, dict] = {}  # (scenario JSON, seed, base dir) → report, in this process (first in, first out)
 _CACHE_SIZE = 256
+
+
+class SimulatorMismatch(InputError):
+    """Workers that run another simulator than this process: their reports are not this code's results."""
+
+
+def fingerprinted_job(job: tuple[str, int, str | None]) -> tuple[str, dict]:
+    """`simulate_job` as the executors run it: (the simulator fingerprint of the process that ran it, report)."""
+    return result_cache.simulator_fingerprint(), simulate_job(job)
+
+
+def _check_fingerprints(found: Sequence[str], mine: str, executor: Any) -> None:
+    """Raise SimulatorMismatch unless every report came from a simulator with this process's fingerprint."""
+    foreign = sorted(set(found) - {mine})
+    if not foreign:
+        return
+    name = getattr(executor, "name", "") or "executor"
+    flag = f"--{name}" if name in ("dask", "ray") else None
+    allowed = (f"expected workers that run this simulator, fingerprint {mine}: {sum(fp != mine for fp in found)} "
+               f"of {len(found)} replications came back from a simulator with another fingerprint (other files "
+               "under simulation/, catalog/ or validation/, or another Python, SimPy or NumPy version), so they "
+               "are not this code's results; none was used or cached. Install the same version of this project "
+               "and the same Python, SimPy and NumPy on the workers (a machine's fingerprint: python -c 'from "
+               "simulation.result_cache import simulator_fingerprint as f; print(f())'), or run without "
+               + (flag or "them"))
+    raise SimulatorMismatch([Problem(flag or f"the {name} workers", ", ".join(foreign), allowed)],
+                            "the workers' results")
 
 
 def simulate_job(job: tuple[str, int, str | None]) -> dict:
@@ -92,7 +128,9 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
 
     Input errors are raised here, before any job starts. The jobs go out longest first (by simulated
     duration), so the last ones to finish are short and the workers end together. `cache`
-    (simulation/result_cache.py) answers the jobs it holds and stores the others' reports.
+    (simulation/result_cache.py) answers the jobs it holds and stores the others' reports. Every report the
+    executor returns must come from this simulator (`fingerprinted_job`); else `result()` raises
+    `SimulatorMismatch` and nothing of that batch is used or cached.
     """
     from simulation.executors import Later, SerialExecutor
 
@@ -117,12 +155,15 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
                 length[text] = scenario_duration(mapping)
         todo.sort(key=lambda job: -length[job[0]])  # stable: seeds stay in order within a scenario
         executor = executor or SerialExecutor()
+        mine = result_cache.simulator_fingerprint()   # here, before a local pool forks: its workers inherit it
         submit = getattr(executor, "submit", None)
-        pending = submit(simulate_job, todo) if submit else Later(lambda: executor.map(simulate_job, todo))
+        pending = submit(fingerprinted_job, todo) if submit else Later(lambda: executor.map(fingerprinted_job, todo))
 
     def collect() -> list[list[dict]]:
         if pending is not None:
-            reports = pending.result()
+            answers = pending.result()
+            _check_fingerprints([fp for fp, _ in answers], mine, executor)
+            reports = [report for _, report in answers]
             for job, report in zip(todo, reports):
                 _remember(job, report)
                 found[job] = report

@@ -6,6 +6,9 @@ relative paths resolve against, and a fingerprint of the simulator — the bytes
 under `simulation/`, `catalog/` and `validation/` (a replication imports nothing else from the project; a test
 checks this), and the Python, SimPy and NumPy versions. Any edit to the simulator or to the stack's
 InferenceService, workload, cluster or gate settings gives new keys; an old entry is never reused for new code.
+The key holds the caller's fingerprint, so only reports of the caller's simulator may be stored under it: a
+Dask or Ray worker returns its own fingerprint with each report and simulation/replicate.py refuses a
+mismatch before anything is stored.
 Scenarios that read a file (a replayed trace, an `inferenceServiceFile`) are not cached: the file's contents are
 not part of the key.
 
