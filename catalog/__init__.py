@@ -84,6 +84,7 @@ class Model:
     gflops_per_item: float = 0.0  # vision: forward FLOPs per image at reference_pixels (2 × published GMACs)
     intermediate_size: int = 0  # LLM: MLP width (config.json intermediate_size); 0 = 3.5 × hidden_size
     num_heads: int = 0  # LLM: query heads (config.json num_attention_heads); 0 = hidden_size // head_dim
+    repo_gib: float = 0.0  # the whole Hugging Face repository (what an hf:// download fetches); 0 = the weights
 
     @property
     def weights_bytes(self) -> int:
@@ -94,6 +95,20 @@ class Model:
     @property
     def weights_gib(self) -> float:
         return self.weights_bytes / GIB
+
+    def download_bytes(self, storage_uri: str) -> int:
+        """What KServe's storage initializer writes for `storage_uri`. An `hf://` source is the repository's whole
+        snapshot: `_download_hf` calls huggingface_hub's `snapshot_download` with neither allow_patterns nor
+        ignore_patterns (kserve v0.15 `python/kserve/kserve/storage/storage.py`; from v0.17 it passes only the
+        patterns of the STORAGE_ALLOW_PATTERNS / STORAGE_IGNORE_PATTERNS env vars, which this stack does not set), so a
+        repository that publishes its weights twice downloads both (`repo_gib`). Any other source (s3://, gs://,
+        https://, pvc://) holds what its owner put there: the weights."""
+        if storage_uri.startswith("hf://") and self.repo_gib:
+            return int(self.repo_gib * GIB)
+        return self.weights_bytes
+
+    def download_gib(self, storage_uri: str) -> float:
+        return self.download_bytes(storage_uri) / GIB
 
     @property
     def attention_heads(self) -> int:
@@ -158,8 +173,23 @@ _INSTANCES = [
     InstanceType("p5en.48xlarge", "H200-141GB", 8, 192, 2048),
 ]
 
+# repo_gib: what an hf:// download fetches, the repository's whole snapshot (Model.download_bytes), from the Hugging
+# Face file listings; GB (10^9) there, GiB here, rounded up. Where the publisher ships the weights twice:
+# - mistralai/Mistral-7B-Instruct-v0.3 at c170c708 (the revision the prod stack pins): "29 GB" in all, the
+#   sharded model-0000{1,2,3}-of-00003.safetensors (4.95 + 5 + 4.55 GB) beside consolidated.safetensors (14.5 GB)
+#   for mistral-inference (huggingface.co/mistralai/Mistral-7B-Instruct-v0.3/tree/c170c708…): 29.1 GB = 27.1 GiB.
+# - meta-llama/Meta-Llama-3-8B(-Instruct) and Llama-3.1-8B(-Instruct): model-0000{1..4}-of-00004.safetensors
+#   (model.safetensors.index.json total_size 16,060,522,496 B: 4.98 + 5 + 4.92 + 1.17 GB) and Meta's own
+#   checkpoint original/consolidated.00.pth (16.1 GB; meta-llama/Meta-Llama-3-8B-Instruct PR #1 "Upload
+#   original checkpoint"; its size in the listings of the repositories duplicated from them, e.g.
+#   satpalsr/Meta-Llama-3-8B and Niansuh/Meta-Llama-3.1-8B-Instruct): 32.2 GB = 30.0 GiB.
+# - meta-llama/Llama-3.1-70B-Instruct: 30 safetensors shards (total_size 141,107,412,992 B) and
+#   original/consolidated.00–07.pth, 17.6 GB each (NousResearch/Meta-Llama-3.1-70B-Instruct): 281.9 GB = 263 GiB.
+# Not verified, so the weights size (repo_gib 0): Llama-2 (its -hf repositories also carry pytorch_model-*.bin),
+# Mistral-7B-v0.1 (pytorch_model-*.bin beside the safetensors), Llama-3-70B, Llama-3.3-70B, OPT, Qwen, Gemma and
+# the vision models. Override with `catalog: models: <name>: repoGib` for the repository a stack names.
 _MISTRAL_V03 = Model("mistral-7b-v0.3", "llm", params_b=7.25, layers=32, kv_heads=8, head_dim=128,
-                     max_context=32768, hidden_size=4096, vocab_size=32768, intermediate_size=14336)
+                     max_context=32768, hidden_size=4096, vocab_size=32768, intermediate_size=14336, repo_gib=27.1)
 
 _MODELS = [
     Model("llama-2-7b", "llm", params_b=6.74, layers=32, kv_heads=32, head_dim=128, max_context=4096,
@@ -167,7 +197,7 @@ _MODELS = [
     Model("llama-2-13b", "llm", params_b=13.02, layers=40, kv_heads=40, head_dim=128, max_context=4096,
           hidden_size=5120, vocab_size=32000, intermediate_size=13824),
     Model("llama-3-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=8192,
-          hidden_size=4096, vocab_size=128256, intermediate_size=14336),
+          hidden_size=4096, vocab_size=128256, intermediate_size=14336, repo_gib=30.0),
     # Mistral-7B: v0.1 keeps a 4,096-token sliding window and a 32,000 vocabulary; v0.2 and v0.3 attend to the
     # whole context (config.json "sliding_window": null) and v0.3 has 32,768 tokens (mistralai/
     # Mistral-7B-Instruct-v0.3 config.json). `mistral-7b` is v0.3, the release the shipped stacks deploy.
@@ -187,9 +217,10 @@ _MODELS = [
     # Llama-3.3-70B shares Llama-3.1-70B's architecture. Gemma-2 alternates sliding-window (4,096) and global
     # layers: counted as global here (every layer keeps the whole context; conservative).
     Model("llama-3.1-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=131072,
-          hidden_size=4096, vocab_size=128256, intermediate_size=14336),
+          hidden_size=4096, vocab_size=128256, intermediate_size=14336, repo_gib=30.0),
     Model("llama-3.1-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=131072,
-          hidden_size=8192, vocab_size=128256, intermediate_size=28672),
+          hidden_size=8192, vocab_size=128256, intermediate_size=28672,
+          repo_gib=263.0),
     Model("llama-3.3-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=131072,
           hidden_size=8192, vocab_size=128256, intermediate_size=28672),
     Model("qwen2.5-7b", "llm", params_b=7.62, layers=28, kv_heads=4, head_dim=128, max_context=32768,

@@ -80,6 +80,16 @@ def cluster_profile(cfg: StackConfig, svc: ServiceConfig | None = None) -> dict:
     }
 
 
+def _model_profile(svc: ServiceConfig) -> dict:
+    """The scenario's `model`: the weights it loads and, where more, what its download fetches (an hf:// repository
+    whole, `catalog.Model.download_bytes`)."""
+    out = {"name": svc.model.name, "weights_gib": round(svc.model.weights_gib, 3)}
+    download = round(svc.model.download_gib(svc.storage_uri), 3)
+    if download != out["weights_gib"]:
+        out["download_gib"] = download
+    return out
+
+
 def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
     """The simulation scenario (a mapping) of one service as this stack would deploy it."""
     scenario: dict[str, Any] = {
@@ -87,7 +97,7 @@ def scenario_for(cfg: StackConfig, svc: ServiceConfig) -> dict:
         "inferenceService": inference_service(cfg, svc),
         "workload": svc.workload,
         "cluster": cluster_profile(cfg, svc),
-        "model": {"name": svc.model.name, "weights_gib": round(svc.model.weights_gib, 3)},
+        "model": _model_profile(svc),
         "duration_s": cfg.gate.duration_s,
         "max_requests": cfg.gate.request_budget,
     }

@@ -73,33 +73,51 @@ def capacity_problems(cfg: StackConfig) -> list[Problem]:
     DaemonSet never turns Ready and Pulumi times out before any InferenceService. FSx for Lustre enforces the
     size (its capacity is the claim's storage request, aws-fsx-csi-driver); EFS is elastic and ignores it, where
     the check costs nothing. Copies of earlier revisions stay on the volume (nothing prunes them: an old
-    revision's pods may still read them during a rollout), so the real need grows with every re-pin."""
+    revision's pods may still read them during a rollout), so the real need grows with every re-pin. Each model
+    takes what its download writes (`catalog.Model.download_bytes`): an hf:// repository whole, so a second copy of
+    the weights (meta-llama's original/*.pth, Mistral's consolidated.safetensors) is on the volume too."""
     if not cfg.model_cache.enabled:
         return []
     held = {cache_key(s): s for s in cfg.services if _cached(s)}
-    need = sum(s.model.weights_gib for s in held.values())
+    need = sum(s.model.download_gib(s.storage_uri) for s in held.values())
     if need <= cfg.model_cache.size_gib:
         return []
-    models = ", ".join(f"{s.model.name} {s.model.weights_gib:.1f} GiB" for s in held.values())
+    models = ", ".join(_held(s) for s in held.values())
+    whole = any(s.model.download_gib(s.storage_uri) > s.model.weights_gib for s in held.values())
     return [Problem("modelCache.sizeGib", cfg.model_cache.size_gib, (
         f"expected at least {math.ceil(need)} GiB: the cache holds every cached model at once ({models}); a "
         "download past the volume's capacity fails (no space left on device), the prefetch DaemonSet never turns "
         "Ready and no InferenceService is created. Raise modelCache.sizeGib (leave room for earlier revisions: "
-        "they are not pruned)"))]
+        "they are not pruned)" + (HF_WHOLE_REPO if whole else "")))]
+
+
+# Why an hf:// model takes more than its weights, and the ways out (catalog.Model.download_bytes).
+HF_WHOLE_REPO = ("; an hf:// source is its whole repository, a second copy of the weights included (KServe's storage "
+                 "initializer downloads every file of it): serve a copy of just the safetensors from s3:// to store "
+                 "the weights alone, or set catalog.models.<name>.repoGib to what the repository you name holds")
+
+
+def _held(svc: ServiceConfig) -> str:
+    """`name N GiB` of one cached model; an hf:// repository that holds more than the weights says so."""
+    gib, weights = svc.model.download_gib(svc.storage_uri), svc.model.weights_gib
+    if gib > weights:
+        return f"{svc.model.name} {gib:.1f} GiB: whole hf:// repository, {weights:.1f} GiB of weights"
+    return f"{svc.model.name} {gib:.1f} GiB"
 
 
 def fill_timeout_s(cfg: StackConfig) -> int:
     """How long Pulumi waits for the prefetch DaemonSet: pulumi-kubernetes waits until the whole rollout is
     Current (kstatus: every scheduled pod updated and Ready, provider/pkg/await/daemonset.go), 10 minutes by
-    default. Twice the expected pull of the prefetch image and download of every cached model at the
+    default. Twice the expected pull of the prefetch image and download of every cached model (what each download
+    writes, an hf:// repository whole: `catalog.Model.download_bytes`) at the
     `coldStart.downloadGBps` prior at its slow end (`stackconfig.platform.slow_rate`; capped by the cache storage's throughput; one node downloads each model, the
     others wait for its marker), plus each rollout step's pull and start (`ROLLOUT_STEPS`, bounded whatever
     the node count), plus a margin."""
     cold, mc = cfg.cold_start, cfg.model_cache
-    weights = sum({cache_key(s): s.model.weights_bytes for s in cfg.services if _cached(s)}.values())
+    downloads = sum({cache_key(s): s.model.download_bytes(s.storage_uri) for s in cfg.services if _cached(s)}.values())
     rate = min(slow_rate(cold.download_gbps) * 1e9, mc.throughput_mib_s * 2**20)
     pull = PREFETCH_IMAGE_GIB * 2**30 / (slow_rate(cold.image_pull_mbps) * 1e6)
-    return math.ceil(2 * (pull + weights / rate) + ROLLOUT_STEPS * (pull + ROLLOUT_STEP_S) + FILL_MARGIN_S)
+    return math.ceil(2 * (pull + downloads / rate) + ROLLOUT_STEPS * (pull + ROLLOUT_STEP_S) + FILL_MARGIN_S)
 
 
 def model_cache_pvc(cfg: StackConfig) -> dict:

@@ -8,9 +8,10 @@ evictionHard `nodefs.available: 10%`: DiskPressure), and a download that outgrow
 
 What can land on one node: any mix of the services' pods the node's GPUs hold, at most 2 × maxReplicas of a
 service (a Knative rollout runs the new revision beside the old; a Deployment surges), the worst mix found by a
-small knapsack over GPUs. Each pod of a downloading service adds its weights (the catalog's checkpoint size; the
-initializer fetches the whole repository, so a repository with a second copy, e.g. meta-llama's `original/*.pth`,
-takes more); each service adds its runtime image once. Allowances (simplifications, stated): an image takes
+small knapsack over GPUs. Each pod of a downloading service adds what its download writes (`catalog.Model.
+download_bytes`: the weights, or for an hf:// source the whole repository, every file of which the initializer
+fetches, so a repository with a second copy, e.g. meta-llama's `original/*.pth`, takes about twice the weights);
+each service adds its runtime image once. Allowances (simplifications, stated): an image takes
 `IMAGE_UNPACK_FACTOR` × `coldStart.imageGib` unpacked (containerd on the EKS AMIs keeps only unpacked layers,
 `discard_unpacked_layers = true`); the OS, NVIDIA driver, logs and the cluster's system images take
 `SYSTEM_GIB` (the AL2023 AMI's whole default root volume, templates/al2023 `launch_block_device_mappings_volume_size`).
@@ -42,11 +43,18 @@ def downloads_weights(cfg: StackConfig, svc: ServiceConfig) -> bool:
 
 
 def _pod_gib(cfg: StackConfig, svc: ServiceConfig) -> float:
-    return svc.model.weights_gib if downloads_weights(cfg, svc) else 0.0
+    return svc.model.download_gib(svc.storage_uri) if downloads_weights(cfg, svc) else 0.0
+
+
+def _download(cfg: StackConfig, svc: ServiceConfig) -> str:
+    gib = _pod_gib(cfg, svc)
+    if gib > svc.model.weights_gib:
+        return f", {gib:.1f} GiB each: its whole hf:// repository, {svc.model.weights_gib:.1f} GiB of weights)"
+    return f", {gib:.1f} GiB of weights each)"
 
 
 def worst_mix(cfg: StackConfig) -> _Mix:
-    """The most disk any mix of pods one node's GPUs can hold takes (weights, plus each service's image once)."""
+    """The most disk any mix of pods one node's GPUs can hold takes (downloads, plus each service's image once)."""
     gpus, image = cfg.node_group.gpus_per_node, IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
     best = [_Mix()] * (gpus + 1)  # best[g]: the largest mix using at most g GPUs
     for i, svc in enumerate(cfg.services):
@@ -76,13 +84,12 @@ def root_disk_problems(cfg: StackConfig) -> list[Problem]:
     image = IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
     pods = ", ".join(
         f"{k} × {cfg.services[i].name} ({cfg.services[i].model.name}"
-        + (f", {cfg.services[i].model.weights_gib:.1f} GiB of weights each)"
-           if downloads_weights(cfg, cfg.services[i]) else ", read from its PVC)")
+        + (_download(cfg, cfg.services[i]) if downloads_weights(cfg, cfg.services[i]) else ", read from its PVC)")
         for i, k in mix.pods)
     weights = sum(k * _pod_gib(cfg, cfg.services[i]) for i, k in mix.pods)
     minimum = math.ceil(need / (1 - EVICTION_FREE))
-    parts = [f"{weights:.0f} GiB of weights (modelCache.enabled is false: KServe's storage initializer downloads "
-             "each pod's model into a sizeless emptyDir on this volume)"] if weights else []
+    parts = [f"{weights:.0f} GiB of model downloads (modelCache.enabled is false: KServe's storage initializer "
+             "downloads each pod's model into a sizeless emptyDir on this volume)"] if weights else []
     parts += [f"{len(mix.pods)} runtime image{'s' if len(mix.pods) > 1 else ''} at {image:g} GiB unpacked "
               f"({IMAGE_UNPACK_FACTOR:g} × coldStart.imageGib)", f"{SYSTEM_GIB:g} GiB for the OS and system images"]
     return [Problem("gpuNodeGroup.diskSizeGib", ng.disk_size_gib, (

@@ -74,7 +74,8 @@ def cold_start(cfg: StackConfig, svc: ServiceConfig, pods: int | None = None) ->
     nodes = max(1, math.ceil(pods * svc.gpus / ng.gpus_per_node))
     node_level, pod_level = COLD_START_QUANTILE ** (1 / nodes), COLD_START_QUANTILE ** (1 / pods)
     pull = cold.image_gib * 2**30 / (slow_rate(cold.image_pull_mbps, node_level) * 1e6)
-    load = expected_load_s(svc.model, cold, cfg.model_cache.enabled, load_gbps(cold, cfg.model_cache), pod_level)
+    load = expected_load_s(svc.model, cold, cfg.model_cache.enabled, load_gbps(cold, cfg.model_cache), pod_level,
+                           storage_uri=svc.storage_uri)
     return ColdStart(pods, nodes, slow_s(cold.node_provision_s, node_level), pull, load, node_level, pod_level)
 
 

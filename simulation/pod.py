@@ -7,8 +7,9 @@ container start:
 - Image pull: `image_gib / image_pull_mib_s`, skipped when the node already has the image (pods starting on
   the same node wait for the one pull).
 - Model download (KServe storage-initializer, an init container, so not under the startup probe):
-  `weights_gib / model_download_mib_s`, skipped on a node-cache hit (`model_cache: node`) or with probability
-  `model_cache_hit_ratio`.
+  `download_gib / model_download_mib_s` (the model's `download_gib`, default its `weights_gib`: an hf://
+  repository is downloaded whole, a second copy of the weights included), skipped on a node-cache hit
+  (`model_cache: node`) or with probability `model_cache_hit_ratio`.
 - Main container: load `weights_gib / load_gib_s` + `warmup_s` + the server's `startup_extra_s()`. With a
   startupProbe that fails first (`isvc.Probe.kill_after_s`: the failureThreshold-th probe tick after
   initialDelaySeconds, ticks counted from the kubelet's admission of the pod — between d + (f−1)·p and d + f·p),
@@ -237,14 +238,14 @@ class Pod:
     def _download(self) -> None:
         now = self.env._now
         p = self.sim.scenario.cluster
-        weights = self.sim.scenario.model.weights_gib
+        download = self.sim.scenario.model.download
         node = self.node
         if p.model_cache == "node" and node.model_at is not None:
             delay = max(0.0, node.model_at - now)
         elif p.model_cache_hit_ratio > 0 and self.rng.random() < p.model_cache_hit_ratio:
             delay = 0.0
         else:
-            delay = weights * 1024.0 / p.model_download_mib_s.sample(self.rng)
+            delay = download * 1024.0 / p.model_download_mib_s.sample(self.rng)
             if p.model_cache == "node":
                 node.model_at = now + delay
         self.startup_phases["download_s"] = delay

@@ -58,6 +58,11 @@ class ClusterProfile:
 class ModelProfile:
     name: str = "model"
     weights_gib: float = 0.0
+    download_gib: float | None = None   # what the storage initializer fetches (an hf:// repo whole); None: weights
+
+    @property
+    def download(self) -> float:
+        return self.weights_gib if self.download_gib is None else self.download_gib
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,8 @@ def parse_cluster(sec: Section) -> ClusterProfile:
 
 
 def parse_model(sec: Section) -> ModelProfile:
-    out = ModelProfile(name=sec.str("name", "model"), weights_gib=sec.float("weights_gib", 0.0, min=0))
+    out = ModelProfile(name=sec.str("name", "model"), weights_gib=sec.float("weights_gib", 0.0, min=0),
+                       download_gib=sec.float("download_gib", None, min=0))
     sec.done()
     return out
 

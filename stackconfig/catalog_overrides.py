@@ -32,6 +32,8 @@ def parse_catalog(sec: Section) -> Catalog:
                     sliding_window=m.int("slidingWindow", 0, min=0, max=MAX_TOKENS),
                     activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0, max=MAX_GPU_GIB * 1024),
                     weights_gib_override=m.float("weightsGib", 0.0, min=0, max=1_000_000),
+                    # the whole hf:// repository (an hf:// download fetches every file; catalog.Model.download_bytes)
+                    repo_gib=m.float("repoGib", 0.0, min=0, max=1_000_000),
                     hidden_size=m.int("hiddenSize", 0, min=0, max=1_000_000),
                     vocab_size=m.int("vocabSize", 0, min=0, max=MAX_TOKENS),
                     gflops_per_item=m.float("gflopsPerItem", 0.0, min=0, max=1e9),

@@ -150,11 +150,14 @@ def load_gbps(cold: ColdStartProfile, cache: ModelCacheConfig) -> Dist:
 
 
 def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_rate_gbps: Dist | None = None,
-                    level: float = COLD_START_QUANTILE) -> float:
+                    level: float = COLD_START_QUANTILE, storage_uri: str = "") -> float:
     """Container start → model ready, each phase at its `level` quantile (default COLD_START_QUANTILE): download
-    (skipped on a cache hit) + weights to GPU + engine init."""
+    (skipped on a cache hit; what the storage initializer writes for `storage_uri`, an hf:// repository whole:
+    `catalog.Model.download_bytes`) + weights to GPU (the weights alone: the server reads one copy) + engine
+    init."""
     gb = model.weights_gib * 1.073741824
-    download = 0.0 if cache_hit else gb / slow_rate(cold.download_gbps, level)
+    download_gb = model.download_gib(storage_uri) * 1.073741824
+    download = 0.0 if cache_hit else download_gb / slow_rate(cold.download_gbps, level)
     return download + gb / slow_rate(load_rate_gbps or cold.load_gbps, level) + slow_s(cold.engine_init_s, level)
 
 

@@ -211,7 +211,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         check_context(sec, engine, caps, model)
 
     cache_hit = ctx.model_cache.enabled
-    load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache))
+    load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache), storage_uri=storage_uri)
     # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
     startup_failures = max(6, int(2 * load_s / 10) + 1)
     probes = sec.section("probes")

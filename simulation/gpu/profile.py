@@ -37,7 +37,7 @@ _MODEL_FIELDS = {
     "sliding_window": (int, False, 0), "activation_mib_per_item": (float, False, 0.0),
     "reference_pixels": (int, False, 1), "weights_gib_override": (float, False, 0.0),
     "hidden_size": (int, False, 0), "vocab_size": (int, False, 0), "gflops_per_item": (float, False, 0.0),
-    "intermediate_size": (int, False, 0), "num_heads": (int, False, 0),
+    "intermediate_size": (int, False, 0), "num_heads": (int, False, 0), "repo_gib": (float, False, 0.0),
 }
 _INSTANCE_FIELDS = {"gpu": (str, True, None), "gpus": (int, True, 1), "vcpus": (int, False, 1),
                     "memory_gib": (int, False, 1)}

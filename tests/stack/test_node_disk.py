@@ -31,8 +31,10 @@ def test_cache_off_on_a_small_root_volume_is_refused_before_any_resource(registe
         c[f"{P}:gpuNodeGroup"]["diskSizeGib"] = 50
 
     message = refusal("prod", edit, registered)
-    assert "gpuNodeGroup.diskSizeGib: got 50; expected at least 132 GiB" in message, message
-    assert "3 × chat (llama-3-8b, 15.0 GiB of weights each), 1 × code (mistral-7b" in message
+    # each pod downloads its whole hf:// repository (catalog repo_gib): 3 × 30.0 + 27.1 GiB, 2 images at 20, 20
+    assert "gpuNodeGroup.diskSizeGib: got 50; expected at least 197 GiB" in message, message
+    assert ("3 × chat (llama-3-8b, 30.0 GiB each: its whole hf:// repository, 15.0 GiB of weights), "
+            "1 × code (mistral-7b, 27.1 GiB each") in message
     assert "modelCache.enabled is false" in message and "coldStart.imageGib" in message
     assert "so 50 GiB holds 45 GiB" in message
 
@@ -48,7 +50,7 @@ def test_the_worst_mix_is_the_heaviest_the_gpus_hold():
     """prod's g6e.12xlarge: 4 GPUs. Weights alone would pick 4 × chat (the larger model); with each service's image
     counted once, 3 × chat + 1 × code takes more."""
     cfg = _no_cache(load_stack("prod"))
-    chat, code = (s.model.weights_gib for s in cfg.services)
+    chat, code = (s.model.download_gib(s.storage_uri) for s in cfg.services)
     image = IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
     mix = worst_mix(cfg)
     assert mix.pods == ((0, 3), (1, 1))
@@ -72,7 +74,8 @@ def test_a_bigger_model_needs_a_bigger_disk():
     """Just below and at the boundary: the minimum the message names passes."""
     cfg = _no_cache(load_stack("dev"), disk_size_gib=50)
     [problem] = root_disk_problems(cfg)
-    need = SYSTEM_GIB + cfg.services[0].model.weights_gib + IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
+    svc = cfg.services[0]
+    need = SYSTEM_GIB + svc.model.download_gib(svc.storage_uri) + IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib
     minimum = int(problem.allowed.split("at least ")[1].split(" GiB")[0])
     assert minimum * 0.9 >= need > (minimum - 1) * 0.9
     assert root_disk_problems(replace(cfg, node_group=replace(cfg.node_group, disk_size_gib=minimum))) == []
@@ -90,7 +93,8 @@ _PROD = load_stack("prod")
 def test_the_knapsack_finds_the_brute_force_worst_mix(gpus, services):
     """Every count of every service within the node's GPUs and 2 × maxReplicas, enumerated: none takes more."""
     base = _PROD.services[0]
-    svcs = [replace(base, name=f"s{i}", gpus=g, max_replicas=m, model=replace(base.model, weights_gib_override=w))
+    svcs = [replace(base, name=f"s{i}", gpus=g, max_replicas=m,
+                    model=replace(base.model, weights_gib_override=w, repo_gib=0.0))   # downloads its weights
             for i, (g, m, w) in enumerate(services)]
     cfg = _no_cache(replace(_PROD, services=svcs), gpus_per_node=gpus)
     image = IMAGE_UNPACK_FACTOR * cfg.cold_start.image_gib

@@ -111,7 +111,8 @@ def test_model_cache_pvc_protected_and_prefetch_ready_only_when_complete(run):
 
 
 def test_cache_wait_grows_with_the_weights_and_the_download_rate():
-    """2 × (prefetch image pull + all cached weights at downloadGBps) + 4 rollout steps × (pull + 60 s) + 300 s."""
+    """2 × (prefetch image pull + all cached downloads at downloadGBps) + 4 rollout steps × (pull + 60 s) + 300 s.
+    dev's chat is hf://meta-llama/Meta-Llama-3-8B-Instruct: the whole repository, 30 GiB (catalog repo_gib)."""
     import math
 
     from manifests.model_cache import fill_timeout_s
@@ -119,12 +120,13 @@ def test_cache_wait_grows_with_the_weights_and_the_download_rate():
     dev = load_stack("dev")
     # dev takes the default priors, each at its slow end (the 5th percentile): U[20, 100] MB/s and U[0.5, 2] GB/s.
     pull = 2 * 2**30 / 24e6
-    assert fill_timeout_s(dev) == math.ceil(2 * (pull + dev.services[0].model.weights_bytes / 0.575e9)
-                                            + 4 * (pull + 60) + 300)
+    repo = 30 * 2**30
+    assert dev.services[0].model.download_bytes(dev.services[0].storage_uri) == repo
+    assert fill_timeout_s(dev) == math.ceil(2 * (pull + repo / 0.575e9) + 4 * (pull + 60) + 300)
     slow = run_program("dev", edit=lambda c: c.__setitem__("kserve-preflight:coldStart", {"downloadGBps": 0.05}))
     [ds] = [d for d in slow.of_type(DAEMONSET) if d.name == "model-cache-prefetch"]
     waited = int(ds.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"])
-    assert waited == math.ceil(2 * (pull + dev.services[0].model.weights_bytes / 0.05e9) + 4 * (pull + 60) + 300)
+    assert waited == math.ceil(2 * (pull + repo / 0.05e9) + 4 * (pull + 60) + 300)
     assert waited > 600  # beyond pulumi-kubernetes' 10-minute default, which would fail the first `pulumi up`
 
 
