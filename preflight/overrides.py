@@ -1,15 +1,17 @@
 """What-if inputs: a stack's config values from the working tree or a git revision, `--set` edits, workloads.
 
-`--set PATH=VALUE` edits the stack's project keys (`kserve-preflight:` dropped). PATH is dot-separated; a list of
-services is indexed by service name (or position); a key with dots in it (an annotation) is written in brackets
-or matched whole when it exists: `services.chat.annotations["autoscaling.knative.dev/window"]=120s`. VALUE is
-read as YAML (`8` is a number, `"8"` a string, `{min: 2}` a mapping). The edited values are then parsed by the
-stack config's own schema, so a misspelt key or a bad value gets the same key-path error as in the stack file.
+`--set PATH=VALUE` edits the stack's project keys (`kserve-preflight:` dropped, or kept as the stack file writes
+it). PATH is dot-separated; a list of services is indexed by service name (or position); a key with dots in it
+(an annotation) is written in brackets or matched whole when it exists:
+`services.chat.annotations["autoscaling.knative.dev/window"]=120s`. VALUE is read as YAML (`8` is a number, `"8"`
+a string, `{min: 2}` a mapping). The edited values are then parsed by the stack config's own schema, so a misspelt
+key or a bad value gets the same key-path error as in the stack file.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -81,10 +83,26 @@ def _tokens(path: str) -> list[str]:
     return out
 
 
+def _own_key(path: str, assignment: str) -> str:
+    """PATH without the project's namespace (`kserve-preflight:services.chat…`, the key as the stack file writes
+    it, is `services.chat…`); another namespace's key (`aws:region`) is not the project's to edit."""
+    head = re.split(r"[.\[]", path, maxsplit=1)[0]
+    namespace, colon, _ = head.partition(":")
+    if not colon:
+        return path
+    project = read_project().get("name")
+    if namespace == project:
+        return path[len(namespace) + 1:]
+    raise InputError([Problem("--set", assignment, f"expected a key of this project, written without its namespace "
+                              f"(or with '{project}:'); '{namespace}:' keys are another package's config, which the "
+                              "stack's simulation does not read")])
+
+
 def apply_set(values: dict, assignment: str) -> None:
     """Apply one `PATH=VALUE` to `values` in place; raises InputError naming `--set` for a bad path."""
     path, sep, text = assignment.partition("=")
-    tokens = _tokens(path.strip())
+    path = _own_key(path.strip(), assignment)
+    tokens = _tokens(path)
     if not sep or not tokens:
         raise InputError([Problem("--set", assignment, 'expected PATH=VALUE, e.g. services.chat.containerConcurrency=8 '
                                   'or services.chat.annotations["autoscaling.knative.dev/window"]=120s')])
@@ -151,7 +169,8 @@ def apply_sets(values: dict, assignments: list[str]) -> dict:
 
 def read_workload(path: str) -> dict:
     """A `--workload FILE`: the simulation's workload mapping, checked by the stack's workload schema here so that a
-    mistake names the file (not the stack the workload replaces)."""
+    mistake names the file (not the stack the workload replaces). A trace's relative `path` is relative to FILE's
+    folder, as in a scenario file, and is handed on made absolute."""
     problems: list[Problem] = []
     data = read_yaml(Path(path), "--workload", problems)
     if problems:
@@ -162,9 +181,13 @@ def read_workload(path: str) -> dict:
     if not isinstance(data, dict):
         raise InputError([Problem("--workload", path, "a YAML mapping in the simulation's workload format "
                                   "(kind, rate, … — docs/simulation.md)")])
-    parse_workload(Section(data, prefix, problems), base_dir=str(ROOT))  # as services[].workload is read
+    folder = str(Path(path).resolve().parent)   # a trace's relative `path` is the file's, as in a scenario
+    parse_workload(Section(data, prefix, problems), base_dir=folder)
     if problems:
         raise InputError(problems, path)
+    trace = data.get("path")
+    if data.get("kind") == "trace" and isinstance(trace, str) and not os.path.isabs(trace):
+        data = {**data, "path": os.path.normpath(os.path.join(folder, trace))}   # the stack reads it from ROOT
     return data
 
 

@@ -330,9 +330,39 @@ class Sim(ReplicaSet):
                 env.run(until=sc.duration_s * i / 100 + (1e-9 if i == 100 else 0.0))
                 progress(i / 100)
         end = sc.duration_s + sc.drain_s
-        while self.busy and env.now < end:
-            env.run(until=min(end, env.now + 1.0))
+        while self.busy and env.now < end:   # (run_until leaves no spent stop event for peek to see)
+            run_until(env, drain_stop(env._now, env.peek(), end))
         return self.finish()
+
+
+def drain_stop(now: float, next_event: float, end: float) -> float:
+    """Where the drain's next `env.run(until=…)` stops. The drain advances in 1-s steps (now + 1.0, capped at
+    `end`) and looks after each whether anything is still open; a step with no event in it changes nothing, so
+    the steps before `next_event` are skipped: this is the first stop of the 1-s sequence at or past
+    `next_event`, or `end`, the same float the step-by-step loop reaches. A drain's cost is then its events,
+    not its seconds (a request served for 10^7 s with nothing else scheduled is one step, not 10^7).
+
+    Within one binade [2^e, 2^(e+1)) adding 1.0 is exact (every float there is a multiple of an ulp ≤ 1 while
+    t < 2^53), so k steps are `x + k` at once; where a step crosses into the next binade it rounds, and that one
+    is taken as the loop takes it."""
+    x = now
+    while True:
+        step = x + 1.0
+        if step >= end:
+            return end
+        if step >= next_event:
+            return step
+        top = math.ldexp(1.0, math.frexp(x)[1])            # x < top: the binade's upper edge (1.0 for x = 0)
+        limit = min(next_event, end, top)
+        if step >= limit:                                   # this step leaves the binade: one rounded addition
+            x = step
+            continue
+        k = max(1, int(limit - x) - 1)                      # the largest k with x + k < limit (exact below top)
+        while x + (k + 1) < limit:
+            k += 1
+        while k > 1 and x + k >= limit:
+            k -= 1
+        x = x + k
 
 
 def run_simulation(scenario: Any, seed: int = 0, progress: "Callable[[float], None] | None" = None) -> Report:

@@ -230,6 +230,11 @@ def parse_server(sec: Section, model: ModelProfile) -> ServerConfig:
 # report's timeline, so an unbounded count is unbounded time and memory (30 days at 0.1 s: 26 million). 50,000 is
 # 1 s over 13.9 h or 0.1 s over 83 min; the default interval (duration/200) stays at 200.
 MAX_SERIES_SAMPLES = 50_000
+# The drain after duration_s (engine.Sim.run) goes on while anything is open, up to drain_s: its cost is the events
+# in it (timers, autoscaler ticks, a retry's back-off), and a request open past it is answered `unanswered` at the
+# horizon. One day bounds that cost (Knative's ticks over a day: seconds) and is far past any client's patience
+# (the same cap as a service's progress deadline in the gate).
+MAX_DRAIN_S = 86_400.0
 
 TOP_KEYS = ("name", "inferenceService", "inferenceServiceFile", "hpa", "workload", "client", "gateway", "cluster",
             "config_autoscaler", "model", "server", "duration_s", "warmup_s", "drain_s", "seed", "initial_replicas",
@@ -324,7 +329,8 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
                     "series_interval_s or shorten duration_s")
     sc = Scenario(
         serving=serving, workload=workload, client=client, gateway=gateway, cluster=cluster, model=model,
-        server=server, duration_s=duration, warmup_s=warmup, drain_s=top.float("drain_s", 900.0, min=0.0),
+        server=server, duration_s=duration, warmup_s=warmup,
+        drain_s=top.float("drain_s", 900.0, min=0.0, max=MAX_DRAIN_S),
         seed=top.int("seed", None, min=0), name=top.str("name", Path(source).stem if source else "scenario"),
         initial_replicas=initial, queue_depth_factor=qdf,
         series_interval_s=interval,

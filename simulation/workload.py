@@ -162,8 +162,9 @@ def parse_workload(section: Section, base_dir: str | None = None) -> WorkloadSpe
         if path:
             full = path if os.path.isabs(path) or base_dir is None else os.path.normpath(os.path.join(base_dir, path))
             if not os.path.exists(full):
-                section.problem("path", path, f"trace file not found (looked at {full}); the examples replay the "
-                                "Azure LLM inference trace 2023 (CC-BY-4.0), see the README's 'Traces' section")
+                section.problem("path", path, f"trace file not found (looked at {full}); the example scenarios' "
+                                "Azure LLM inference trace 2023 (CC-BY-4.0) is not shipped: the README's 'Data' "
+                                "section says where to get it")
             else:
                 try:
                     times = read_trace(full, kw["columns"])[0]
@@ -280,6 +281,11 @@ def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[li
                     raise TraceError(f"line {n}: got {rows[-1][1]} input and {rows[-1][2]} output tokens in "
                                      f"{names['input_tokens']!r}, {names['output_tokens']!r}; expected token "
                                      "counts >= 0 (0 is replayed as 1)")
+                if rows[-1][1] > MAX_TOKENS or rows[-1][2] > MAX_TOKENS:
+                    raise TraceError(f"line {n}: got {rows[-1][1]} input and {rows[-1][2]} output tokens in "
+                                     f"{names['input_tokens']!r}, {names['output_tokens']!r}; expected token "
+                                     f"counts of at most {MAX_TOKENS:,}, as input_tokens/output_tokens (far past "
+                                     "any context window)")
                 first = first or (form, n)
                 if form != first[0]:
                     raise TraceError(f"line {n}: a {_FORMS[form]} in {names['timestamp']!r} after a {_FORMS[first[0]]} "

@@ -51,7 +51,7 @@ def parse_annotations(sec: Section, container_concurrency: int | None,
     cluster_only = {PREFIX + k for k in CLUSTER_ONLY}
     for key, value in annotations.items():
         if key not in KNATIVE_ANNOTATIONS and key not in cluster_only:
-            sec.problem(f"annotations.{key}", value, "expected one of the Knative autoscaling annotations "
+            sec.problem(f"annotations[{key}]", value, "expected one of the Knative autoscaling annotations "
                         + ", ".join(sorted(KNATIVE_ANNOTATIONS)) + " (min/max scale, target and metric are "
                         "the service's minReplicas/maxReplicas/scaleTarget/scaleMetric)")
     known = {k: v for k, v in annotations.items()
@@ -62,7 +62,7 @@ def parse_annotations(sec: Section, container_concurrency: int | None,
     if deadline is not None:
         _, allowed = progress_deadline_s(deadline)
         if allowed:
-            sec.problem(f"annotations.{PROGRESS_DEADLINE_KEY}", deadline, allowed)
+            sec.problem(f"annotations[{PROGRESS_DEADLINE_KEY}]", deadline, allowed)
     return annotations
 
 

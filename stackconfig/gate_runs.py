@@ -50,7 +50,7 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
         for i, svc in rolling:
             deadline = _deadline(svc)
             if deadline > MAX_ROLLOUT_DEADLINE_S:
-                problems.append(Problem(f"services[{i}].annotations.{PROGRESS_DEADLINE_KEY}",
+                problems.append(Problem(f"services[{i}].annotations[{PROGRESS_DEADLINE_KEY}]",
                                         svc.annotations.get(PROGRESS_DEADLINE_KEY), f"expected at most "
                                         f"{MAX_ROLLOUT_DEADLINE_S:g}s (24h) while the gate simulates this service's "
                                         "rollout, which runs until the deadline; or turn the rollout scenario off "

@@ -8,6 +8,7 @@ to the program as `"<project>:<key>"` → string (JSON for objects). The SDK nev
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -28,8 +29,10 @@ def read_project(root: Path = ROOT) -> dict:
 
 
 def stack_names(root: Path = ROOT) -> list[str]:
+    """Every `Pulumi.<stack>.yaml` entry of the stack folder; one that is not a readable file (a folder, a dangling
+    link) is named when it is read (`stack_config_values`), not reported as a missing stack."""
     folder = root / read_project(root).get("stackConfigDir", ".")
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml") if p.is_file())
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
 
 
 def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, Any]]:
@@ -37,7 +40,7 @@ def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, A
     project = read_project(root)
     name = project["name"]
     path = root / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
+    if not os.path.lexists(path):   # a folder, a FIFO, a dangling link: read_yaml below says what it is
         raise InputError([Problem("--stack", stack, "expected one of " + ", ".join(stack_names(root)))])
     values: dict[str, Any] = {}
     for key, spec in (project.get("config") or {}).items():

@@ -171,9 +171,13 @@ def test_set_values_resolve_like_the_stack_file():
 
 # -- stack names ----------------------------------------------------------------------------------------------
 
-def test_only_files_are_stacks(tmp_path):
+def test_a_folder_named_as_a_stack_file_is_named_as_a_folder_not_as_a_missing_stack(tmp_path):
+    """It was left out of the stacks, so `--stack notes` read "expected one of dev" for a stack the user can see
+    (review rev9-cli finding 7); now its reader says what it is."""
     _project(tmp_path)
     (tmp_path / "stacks" / "Pulumi.notes.yaml").mkdir()
-    assert stack_names(tmp_path) == ["dev"]
-    with pytest.raises(InputError, match="--stack: got 'notes'; expected one of dev$"):
+    assert stack_names(tmp_path) == ["dev", "notes"]
+    with pytest.raises(InputError, match=r"Pulumi.notes.yaml'; cannot read the file \(not a regular file but a folder"):
         stack_config_values("notes", tmp_path)
+    with pytest.raises(InputError, match="--stack: got 'nope'; expected one of dev, notes$"):
+        stack_config_values("nope", tmp_path)

@@ -155,3 +155,76 @@ def test_good_tune_prices_and_knobs_are_read_and_its_json_has_no_nan():
     assert _knobs("minReplicas, maxReplicas,") == ("minReplicas", "maxReplicas") and _knobs(None) is None
     assert _finite({"a": math.nan, "b": [math.inf, 1.5, "x"], "c": None}) == {"a": None, "b": [None, 1.5, "x"],
                                                                              "c": None}
+
+
+def _render(argv, capsys):
+    import manifests.__main__ as render_cli
+
+    code = render_cli.main(argv)
+    return code, capsys.readouterr()
+
+
+def test_manifests_render_refuses_an_empty_out(tmp_path, monkeypatch, capsys):
+    """`--out ""` wrote dev/*.yaml into the working directory (rev9-cli finding 10)."""
+    import manifests.__main__ as render_cli
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        render_cli.main(["render", "--stack", "dev", "--out", ""])
+    assert exc.value.code == 2
+    assert "--out: got ''; expected a folder path" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_rerender_leaves_exactly_this_render_and_the_users_own_files(tmp_path, monkeypatch, capsys):
+    """rev9-cli finding 4: with the model cache turned off, the second render's InferenceService is 05-…, and the
+    first render's 06-inferenceservice-chat.yaml (pvc://) stayed; `kubectl apply -f` applied it last."""
+    import manifests.__main__ as render_cli
+
+    out = tmp_path / "rendered"
+    code, first = _render(["render", "--stack", "dev", "--out", str(out)], capsys)
+    folder = out / "dev"
+    before = {p.name for p in folder.iterdir()}
+    assert code == 0 and render_cli.RECORD in before
+    (folder / "kustomization.yaml").write_text("resources: []\n")   # the user's own
+    (folder / "NOTES.txt").write_text("mine\n")
+    real = render_cli.render_stack
+    dropped = []
+
+    def without_the_cache(cfg):   # as modelCache.enabled: false renders: fewer objects, the indexes shift
+        kept = []
+        for m in real(cfg):
+            (dropped if m["kind"] in ("PersistentVolumeClaim", "DaemonSet") and "cache" in m["metadata"]["name"]
+             else kept).append(m)
+        return kept
+
+    monkeypatch.setattr(render_cli, "render_stack", without_the_cache)
+    code, second = _render(["render", "--stack", "dev", "--out", str(out)], capsys)
+    assert code == 0 and dropped
+    written = {line.rsplit("/", 1)[1] for line in second.out.split()}
+    after = {p.name for p in folder.iterdir()}
+    assert after == written | {render_cli.RECORD, "kustomization.yaml", "NOTES.txt"}
+    assert len([n for n in after if "-inferenceservice-chat" in n]) == 1
+    removed = before - written - {render_cli.RECORD}
+    assert removed and all(f"removed {folder / n}: an earlier render wrote it" in second.err for n in removed)
+    assert f"{folder} also holds kustomization.yaml, which this tool did not write" in second.err
+    record = (folder / render_cli.RECORD).read_text().splitlines()
+    assert set(record[1:]) == written
+
+
+def test_a_folder_rendered_without_a_record_loses_only_files_of_the_tools_names(tmp_path, capsys):
+    import manifests.__main__ as render_cli
+
+    folder = tmp_path / "out" / "dev"
+    folder.mkdir(parents=True)
+    mine = {"07-inferenceservice-chat.yaml": "stale", "12-daemonset-model-cache-prefetch.yaml": "stale"}
+    theirs = {"my-extra.yaml": "x", "README.md": "x", "7-inferenceservice-chat.yaml": "x", "Eks-nodegroup.yaml": "x"}
+    for name, text in {**mine, **theirs}.items():
+        (folder / name).write_text(text)
+    code, out = _render(["render", "--stack", "dev", "--out", str(tmp_path / "out")], capsys)
+    names = {p.name for p in folder.iterdir()}
+    assert code == 0 and not set(mine) & names and set(theirs) <= names
+    # a record is read for this tool's names only: one naming another file (or a path) removes nothing
+    (folder / render_cli.RECORD).write_text("my-extra.yaml\n../dev/README.md\n99-configmap-gone.yaml\n")
+    code, out = _render(["render", "--stack", "dev", "--out", str(tmp_path / "out")], capsys)
+    assert code == 0 and set(theirs) <= {p.name for p in folder.iterdir()} and "removed" not in out.err

@@ -150,11 +150,30 @@ def test_a_user_trace_with_other_columns_is_named_then_mapped(tmp_path):
     (["0,1,x"], "line 2: expected a timestamp"),
     (["yesterday,1,2"], "line 2: expected a timestamp"),
     (["0,1,2", "1,,2"], "line 3: expected a timestamp"),
+    # capped as input_tokens/output_tokens are (MAX_TOKENS): 10^12 tokens made a run without end (rev9-cli 3)
+    (["0,10000001,2"], "line 2: got 10000001 input and 2 output tokens .*; expected token counts of at most "
+                       "10,000,000"),
+    (["0,1,2", "1,5,999999999999"], "line 3: got 5 input and 999999999999 output tokens"),
 ])
 def test_bad_trace_rows_are_named(tmp_path, rows, allowed):
     path = _trace(tmp_path, "TIMESTAMP,ContextTokens,GeneratedTokens", rows)
     with pytest.raises(InputError, match=allowed):
         load_scenario(_trace_scenario(path), base_dir=tmp_path)
+
+
+def test_a_trace_row_at_the_token_cap_is_replayed(tmp_path):
+    path = _trace(tmp_path, "TIMESTAMP,ContextTokens,GeneratedTokens", ["0,10000000,10000000", "1,5,6"])
+    assert load_scenario(_trace_scenario(path), base_dir=tmp_path).workload.path == str(path)
+
+
+def test_a_missing_trace_points_at_a_readme_section_that_exists(tmp_path):
+    with pytest.raises(InputError) as err:
+        load_scenario(_trace_scenario(tmp_path / "gone.csv"), base_dir=tmp_path)
+    text = str(err.value)
+    assert f"trace file not found (looked at {tmp_path / 'gone.csv'})" in text
+    section = text.split("the README's '", 1)[1].split("'", 1)[0]
+    readme = (EXAMPLES.parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
+    assert f"## {section}" in readme and "AzureLLMInferenceTrace" in "".join(readme)
 
 
 def test_non_utf8_scenario_and_isvc_files(tmp_path):

@@ -109,7 +109,7 @@ def test_a_rollout_the_gate_cannot_simulate_names_the_annotation():
                 v["services"][0]["stress"]["rollout"] = False
         return edit
     msg = _refused(deadline("2000000000s"))
-    assert (f"services[0].annotations.{DEADLINE}: got '2000000000s'; expected at most 86400s (24h) while the gate "
+    assert (f"services[0].annotations[{DEADLINE}]: got '2000000000s'; expected at most 86400s (24h) while the gate "
             "simulates this service's rollout") in msg
     msg = _refused(lambda v: (deadline("86400s")(v), _rate(30)(v)))
     assert "the rollout run, until past the progress deadline (86520 s): chat 2,595,600 requests" in msg
