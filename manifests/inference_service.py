@@ -21,6 +21,7 @@ from manifests.model_download import predictor_account
 from manifests.rollout import ready_timeout_s
 from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, server_image
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
+from validation.admission import mode_name
 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
 SERVER_PORT = 8080  # where Knative's queue-proxy and KServe's raw Service send requests (and the probes go)
@@ -119,10 +120,11 @@ def _probe(probe: Probe) -> dict:
             "timeoutSeconds": probe.timeout_s}
 
 
-# KServe v0.16 renamed the modes (Serverless → Knative, RawDeployment → Standard) and its ParseDeploymentMode
-# (pkg/constants/constants.go) still maps the legacy names; KServe ≤ 0.15 knows only the legacy names and falls
-# back to the configured default mode (Serverless) on any other value. The legacy spelling works on both.
-MODE_ANNOTATION = {"Knative": "Serverless", "Standard": "RawDeployment"}
+# The deploymentMode annotation's value by `kserve.version` (validation/admission.py `mode_name`): KServe 0.15 knows
+# only `Serverless`/`RawDeployment` (any other value gets the default mode); 0.16.0 records `Knative`/`Standard`
+# in status.deploymentMode and refuses every later update, and the finalizer removal of a delete, whose annotation
+# differs from it as written (inference_service_validation.go validateDeploymentMode; fixed in 0.17, kserve#5025).
+MODE_ANNOTATION_KEY = "serving.kserve.io/deploymentMode"
 
 
 def hpa_name(svc: ServiceConfig) -> str:
@@ -143,7 +145,7 @@ STACK_ONLY_ANNOTATIONS = ("pulumi.com/waitFor", "pulumi.com/timeoutSeconds",
 
 
 def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
-    out = {"serving.kserve.io/deploymentMode": MODE_ANNOTATION[svc.deployment_mode],
+    out = {MODE_ANNOTATION_KEY: mode_name(svc.deployment_mode, cfg.kserve.version),
            # pulumi-kubernetes ≥ 4.18 awaits a custom resource only when told which condition means ready: a
            # service that never comes up fails `pulumi up` instead of reporting success.
            "pulumi.com/waitFor": "condition=Ready",

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from simulation.autoscaler.cluster_config import ClusterAutoscaler
-from validation.admission import ClusterAdmission, KNATIVE_FEATURE_DEFAULTS, knative_pod_refusals
+from validation.admission import (ClusterAdmission, KNATIVE_FEATURE_DEFAULTS, MODE_ANNOTATION, STANDARD_MODES,
+                                  knative_pod_refusals)
 
 KNATIVE_NAMESPACE = "knative-serving"
 CONFIG_FEATURES = "config-features"
@@ -27,7 +28,7 @@ CONFIG_AUTOSCALER = "config-autoscaler"
 def required_features(manifests: Iterable[Mapping]) -> list[str]:
     """The flags the Knative-mode predictors need, found by asking each flag whether enabling it admits more."""
     isvcs = [m for m in manifests if m.get("kind") == "InferenceService"
-             and (m["metadata"].get("annotations") or {}).get("serving.kserve.io/deploymentMode") != "RawDeployment"]
+             and (m["metadata"].get("annotations") or {}).get(MODE_ANNOTATION) not in STANDARD_MODES]
     if not isvcs:
         return []
     baseline = ClusterAdmission()

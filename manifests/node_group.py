@@ -50,10 +50,15 @@ def node_group_spec(cfg: StackConfig) -> dict:
         "scaling_config": {"min_size": ng.min_size, "max_size": ng.max_size, "desired_size": ng.desired_size},
         "update_config": {"max_unavailable": 1},
         "tags": {"app.kubernetes.io/part-of": "kserve-preflight", "environment": cfg.environment,
-                 # Node-template hints (GPU count, taint), read by the policy pack. EKS does not copy node group
-                 # tags to the group's Auto Scaling group (aws/containers-roadmap#608), so cluster-autoscaler does not
-                 # see them: scaling from zero relies on its EKS DescribeNodegroup lookup (labels, taints; needs
-                 # eks:DescribeNodegroup) and its built-in instance-type table (GPU count) (containers-roadmap#724).
+                 # Node-template hints for scaling from zero. EKS does not copy node group tags to the group's Auto
+                 # Scaling group (aws/containers-roadmap#608), but the cluster-autoscaler (≥ 1.28) reads them from
+                 # EKS itself: kubernetes/autoscaler cloudprovider/aws/aws_manager.go buildNodeFromTemplate takes
+                 # the managed node group's DescribeNodegroup tags (managed_nodegroup_cache.go
+                 # getManagedNodegroupTags; needs eks:DescribeNodegroup) and reads `…/node-template/resources/*`
+                 # from them (extractAllocatableResourcesFromTags), over the ASG's tags and its instance-type table:
+                 # the GPU count below is the one it plans with. Labels and taints it takes from the node group's
+                 # own `labels`/`taints` (getManagedNodegroupLabels/Taints); the `…/node-template/taint/*` tags
+                 # are read only from ASG tags, so here only the policy pack reads them.
                  "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": str(ng.gpus_per_node),
                  **{f"k8s.io/cluster-autoscaler/node-template/taint/{t.key}": f"{t.value}:{t.effect}"
                     for t in ng.taints}},

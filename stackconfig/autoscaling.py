@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import (CLUSTER_ONLY, PREFIX, PROGRESS_DEADLINE_KEY, from_annotations,
@@ -41,12 +42,18 @@ _URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[^\s]*)?$")
 
 
 def parse_annotations(sec: Section, container_concurrency: int | None,
-                      cluster: ClusterAutoscaler = CLUSTER_DEFAULT) -> dict[str, str]:
+                      cluster: ClusterAutoscaler = CLUSTER_DEFAULT, min_replicas: int | None = None,
+                      max_replicas: int | None = None) -> dict[str, str]:
     """The service's Knative annotations: only the keys listed above; every value's range is checked by the
     simulation's own reader (`simulation.autoscaler.config.from_annotations`, Knative's register.go bounds, on
     the stack's `knative.autoscaler`), the one place both the config and the gate read them, so a bad value
     stops `pulumi up` with the gate off too. A cluster-wide key written as an annotation is refused there with
-    where it belongs."""
+    where it belongs. The reader gets the min-scale and max-scale KServe writes on the revision from
+    `minReplicas` and `maxReplicas` (kserve `pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations`),
+    so `activation-scale` is held to Knative's [max(2, minReplicas), maxReplicas] (knative
+    `pkg/apis/autoscaling/annotation_validation.go: validateMinMaxScale`) whether or not the gate simulates the
+    service. maxReplicas against `max-scale-limit` is `stackconfig/knative.py: max_scale_problems`'s, not
+    repeated here."""
     annotations = sec.str_map("annotations", {})
     cluster_only = {PREFIX + k for k in CLUSTER_ONLY}
     for key, value in annotations.items():
@@ -56,8 +63,10 @@ def parse_annotations(sec: Section, container_concurrency: int | None,
                         "the service's minReplicas/maxReplicas/scaleTarget/scaleMetric)")
     known = {k: v for k, v in annotations.items()
              if (k in KNATIVE_ANNOTATIONS or k in cluster_only) and k.startswith("autoscaling.")}
-    from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"), cluster=cluster,
-                     cluster_where="the stack's knative.autoscaler", refuse_zero_initial_scale=False)
+    from_annotations(known, container_concurrency or 0, sec.problems, sec.key_path("annotations"),
+                     cluster=replace(cluster, max_scale_limit=0), min_scale=min_replicas, max_scale=max_replicas,
+                     check_bounds=False, cluster_where="the stack's knative.autoscaler",
+                     refuse_zero_initial_scale=False)
     deadline = annotations.get(PROGRESS_DEADLINE_KEY)
     if deadline is not None:
         _, allowed = progress_deadline_s(deadline)

@@ -10,7 +10,8 @@ entries, and the program refuses the stack when an annotation it writes is missi
 entries given there are written too. `domainTemplate` and `ingressDomain` say what the ConfigMap's `ingress` key
 holds (KServe's defaults when unset): Standard-mode predictor hosts are rendered from them and must be DNS names.
 `version` is the cluster's KServe release (default 0.15, the oldest the stack supports), for the rules that
-changed between releases (stackconfig/runtimes.py: an image digest, a blocked environment variable).
+changed between releases (stackconfig/runtimes.py: an image digest, a blocked environment variable; the
+deployment-mode names, validation/admission.py `mode_name`).
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                 sec.problem(key, value, "expected none in Standard (RawDeployment) mode: there is no queue-proxy to "
                             "enforce it and KServe drops it; cap in-flight requests with the runtime's limits "
                             "(limits.maxBatchSize, --max-num-seqs) and time out at the client or gateway")
-    annotations = parse_annotations(sec, cc, ctx.knative.autoscaler)
+    annotations = parse_annotations(sec, cc, ctx.knative.autoscaler, min_r, max_r)
     if mode == "Standard" and annotations:
         sec.problem("annotations", annotations, "expected none in Standard mode: Knative annotations only act "
                     "in Knative mode; use hpa.behavior")

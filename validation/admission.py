@@ -23,7 +23,19 @@ KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
   `validateAutoScalingCompExtension` → `validateScalingHPACompExtension` (class hpa: cpu/memory only,
   AutoscalerAllowedHPAMetricsList; cpu target 1–100), `validateScalingKedaCompExtension` (no scaleMetric; metric
   sources with a query and a value), `validateScalingKPACompExtension` (concurrency/rps; rps target ≥ 1; no
-  deploymentStrategy), and on update `validateDeploymentMode` ("deploymentMode cannot be changed").
+  deploymentStrategy), and on update `validateDeploymentMode` (below).
+- Deployment-mode names: KServe v0.16.0 renamed the modes (`pkg/constants/constants.go`: `Knative`, `Standard`;
+  `Serverless`, `RawDeployment` kept as `LegacyServerless`/`LegacyRawDeployment`). v0.15.2 knows only the legacy
+  names: its `GetDeploymentMode` (`pkg/controller/v1beta1/inferenceservice/utils/utils.go`) reconciles any other
+  value in the cluster's default mode, so a new name on 0.15 is refused here (`mode_name_refusals`). From v0.16.0
+  `GetDeploymentMode` maps a legacy annotation to the new name and the controller's `updateStatus` records that
+  name in `status.deploymentMode`, which it never rewrites later (the recorded status wins over the annotation).
+  `validateDeploymentMode` (`inference_service_validation.go`) refuses every UPDATE whose annotation differs from
+  the recorded status *as written*. In v0.16.0 nothing normalizes the annotation first and `ValidateUpdate` has no
+  deletion exception, so a legacy annotation over a new-name status refuses every later update, including the
+  controller's finalizer removal (the delete hangs). kserve#5025 (93752a1ae, first in v0.17.0): the defaulting
+  webhook (`inference_service_defaults.go: DefaultInferenceService`, on CREATE and UPDATE) rewrites legacy
+  annotations to the new names, and `ValidateUpdate` skips the check once a deletion timestamp is set.
 - `pkg/validation/env_policy.go` (KServe ≥ 0.18, `validateBlockedEnvVars`): no container sets `PYTHONPATH`.
 - `pkg/controller/v1alpha1/utils/utils.go: ValidateInitialScaleAnnotation`: `initial-scale: 0` without the
   autoscaler's `allow-zero-initial-scale` is dropped silently — reported here because the intent is lost.
@@ -32,6 +44,12 @@ the highest-priority auto-selected runtime that serves its format at its protoco
 GetSupportingRuntimes`; a missing `protocolVersion` is v1, `GetProtocol`, except format `triton`, which the
 defaulting webhook sets to v2, `inference_service_defaults.go`); none → `NoSupportingRuntime`, never Ready.
 Checked against KServe's default ClusterServingRuntimes (`config/runtimes/*.yaml`), not a cluster's own.
+Knative's autoscaling annotations on the revision — `pkg/apis/autoscaling/annotation_validation.go:
+validateMinMaxScale`: `activation-scale` must parse as an int32, be ≥ min-scale ("min-scale=%d is greater than
+activation-scale=%d"), ≤ a non-zero max-scale ("max-scale=%d is less than activation-scale=%d") and > 1. KServe
+writes min-scale from `minReplicas` (1 when unset) and max-scale from a non-zero `maxReplicas` over the service's
+own annotations (`pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations`), so the bounds are
+[max(2, minReplicas), maxReplicas] (`activation_scale_refusals`).
 """
 
 from __future__ import annotations
@@ -138,6 +156,26 @@ def release(version: tuple[int, int]) -> str:
     return ".".join(map(str, version))
 
 
+def mode_name(mode: str, version: tuple[int, int]) -> str:
+    """The `serving.kserve.io/deploymentMode` value for a mode (`Knative` or `Standard`) on KServe `version`: the
+    new name from 0.16, the only one 0.16.0 lets a service keep (see the module docstring), the legacy one before,
+    the only one 0.15 reads."""
+    if version >= MODE_NAMES_SINCE:
+        return mode
+    return {new: old for old, new in LEGACY_MODE_NAMES.items()}[mode]
+
+
+def recorded_mode(annotation: str | None, version: tuple[int, int], default: str = "Knative") -> str:
+    """`status.deploymentMode` as KServe `version` records it when it first reconciles a service with this
+    annotation (v0.15.2 / v0.16.0 `GetDeploymentMode` + `updateStatus`; the default mode when the value is not one
+    it knows; the cluster's defaultDeploymentMode, assumed KServe's shipped `Serverless`, read as `Knative` from
+    0.16)."""
+    if version >= MODE_NAMES_SINCE:
+        value = LEGACY_MODE_NAMES.get(annotation or "", annotation)
+        return value if value in KNOWN_MODES[MODE_NAMES_SINCE] else default
+    return annotation if annotation in KNOWN_MODES[OLDEST_KSERVE] else mode_name(default, version)
+
+
 ISVC_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # kserve IsvcNameFmt
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")  # kserve constants.AutoscalerAllowedClassList
 HPA_METRICS = ("cpu", "memory")  # constants.AutoscalerAllowedHPAMetricsList
@@ -145,7 +183,19 @@ KPA_METRICS = ("concurrency", "rps")  # constants.AutoscalerAllowedKPAMetricsLis
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
+ACTIVATION_SCALE = "autoscaling.knative.dev/activation-scale"
+# knative register.go MaxScaleAnnotation (kmap.KeyPriority: the kebab key wins).
+MAX_SCALE_KEYS = ("autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale")
+KSERVE_DEFAULT_MIN_REPLICAS = 1  # kserve constants.DefaultMinReplicas
+_GO_INT = re.compile(r"^[+-]?[0-9]+$")
 STANDARD_MODES = ("Standard", "RawDeployment")
+# kserve pkg/constants/constants.go (v0.16.0): LegacyServerless, LegacyRawDeployment → the names that replace them.
+LEGACY_MODE_NAMES = {"Serverless": "Knative", "RawDeployment": "Standard"}
+MODE_NAMES_SINCE = (0, 16)  # the first release that knows `Knative`/`Standard` (and records them in status)
+MODE_ANNOTATION_NORMALIZED_SINCE = (0, 17)  # kserve#5025: the defaulting webhook rewrites legacy annotations
+# GetDeploymentMode: the values each release reconciles as written; anything else gets the default mode.
+KNOWN_MODES = {(0, 15): ("Serverless", "RawDeployment", "ModelMesh"), MODE_NAMES_SINCE: ("Knative", "Standard",
+                                                                                        "ModelMesh")}
 
 
 @dataclass(frozen=True)
@@ -336,12 +386,54 @@ def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping 
                               f"setting {name} is not allowed for security reasons (KServe {since} and later)")
     if isinstance(pred.get("model"), Mapping) and not pred["model"].get("runtime"):
         yield from _runtime_refusals(obj, pred["model"])
+    yield from mode_name_refusals(obj, ann, cluster)
     if previous is not None:
-        old = ((previous.get("metadata") or {}).get("annotations") or {}).get(MODE_ANNOTATION, "Serverless")
-        if _mode(old) != _mode(mode):
-            yield Refusal(obj, f"metadata.annotations[{MODE_ANNOTATION}]", rule + "validateDeploymentMode",
-                          f"update rejected: deploymentMode cannot be changed from {old!r} to {mode!r}; the "
-                          "InferenceService must be replaced (delete and create)")
+        yield from deployment_mode_update_refusals(obj, ann, previous, cluster)
+
+
+def mode_name_refusals(obj: str, ann: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
+    """A mode name the cluster's KServe does not know: 0.15's `GetDeploymentMode` reconciles it in the default mode
+    (and records that in status), so a `Standard` service would become a Knative one (module docstring)."""
+    value = ann.get(MODE_ANNOTATION)
+    known = KNOWN_MODES[OLDEST_KSERVE] if cluster.kserve_version < MODE_NAMES_SINCE else (
+        *KNOWN_MODES[MODE_NAMES_SINCE], *LEGACY_MODE_NAMES)
+    if value is not None and value not in known:
+        yield Refusal(obj, f"metadata.annotations[{MODE_ANNOTATION}]",
+                      "controller/v1beta1/inferenceservice/utils/utils.go GetDeploymentMode",
+                      f"KServe {release(cluster.kserve_version)} does not know deploymentMode {value!r} and "
+                      f"reconciles the service in its default mode; expected one of {', '.join(known)} "
+                      "(set kserve.version to the cluster's KServe release)")
+
+
+def deployment_mode_update_refusals(obj: str, ann: Mapping, previous: Mapping,
+                                    cluster: ClusterAdmission) -> Iterator[Refusal]:
+    """`validateDeploymentMode` on an UPDATE of `previous` (the deployed object; its `status.deploymentMode` when
+    given, else the name KServe recorded when it created it, `recorded_mode`): the new annotation, after the
+    defaulting webhook's rewrite from 0.17, must equal the recorded status as written (module docstring)."""
+    version = cluster.kserve_version
+    status = str(((previous.get("status") or {}).get("deploymentMode")) or recorded_mode(
+        ((previous.get("metadata") or {}).get("annotations") or {}).get(MODE_ANNOTATION), version))
+    written = ann.get(MODE_ANNOTATION)
+    if written is None:  # validateDeploymentMode checks only a present annotation; the status decides the mode
+        return
+    admitted = LEGACY_MODE_NAMES.get(written, written) if version >= MODE_ANNOTATION_NORMALIZED_SINCE else written
+    if admitted == status:
+        return
+    where = f"metadata.annotations[{MODE_ANNOTATION}]"
+    rule = "inference_service_validation.go validateDeploymentMode"
+    message = f"update rejected: deploymentMode cannot be changed from {status!r} to {admitted!r}"
+    if _mode(status) != _mode(admitted):
+        yield Refusal(obj, where, rule, message + "; the InferenceService must be replaced (delete and create)")
+    elif version < MODE_ANNOTATION_NORMALIZED_SINCE:
+        yield Refusal(obj, where, rule, message + f": KServe {release(version)} compares the annotation with "
+                      "status.deploymentMode as written, on every update including the finalizer removal of a "
+                      f"delete; write {status!r} (kserve.version says which name the stack writes), or replace the "
+                      "InferenceService (docs/deploying.md §9, kserve.version)")
+    else:
+        yield Refusal(obj, where, rule, message + f": KServe {release(version)} rewrites a legacy annotation to "
+                      f"{admitted!r}, but this service's status still records {status!r} (created by KServe 0.15), "
+                      "which KServe never rewrites; replace the InferenceService (docs/deploying.md §9, "
+                      "kserve.version)")
 
 
 def _runtime_refusals(obj: str, model: Mapping) -> Iterator[Refusal]:
@@ -401,4 +493,50 @@ def admission_refusals(manifests: Iterable[Mapping], cluster: ClusterAdmission |
         if ann.get(MODE_ANNOTATION, "Serverless") not in STANDARD_MODES:
             pred = ((m.get("spec") or {}).get("predictor")) or {}
             out += knative_pod_refusals(f"InferenceService/{name}", pred, cluster)
+            out += activation_scale_refusals(f"InferenceService/{name}", ann, pred)
     return out
+
+
+def _go_int32(value: Any) -> int | None:
+    """`strconv.ParseInt(value, 10, 32)`: None where Go returns an error."""
+    if not isinstance(value, str) or not _GO_INT.match(value):
+        return None
+    n = int(value)
+    return n if -2**31 <= n < 2**31 else None
+
+
+def _scale_annotation(ann: Mapping, keys: tuple[str, ...]) -> int:
+    """getIntGE0 on the first key present (0 when absent or unparsable: that error is Knative's own, elsewhere)."""
+    for key in keys:
+        if key in ann:
+            n = _go_int32(ann[key])
+            return n if n is not None and n >= 0 else 0
+    return 0
+
+
+def revision_scale_bounds(ann: Mapping, pred: Mapping) -> tuple[int, int]:
+    """(min-scale, max-scale) on the Knative revision as KServe writes them (SetAutoScalingAnnotations: minReplicas,
+    default 1; a non-zero maxReplicas, else the service's own max-scale annotation, else none = 0)."""
+    min_replicas, max_replicas = _number(pred.get("minReplicas")), _number(pred.get("maxReplicas"))
+    min_scale = KSERVE_DEFAULT_MIN_REPLICAS if min_replicas is None else int(min_replicas)
+    return min_scale, int(max_replicas or 0) or _scale_annotation(ann, MAX_SCALE_KEYS)
+
+
+def activation_scale_refusals(obj: str, ann: Mapping, pred: Mapping) -> Iterator[Refusal]:
+    """annotation_validation.go validateMinMaxScale's activation-scale branch (module docstring), in its order."""
+    if ACTIVATION_SCALE not in ann:
+        return
+    value = ann[ACTIVATION_SCALE]
+    path, rule = f"metadata.annotations[{ACTIVATION_SCALE}]", "annotation_validation.go validateMinMaxScale"
+    min_scale, max_scale = revision_scale_bounds(ann, pred)
+    n = _go_int32(value)
+    bounds = (f"; expected an integer from {max(2, min_scale)} to {max_scale}" if max_scale else
+              f"; expected an integer >= {max(2, min_scale)}") + " (min-scale is minReplicas, max-scale maxReplicas)"
+    if n is None:
+        yield Refusal(obj, path, rule, f"invalid value: {value!r}" + bounds)
+    elif min_scale > n:
+        yield Refusal(obj, path, rule, f"min-scale={min_scale} is greater than activation-scale={n}" + bounds)
+    elif max_scale and max_scale < n:
+        yield Refusal(obj, path, rule, f"max-scale={max_scale} is less than activation-scale={n}" + bounds)
+    elif n < 2:
+        yield Refusal(obj, path, rule, f"activation-scale={n} must be greater than 1" + bounds)

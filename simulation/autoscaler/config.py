@@ -287,12 +287,17 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
                              "(annotation_validation.go validateInitialScale)")
     elif v is not None and (v or cluster.allow_zero_initial_scale):  # else GetInitialScale keeps the cluster's
         upd["initial_scale"] = int(v)
-    # annotation_validation.go validateMinMaxScale: activation-scale >= 2, and min-scale <= it <= max-scale
-    v = number("activation-scale", lo=2, integer=True)
-    if v is not None:
-        if v < upd["min_scale"] or (upd["max_scale"] and v > upd["max_scale"]):
-            bad("activation-scale", f"expected an integer between min-scale ({upd['min_scale']}) and max-scale "
-                                    f"({upd['max_scale'] or 'unbounded'})")
+    # annotation_validation.go validateMinMaxScale: an int32, min-scale <= it ("min-scale=%d is greater than
+    # activation-scale=%d"), <= a non-zero max-scale ("max-scale=%d is less than activation-scale=%d"), and > 1.
+    if "activation-scale" in ann:
+        v = _num(ann["activation-scale"], integer=True)
+        lo, hi = max(2, upd["min_scale"]), upd["max_scale"]
+        if v is None or v < lo or (hi and v > hi) or v >= 2**31:
+            expected = f"expected an integer >= {lo}" + (f" and <= {hi}" if hi else "")
+            bad("activation-scale", f"{expected} (as a string)" + (
+                f": at least 2 and between min-scale ({upd['min_scale']}) and max-scale ({hi or 'unbounded'}), "
+                "which KServe writes from minReplicas and maxReplicas; Knative refuses the revision otherwise "
+                "(annotation_validation.go validateMinMaxScale)" if hi or lo > 2 else ""))
         else:
             upd["activation_scale"] = int(v)
     if "metric-aggregation-algorithm" in ann and \
