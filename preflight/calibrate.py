@@ -1,7 +1,11 @@
 """`python -m preflight calibrate vllm-log FILE | bench FILE`: measured engine figures for a stack's service.
 
 Which model and GPU the measurement belongs to: `--stack NAME --service NAME` (the service's model, the node
-group's GPU, its tensor parallelism and gpuMemoryUtilization), or `--model`/`--gpu`/`--tp`. The result is
+group's GPU, its tensor parallelism and gpuMemoryUtilization), or `--model`/`--gpu`/`--tp`. The two ways are
+exclusive: `--model`/`--gpu` with `--stack`/`--service` are refused (exit status 2), as is a `--tp` other than the
+service's GPUs, rather than one silently winning. A vLLM log of another model or GPU is refused too
+(simulation/calibrate/vllm_log.py check_log_fits): what is printed and written is always a profile that
+reproduces the log on the target's model and GPU. The result is
 printed as the service's `engineProfile:` to paste; `--write` (with `--stack`/`--service`) merges it into
 the stack file, comments kept (stackconfig/stackfile.py). The figures themselves come from simulation/calibrate/;
 the stack loader's own checks refuse any it would not load. `python -m simulation calibrate` is the same command.
@@ -15,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from catalog import DEFAULT, Gpu, Model
+from catalog import DEFAULT, Catalog, Gpu, Model
 from validation.errors import InputError, Problem
 from validation.paths import open_regular
 
@@ -29,6 +33,11 @@ class Target:
     stack: str | None = None
     service: str | None = None
     engine: str = "vllm"  # the service's engine with --stack: which engineProfile keys it accepts
+    catalog: Catalog = DEFAULT  # the stack's catalog (its own GPUs and models) with --stack
+
+    @property
+    def described(self) -> str:
+        return f"service {self.service} of stack {self.stack}" if self.stack else ""
 
 
 def add_parser(sub: Any) -> None:
@@ -40,9 +49,10 @@ def add_parser(sub: Any) -> None:
         p.add_argument("file", help="the log / result file")
         p.add_argument("--stack", help="stack name (stacks/Pulumi.NAME.yaml) whose --service this measures")
         p.add_argument("--service", help="service name in that stack")
-        p.add_argument("--model", help="catalog model (without --stack)")
-        p.add_argument("--gpu", help="catalog GPU (without --stack)")
-        p.add_argument("--tp", type=int, default=None, help="tensor parallel size (default: the log's, else 1)")
+        p.add_argument("--model", help="catalog model (instead of --stack/--service; refused with them)")
+        p.add_argument("--gpu", help="catalog GPU (instead of --stack/--service; refused with them)")
+        p.add_argument("--tp", type=int, default=None, help="tensor parallel size (default: the service's GPUs "
+                       "with --stack, where another is refused; else the log's, else 1)")
         p.add_argument("--gpu-memory-utilization", type=float, default=None, dest="utilization",
                        help="when the log does not state it")
         p.add_argument("--write", action="store_true", help="merge the result into the stack file")
@@ -63,6 +73,11 @@ def _target(args: Any) -> Target:
     if args.stack or args.service:
         if not (args.stack and args.service):
             problems.append(Problem("--stack/--service", args.stack or args.service, "expected both"))
+        for flag, value, what in (("--model", args.model, "model"), ("--gpu", args.gpu, "node group's GPU")):
+            if value is not None:  # once silently ignored: the file was calibrated for the service's instead
+                problems.append(Problem(flag, value, f"expected no {flag} with --stack/--service: the service's "
+                                        f"{what} is the one measured (leave out --stack/--service to calibrate for "
+                                        "--model/--gpu)"))
         if problems:
             raise InputError(problems)
         from stackconfig.load import load_stack
@@ -72,8 +87,11 @@ def _target(args: Any) -> Target:
         if svc is None:
             raise InputError([Problem("--service", args.service, "expected one of "
                                       + ", ".join(s.name for s in cfg.services))])
-        return Target(svc.model, cfg.node_group.gpu, args.tp or svc.gpus, args.utilization or svc.gpu_memory_utilization,
-                      args.stack, args.service, svc.engine)
+        if args.tp is not None and args.tp != svc.gpus:  # the simulation runs the service at tp = its GPUs
+            raise InputError([Problem("--tp", args.tp, f"expected {svc.gpus}, the tensor parallelism of service "
+                                      f"{svc.name} (its resources.gpus), or no --tp")])
+        return Target(svc.model, cfg.node_group.gpu, svc.gpus, args.utilization or svc.gpu_memory_utilization,
+                      args.stack, args.service, svc.engine, cfg.catalog)
     if args.model not in DEFAULT.models:
         problems.append(Problem("--model", args.model, "expected a catalog model: " + ", ".join(sorted(DEFAULT.models))))
     if args.gpu not in DEFAULT.gpus:
@@ -109,7 +127,8 @@ def run(args: Any, out: Any = None) -> int:
     t = _target(args)
     text = _read(args.file)
     if args.source == "vllm-log":
-        profile, lines = from_log(text, t.model, t.gpu, t.tp, t.utilization, args.file)
+        profile, lines = from_log(text, t.model, t.gpu, t.tp, t.utilization, args.file, catalog=t.catalog,
+                                  target=t.described)
     else:
         profile, lines = from_bench(text, t.model, t.gpu, t.tp, args.file)
     _check_profile(profile, t, args.file)  # what the stack loader would refuse is never printed or written

@@ -3,25 +3,32 @@ a vLLM start-up log (vllm_log.py: memory profile, KV cache size) or a `vllm benc
 (bench.py: TTFT, TPOT/ITL fitted to the roofline). Each figure comes with the lines that explain it.
 
 The command is `python -m preflight calibrate` (preflight/calibrate.py): it resolves the model and GPU (from a
-stack's service or --model/--gpu), checks the figures as the stack loader would and writes them with --write.
+stack's service or --model/--gpu), checks the figures as the stack loader would and writes them with --write. A
+log of another model or GPU than that is refused (vllm_log.check_log_fits), never calibrated.
 See docs/gpu-model.md, "Calibrate".
 """
 
 from __future__ import annotations
 
-from catalog import Gpu, Model
+from catalog import Catalog, Gpu, Model
 from simulation.calibrate.bench import fit_bench, read_bench
-from simulation.calibrate.vllm_log import calibrate, parse_vllm_log
+from simulation.calibrate.vllm_log import LogMismatch, calibrate, parse_vllm_log
 from validation.errors import InputError, Problem
 
 
-def from_log(text: str, model: Model, gpu: Gpu, tp: int, utilization: float | None,
-             name: str) -> tuple[dict, list[str]]:
+def from_log(text: str, model: Model, gpu: Gpu, tp: int, utilization: float | None, name: str, *,
+             catalog: Catalog | None = None, target: str = "") -> tuple[dict, list[str]]:
     """The `engineProfile` a vLLM start-up log measures (tp 0: the log's), and what it reproduces; a log it
-    cannot read is an InputError naming the file."""
+    cannot read, or one of another model, GPU or tensor parallelism (`target` says whose: the service), is an
+    InputError naming the file, each contradiction a problem."""
     try:
         facts = parse_vllm_log(text)
-        cal = calibrate(facts, model, gpu, tp=tp or None, utilization=utilization)
+        cal = calibrate(facts, model, gpu, tp=tp or None, utilization=utilization, catalog=catalog)
+    except LogMismatch as err:
+        whose = f"{model.name} on {gpu.name}" + (f" at tensor parallel {tp}" if tp else "") \
+            + (f", {target}" if target else "")
+        raise InputError([Problem("FILE", name, c) for c in err.contradictions],
+                         f"a vLLM log checked against {whose} (nothing is calibrated or written)") from None
     except ValueError as err:
         raise InputError([Problem("FILE", name, str(err))]) from None
     lines = [f"vLLM start-up log {name}" + (f" (vLLM {facts.version})" if facts.version else "")
