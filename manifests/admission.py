@@ -11,7 +11,8 @@ from manifests.model_cache import capacity_problems
 from stackconfig.schema import StackConfig
 from manifests.node_disk import root_disk_problems
 from manifests.node_fit import node_fit_problems
-from validation.admission import KNATIVE_FEATURE_DEFAULTS, ClusterAdmission, Refusal, admission_refusals
+from validation.admission import admission_refusals
+from validation.cluster_admission import KNATIVE_FEATURE_DEFAULTS, ClusterAdmission, Refusal
 from validation.errors import InputError, Problem
 
 

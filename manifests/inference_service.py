@@ -21,7 +21,7 @@ from manifests.model_download import predictor_account
 from manifests.rollout import ready_timeout_s
 from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, server_image
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
-from validation.admission import mode_name
+from validation.deployment_mode import mode_name
 
 ANNOTATION_PREFIX = "preflight.kserve.io/"
 SERVER_PORT = 8080  # where Knative's queue-proxy and KServe's raw Service send requests (and the probes go)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from simulation.autoscaler.cluster_config import DEFAULT as AUTOSCALER_DEFAULT, ClusterAutoscaler, \
     parse_config_autoscaler
-from validation.admission import FEATURE_VALUES, KNATIVE_FEATURE_DEFAULTS
+from validation.cluster_admission import FEATURE_VALUES, KNATIVE_FEATURE_DEFAULTS
 from validation.errors import Problem
 from validation.fields import Section
 

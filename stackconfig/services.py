@@ -23,7 +23,6 @@ from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context
                                   default_alloc_conf, health_paths)
 from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
-from validation.errors import Problem
 from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed

@@ -23,19 +23,7 @@ KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
   `validateAutoScalingCompExtension` → `validateScalingHPACompExtension` (class hpa: cpu/memory only,
   AutoscalerAllowedHPAMetricsList; cpu target 1–100), `validateScalingKedaCompExtension` (no scaleMetric; metric
   sources with a query and a value), `validateScalingKPACompExtension` (concurrency/rps; rps target ≥ 1; no
-  deploymentStrategy), and on update `validateDeploymentMode` (below).
-- Deployment-mode names: KServe v0.16.0 renamed the modes (`pkg/constants/constants.go`: `Knative`, `Standard`;
-  `Serverless`, `RawDeployment` kept as `LegacyServerless`/`LegacyRawDeployment`). v0.15.2 knows only the legacy
-  names: its `GetDeploymentMode` (`pkg/controller/v1beta1/inferenceservice/utils/utils.go`) reconciles any other
-  value in the cluster's default mode, so a new name on 0.15 is refused here (`mode_name_refusals`). From v0.16.0
-  `GetDeploymentMode` maps a legacy annotation to the new name and the controller's `updateStatus` records that
-  name in `status.deploymentMode`, which it never rewrites later (the recorded status wins over the annotation).
-  `validateDeploymentMode` (`inference_service_validation.go`) refuses every UPDATE whose annotation differs from
-  the recorded status *as written*. In v0.16.0 nothing normalizes the annotation first and `ValidateUpdate` has no
-  deletion exception, so a legacy annotation over a new-name status refuses every later update, including the
-  controller's finalizer removal (the delete hangs). kserve#5025 (93752a1ae, first in v0.17.0): the defaulting
-  webhook (`inference_service_defaults.go: DefaultInferenceService`, on CREATE and UPDATE) rewrites legacy
-  annotations to the new names, and `ValidateUpdate` skips the check once a deletion timestamp is set.
+  deploymentStrategy), and on update `validateDeploymentMode` (validation/deployment_mode.py).
 - `pkg/validation/env_policy.go` (KServe ≥ 0.18, `validateBlockedEnvVars`): no container sets `PYTHONPATH`.
 - `pkg/controller/v1alpha1/utils/utils.go: ValidateInitialScaleAnnotation`: `initial-scale: 0` without the
   autoscaler's `allow-zero-initial-scale` is dropped silently — reported here because the intent is lost.
@@ -55,40 +43,12 @@ own annotations (`pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotati
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-# knative/serving config/core/configmaps/features.yaml: the shipped defaults of the flags checked here.
-KNATIVE_FEATURE_DEFAULTS: dict[str, str] = {
-    "secure-pod-defaults": "disabled",
-    "kubernetes.podspec-affinity": "disabled",
-    "kubernetes.podspec-topologyspreadconstraints": "disabled",
-    "kubernetes.podspec-hostaliases": "disabled",
-    "kubernetes.podspec-nodeselector": "disabled",
-    "kubernetes.podspec-tolerations": "disabled",
-    "kubernetes.podspec-fieldref": "disabled",
-    "kubernetes.podspec-runtimeclassname": "disabled",
-    "kubernetes.podspec-dnspolicy": "disabled",
-    "kubernetes.podspec-dnsconfig": "disabled",
-    "kubernetes.podspec-securitycontext": "disabled",
-    "kubernetes.podspec-shareprocessnamespace": "disabled",
-    "kubernetes.podspec-hostipc": "disabled",
-    "kubernetes.podspec-hostpid": "disabled",
-    "kubernetes.podspec-hostnetwork": "disabled",
-    "kubernetes.podspec-priorityclassname": "disabled",
-    "kubernetes.podspec-schedulername": "disabled",
-    "kubernetes.containerspec-addcapabilities": "disabled",
-    "kubernetes.podspec-volumes-emptydir": "enabled",
-    "kubernetes.podspec-volumes-image": "disabled",
-    "kubernetes.podspec-volumes-hostpath": "disabled",
-    "kubernetes.podspec-volumes-ephemeral": "disabled",
-    "kubernetes.podspec-volumes-csi": "disabled",
-    "kubernetes.podspec-init-containers": "disabled",
-    "kubernetes.podspec-persistent-volume-claim": "disabled",
-    "kubernetes.podspec-persistent-volume-write": "disabled",
-    "kubernetes.podspec-volumes-mount-propagation": "disabled",
-}
-FEATURE_VALUES = ("enabled", "disabled", "allowed")
+from validation.cluster_admission import ClusterAdmission, Refusal, release
+from validation.deployment_mode import (MODE_ANNOTATION, STANDARD_MODES, deployment_mode_update_refusals,
+                                        mode_name_refusals)
+
 
 # PodSpecMask: pod-spec field → the flag that admits it.
 POD_FEATURES = {
@@ -144,43 +104,16 @@ DEFAULT_RUNTIMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 KNATIVE_RESERVED_ENV = frozenset({"PORT", "K_SERVICE", "K_CONFIGURATION", "K_REVISION"})
 # kserve pkg/validation/env_policy.go DefaultBlockedEnvVars: name → the first KServe release refusing it (#5340).
 KSERVE_BLOCKED_ENV: dict[str, tuple[int, int]] = {"PYTHONPATH": (0, 18)}
-OLDEST_KSERVE = (0, 15)  # the oldest release the stack supports (stackconfig/kserve.py)
 
 
 def kserve_blocked_env(version: tuple[int, int]) -> set[str]:
     return {name for name, since in KSERVE_BLOCKED_ENV.items() if version >= since}
 
 
-def release(version: tuple[int, int]) -> str:
-    """(0, 18) → "0.18"."""
-    return ".".join(map(str, version))
-
-
-def mode_name(mode: str, version: tuple[int, int]) -> str:
-    """The `serving.kserve.io/deploymentMode` value for a mode (`Knative` or `Standard`) on KServe `version`: the
-    new name from 0.16, the only one 0.16.0 lets a service keep (see the module docstring), the legacy one before,
-    the only one 0.15 reads."""
-    if version >= MODE_NAMES_SINCE:
-        return mode
-    return {new: old for old, new in LEGACY_MODE_NAMES.items()}[mode]
-
-
-def recorded_mode(annotation: str | None, version: tuple[int, int], default: str = "Knative") -> str:
-    """`status.deploymentMode` as KServe `version` records it when it first reconciles a service with this
-    annotation (v0.15.2 / v0.16.0 `GetDeploymentMode` + `updateStatus`; the default mode when the value is not one
-    it knows; the cluster's defaultDeploymentMode, assumed KServe's shipped `Serverless`, read as `Knative` from
-    0.16)."""
-    if version >= MODE_NAMES_SINCE:
-        value = LEGACY_MODE_NAMES.get(annotation or "", annotation)
-        return value if value in KNOWN_MODES[MODE_NAMES_SINCE] else default
-    return annotation if annotation in KNOWN_MODES[OLDEST_KSERVE] else mode_name(default, version)
-
-
 ISVC_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # kserve IsvcNameFmt
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")  # kserve constants.AutoscalerAllowedClassList
 HPA_METRICS = ("cpu", "memory")  # constants.AutoscalerAllowedHPAMetricsList
 KPA_METRICS = ("concurrency", "rps")  # constants.AutoscalerAllowedKPAMetricsList
-MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
 ACTIVATION_SCALE = "autoscaling.knative.dev/activation-scale"
@@ -188,46 +121,6 @@ ACTIVATION_SCALE = "autoscaling.knative.dev/activation-scale"
 MAX_SCALE_KEYS = ("autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale")
 KSERVE_DEFAULT_MIN_REPLICAS = 1  # kserve constants.DefaultMinReplicas
 _GO_INT = re.compile(r"^[+-]?[0-9]+$")
-STANDARD_MODES = ("Standard", "RawDeployment")
-# kserve pkg/constants/constants.go (v0.16.0): LegacyServerless, LegacyRawDeployment → the names that replace them.
-LEGACY_MODE_NAMES = {"Serverless": "Knative", "RawDeployment": "Standard"}
-MODE_NAMES_SINCE = (0, 16)  # the first release that knows `Knative`/`Standard` (and records them in status)
-MODE_ANNOTATION_NORMALIZED_SINCE = (0, 17)  # kserve#5025: the defaulting webhook rewrites legacy annotations
-# GetDeploymentMode: the values each release reconciles as written; anything else gets the default mode.
-KNOWN_MODES = {(0, 15): ("Serverless", "RawDeployment", "ModelMesh"), MODE_NAMES_SINCE: ("Knative", "Standard",
-                                                                                        "ModelMesh")}
-
-
-@dataclass(frozen=True)
-class ClusterAdmission:
-    """The cluster settings the webhooks read: Knative's `config-features` and `config-autoscaler`, KServe's
-    release."""
-
-    knative_features: Mapping[str, str] = field(default_factory=lambda: dict(KNATIVE_FEATURE_DEFAULTS))
-    allow_zero_initial_scale: bool = False  # config-autoscaler allow-zero-initial-scale (default false)
-    kserve_version: tuple[int, int] = OLDEST_KSERVE
-
-    def admits(self, flag: str) -> bool:
-        """The masks admit a field unless its flag is `disabled` (`allowed` needs a per-revision annotation,
-        which the stack never sets, so it is treated as off)."""
-        return self.knative_features.get(flag, KNATIVE_FEATURE_DEFAULTS.get(flag, "disabled")) == "enabled"
-
-    def with_features(self, enabled: Iterable[str]) -> "ClusterAdmission":
-        return ClusterAdmission({**self.knative_features, **{f: "enabled" for f in enabled}},
-                                self.allow_zero_initial_scale, self.kserve_version)
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """One object the cluster would refuse: where, which upstream rule, and what to change."""
-
-    obj: str
-    path: str
-    rule: str  # the upstream function
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.obj}: {self.path}: {self.message} ({self.rule})"
 
 
 def _feature_off(cluster: ClusterAdmission, flag: str) -> str:
@@ -391,51 +284,6 @@ def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping 
         yield from deployment_mode_update_refusals(obj, ann, previous, cluster)
 
 
-def mode_name_refusals(obj: str, ann: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
-    """A mode name the cluster's KServe does not know: 0.15's `GetDeploymentMode` reconciles it in the default mode
-    (and records that in status), so a `Standard` service would become a Knative one (module docstring)."""
-    value = ann.get(MODE_ANNOTATION)
-    known = KNOWN_MODES[OLDEST_KSERVE] if cluster.kserve_version < MODE_NAMES_SINCE else (
-        *KNOWN_MODES[MODE_NAMES_SINCE], *LEGACY_MODE_NAMES)
-    if value is not None and value not in known:
-        yield Refusal(obj, f"metadata.annotations[{MODE_ANNOTATION}]",
-                      "controller/v1beta1/inferenceservice/utils/utils.go GetDeploymentMode",
-                      f"KServe {release(cluster.kserve_version)} does not know deploymentMode {value!r} and "
-                      f"reconciles the service in its default mode; expected one of {', '.join(known)} "
-                      "(set kserve.version to the cluster's KServe release)")
-
-
-def deployment_mode_update_refusals(obj: str, ann: Mapping, previous: Mapping,
-                                    cluster: ClusterAdmission) -> Iterator[Refusal]:
-    """`validateDeploymentMode` on an UPDATE of `previous` (the deployed object; its `status.deploymentMode` when
-    given, else the name KServe recorded when it created it, `recorded_mode`): the new annotation, after the
-    defaulting webhook's rewrite from 0.17, must equal the recorded status as written (module docstring)."""
-    version = cluster.kserve_version
-    status = str(((previous.get("status") or {}).get("deploymentMode")) or recorded_mode(
-        ((previous.get("metadata") or {}).get("annotations") or {}).get(MODE_ANNOTATION), version))
-    written = ann.get(MODE_ANNOTATION)
-    if written is None:  # validateDeploymentMode checks only a present annotation; the status decides the mode
-        return
-    admitted = LEGACY_MODE_NAMES.get(written, written) if version >= MODE_ANNOTATION_NORMALIZED_SINCE else written
-    if admitted == status:
-        return
-    where = f"metadata.annotations[{MODE_ANNOTATION}]"
-    rule = "inference_service_validation.go validateDeploymentMode"
-    message = f"update rejected: deploymentMode cannot be changed from {status!r} to {admitted!r}"
-    if _mode(status) != _mode(admitted):
-        yield Refusal(obj, where, rule, message + "; the InferenceService must be replaced (delete and create)")
-    elif version < MODE_ANNOTATION_NORMALIZED_SINCE:
-        yield Refusal(obj, where, rule, message + f": KServe {release(version)} compares the annotation with "
-                      "status.deploymentMode as written, on every update including the finalizer removal of a "
-                      f"delete; write {status!r} (kserve.version says which name the stack writes), or replace the "
-                      "InferenceService (docs/deploying.md §9, kserve.version)")
-    else:
-        yield Refusal(obj, where, rule, message + f": KServe {release(version)} rewrites a legacy annotation to "
-                      f"{admitted!r}, but this service's status still records {status!r} (created by KServe 0.15), "
-                      "which KServe never rewrites; replace the InferenceService (docs/deploying.md §9, "
-                      "kserve.version)")
-
-
 def _runtime_refusals(obj: str, model: Mapping) -> Iterator[Refusal]:
     """No default runtime serves the model's format at its protocol (module docstring: reconcileModel)."""
     fmt = str((model.get("modelFormat") or {}).get("name", ""))
@@ -455,10 +303,6 @@ def _runtime_refusals(obj: str, model: Mapping) -> Iterator[Refusal]:
     yield Refusal(obj, "spec.predictor.model.protocolVersion", where, f"no runtime found to support predictor with "
                   f"model type {fmt} at protocol {protocol}{unset}, so the InferenceService is never Ready "
                   f"(NoSupportingRuntime); {offers}: set protocolVersion to one of those")
-
-
-def _mode(value: str) -> str:
-    return "Standard" if value in STANDARD_MODES else "Knative"
 
 
 def _keda_metric_refusals(obj: str, path: str, m: Mapping, where: str) -> Iterator[Refusal]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from simulation import load_scenario
-from simulation import workload as wl
+from simulation import trace as wl
 from simulation.__main__ import main
 from validation.errors import InputError
 from validation.yaml_input import read_text

@@ -21,7 +21,8 @@ from manifests.admission import admission_problems
 from manifests.knative import required_features
 from stackconfig.load import project_values, stack_config_values, stack_names
 from stackconfig.schema import parse_stack_config
-from validation.admission import ClusterAdmission, admission_refusals, recorded_mode
+from validation.admission import ClusterAdmission, admission_refusals
+from validation.deployment_mode import recorded_mode
 
 KEY = "serving.kserve.io/deploymentMode"
 
