@@ -18,7 +18,7 @@ gives one service's standalone scenario (the node group less the others' minimum
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any, Callable
 
 from catalog import DEFAULT as DEFAULT_CATALOG
@@ -30,7 +30,6 @@ from stackconfig.platform import load_gbps
 from gate.verdict import Check, Verdict, judge
 from gate.sequential import Decision, Trial, decide
 from gate.stress import GateScenario, gate_scenarios
-from simulation.estimates import Estimate, mean_interval
 
 __all__ = ["Check", "Verdict", "trials", "check_stack", "start_check", "check_service", "gate_failure", "gate_warnings", "scenario_for",
            "cluster_profile", "stack_scenarios"]
@@ -140,24 +139,15 @@ def _validate(cfg: StackConfig, scenario: GateScenario) -> None:
         raise InputError(problems, f"the gate's {scenario.kind} scenario") from None
 
 
-def _rollout_check(reports: list[dict], deadline: float) -> Check:
-    """The new revision Ready within the progress deadline, in every replication (never Ready: fails)."""
-    ready = [(r.get("rollout") or {}).get("ready_s") for r in reports]
-    est = Estimate(None, None, None, len(ready)) if None in ready else mean_interval(ready)
-    return Check("new revision Ready (s)", est, deadline)
-
-
 def _fleet_judge(cfg: StackConfig, scenario: GateScenario, svc: ServiceConfig):
     key = f"{cfg.stack}/{svc.name}"
     slo = scenario.slos[svc.name]
-    deadline = scenario.extra.get(svc.name, {}).get("progress_deadline_s")
+    deadline = scenario.extra.get(svc.name, {}).get("progress_deadline_s")   # a rollout: its term (verdict.py)
 
     def judge_fleet(fleets: list[dict]) -> Verdict:
-        reports = [f["services"][key] for f in fleets]
-        verdict = judge(svc.name, slo, reports, scenario=scenario.kind, undecided_policy=cfg.gate.undecided)
-        if deadline is None:
-            return verdict
-        return replace(verdict, checks=verdict.checks + (_rollout_check(reports, deadline),))
+        return judge(svc.name, slo, [f["services"][key] for f in fleets], scenario=scenario.kind,
+                     undecided_policy=cfg.gate.undecided, max_replications=cfg.gate.max_replications,
+                     progress_deadline_s=deadline)
     return judge_fleet
 
 

@@ -13,27 +13,46 @@ interval, held to `COLD_START_MISS_FRACTION`: it passes when the interval shows 
 misses in `COLD_START_RUNS_TO_PASS` = 17 or more replications: with the default budget, 0 in 20), fails
 when it shows more (at 5 replications: 4 or 5 misses), and is undecided between.
 
+The rollout scenario's term is of the same kind: the fraction of replications whose new revision was not Ready
+within its progress deadline (Knative then fails the revision: a stalled rollout), k of r with its Clopper–Pearson
+interval, held to the same `COLD_START_MISS_FRACTION` (`rollout_check`): 0 stalls pass from 17 runs, a stall is
+one miss, not a failed gate. The mean time to Ready (over the runs that were Ready) is reported with its
+interval beside it, in the verdict's metrics and the term's note, not judged: it is at most the deadline by
+construction, so an interval of it against the deadline said only whether any run stalled.
+
 A p99 term rests on each run's own p99 (simulation/quantiles.py: Hyndman–Fan type 8, median-unbiased). Runs
 that average fewer than `MIN_P99_VALUES` values give no p99 worth the name (its 1 % tail holds less than one
 value: an extrapolation), so such a term can fail but never pass: it stays undecided, whatever the number of
-replications (`Check.can_pass`; the gate does not add replications for it), and `gate.undecided` settles it.
+replications (`Check.can_pass`; the gate does not add replications for it), and `gate.undecided` settles it —
+under `estimate` on its interval's upper end, not on its point estimate, which runs low below `MIN_P99_VALUES`
+values (README: −13 % at 55 values even with type 8), so it passes with a warning only when even the upper end
+meets the SLO (`Check.biased_low`).
 Runs without a single value (no successful request) are left out of its mean, and its note says how many.
 A rate term with no event in any run notes that its bound assumes independent requests
-(`simulation.estimates.rate_interval`).
+(`simulation.estimates.rate_interval`). A rate limit below the lowest upper end `rate_interval` can reach within
+`gate.replications.max` runs (0 errors in all of them: `simulation.estimates.lowest_rate_upper`, ≈ 3.7 / the
+requests of `max` runs) can never pass — a limit of 0 never — so it is marked like the p99 above (`can_pass`
+false, no replications added for it), and its note says which limit could pass.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from simulation.estimates import Estimate
-from simulation.report_terms import METRICS, cold_start_misses, estimate, estimates, longest_cold_start
-from stackconfig.platform import COLD_START_MISS_FRACTION, COLD_START_RUNS_TO_PASS, UNDECIDED_POLICIES
+from simulation.analytic import zero_event_trials
+from simulation.estimates import Estimate, lowest_rate_upper, passable_rate_limit
+from simulation.report_terms import (METRICS, cold_start_misses, estimate, estimates, longest_cold_start,
+                                     rollout_ready_time, rollout_stalls)
+from stackconfig.platform import (COLD_START_MISS_FRACTION, COLD_START_RUNS_TO_PASS, MAX_REPLICATIONS,
+                                 UNDECIDED_POLICIES)
 from stackconfig.schema import Slo
 
 PASS, FAIL, UNDECIDED = "pass", "FAIL", "undecided"
 COLD_START_TERM = "runs with a cold start over maxColdStartS (fraction)"
+ROLLOUT_TERM = "rollouts not Ready by the progress deadline (fraction)"
+READY_METRIC = "new revision Ready (s)"   # the rollout's mean time to Ready: a reported figure, not a term
 MIN_P99_VALUES = 100   # values per run below which a p99 is an extrapolation (its 1 % tail holds < 1 value)
 P99_SOURCES = {"p99 latency (s)": "latency_s", "p99 time to first token (s)": "ttfb_s"}   # report key per term
 
@@ -46,7 +65,9 @@ class Check:
     estimate: Estimate
     limit: float
     note: str = ""   # what the figure is made of, when its name does not say (the cold-start term)
-    can_pass: bool = True   # False: no number of replications can pass it (a p99 of too few values per run)
+    can_pass: bool = True   # False: no number of replications can pass it (`why_not` says why)
+    why_not: str = ""   # why it cannot pass and what would let it (a p99 of too few values, a rate limit too low)
+    biased_low: bool = False   # its point estimate runs low (a p99 of too few values): settle on the upper end
 
     @property
     def observed(self) -> float | None:
@@ -74,8 +95,10 @@ class Check:
 
     @property
     def estimate_meets(self) -> bool:
-        """The point estimate alone meets the limit (what `gate.undecided: estimate` settles an undecided on)."""
-        return self.observed is not None and self.observed <= self.limit
+        """What `gate.undecided: estimate` settles an undecided check on: its point estimate meets the limit — or,
+        for a figure known to run low (`biased_low`: a p99 of too few values per run), its interval's upper end."""
+        figure = self.estimate.hi if self.biased_low else self.observed
+        return self.observed is not None and figure is not None and figure <= self.limit
 
     def fails(self, policy: str) -> bool:
         """This check fails the gate: a FAIL, or an undecided one under `policy` (gate.undecided)."""
@@ -138,8 +161,12 @@ class Verdict:
 
     def _undecided_why(self, c: Check) -> str:
         head = (f" — undecided after {self.replications} replications (gate.replications.max)" if c.can_pass else
-                f" — undecided at any number of replications (fewer than {MIN_P99_VALUES} values per run)")
+                f" — cannot pass at any number of replications ({c.why_not})")
         if self.undecided_policy == "estimate":
+            if c.biased_low:
+                return head + (": even its interval's upper end meets the SLO, so it passes on that (gate.undecided: "
+                               "estimate)" if c.estimate_meets else ": its interval's upper end misses the SLO, and "
+                               "its estimate runs low (gate.undecided: estimate)")
             return head + (": its estimate meets the SLO, so it passes on the estimate alone (gate.undecided: "
                            "estimate)" if c.estimate_meets else ": its estimate misses the SLO (gate.undecided: "
                            "estimate)")
@@ -151,13 +178,15 @@ class Verdict:
                 "metrics": {k: e.to_dict() for k, e in self.metrics.items()}}
 
 
-def slo_checks(slo: Slo, reports: Sequence[Mapping]) -> tuple[Check, ...]:
-    """The SLO's terms over the replications' reports (rates pooled, percentiles averaged: report_terms.py)."""
+def slo_checks(slo: Slo, reports: Sequence[Mapping], max_replications: int | None = None) -> tuple[Check, ...]:
+    """The SLO's terms over the replications' reports (rates pooled, percentiles averaged: report_terms.py);
+    `max_replications` (gate.replications.max; default: the runs given) bounds what a rate term can reach."""
     terms = [("p99 latency (s)", slo.p99_latency_s), ("error rate", slo.max_error_rate),
              ("503 rate", slo.max_503_rate)]
     if slo.p99_ttft_s is not None:
         terms.append(("p99 time to first token (s)", slo.p99_ttft_s))
-    checks = tuple((p99_check if name in P99_SOURCES else rate_check)(name, limit, reports) for name, limit in terms)
+    checks = tuple(p99_check(name, limit, reports) if name in P99_SOURCES else
+                   rate_check(name, limit, reports, max_replications) for name, limit in terms)
     if slo.max_cold_start_s is None:
         return checks
     return checks + (cold_start_check(slo.max_cold_start_s, reports),)
@@ -170,18 +199,37 @@ def p99_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
     mean_count = sum(s.get("count") or 0 for s in summaries) / max(1, len(summaries))
     empty = sum(1 for s in summaries if s.get("p99") is None)
     notes = [f"{empty} of {len(reports)} runs had no successful request: left out of the mean"] if empty else []
-    if mean_count < MIN_P99_VALUES:
+    few = mean_count < MIN_P99_VALUES
+    if few:
         notes.append(f"{mean_count:.0f} values per run on average: a p99 of fewer than {MIN_P99_VALUES} is an "
-                     "extrapolation, so this term cannot pass (a longer gate.durationS gives it more)")
-    return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=mean_count >= MIN_P99_VALUES)
+                     "extrapolation that runs low, so this term cannot pass (gate.undecided: estimate holds its "
+                     "upper end to the SLO; a longer gate.durationS gives it more values)")
+    return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not few, biased_low=few,
+                 why_not=f"fewer than {MIN_P99_VALUES} values per run: a longer gate.durationS gives more" if few else "")
 
 
-def rate_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
-    """A rate term; with no event in any run its note says what its bound assumes (estimates.rate_interval)."""
+def rate_check(name: str, limit: float, reports: Sequence[Mapping], max_replications: int | None = None) -> Check:
+    """A rate term; with no event in any run its note says what its bound assumes (estimates.rate_interval).
+
+    It cannot pass when `limit` is below the lowest upper end `rate_interval` can give after `max_replications`
+    runs (0 events in all: `lowest_rate_upper`), over an upper estimate of their requests: those seen, and each
+    run still to come as large as the largest seen (exact at `max_replications`)."""
     counts = [METRICS[name][1](r) for r in reports]
     clean = not any(k for k, _ in counts)
-    note = f"none in {len(reports)} runs: bound assumes independent requests" if clean else ""
-    return Check(name, estimate(name, reports), limit, note)
+    notes = [f"none in {len(reports)} runs: bound assumes independent requests"] if clean else []
+    r, top = len(counts), max((n for _, n in counts), default=0)
+    runs = max(r, max_replications or r)
+    requests = sum(n for _, n in counts) + top * (runs - r)
+    why_not = ""
+    if requests > 0 and limit < lowest_rate_upper(requests):
+        per_run = requests / runs
+        need = math.ceil(zero_event_trials(limit) / per_run) if limit > 0 else None
+        more = f", or about {need} runs of as many" if need and need <= MAX_REPLICATIONS else ""
+        why_not = (f"limit {limit:g} is below {lowest_rate_upper(requests):.3g}, the lowest upper end {runs} "
+                   f"event-free runs of ≈ {per_run:,.0f} requests reach; a limit of {passable_rate_limit(requests):g} "
+                   "could pass")
+        notes.append(f"cannot pass: {why_not}{more}")
+    return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not why_not, why_not=why_not)
 
 
 def cold_start_check(limit_s: float, reports: Sequence[Mapping]) -> Check:
@@ -196,10 +244,31 @@ def cold_start_check(limit_s: float, reports: Sequence[Mapping]) -> Check:
                  f"maxColdStartS {limit_s:g} s: {misses} of {est.replications} runs over; {seen}{short}")
 
 
+def rollout_check(reports: Sequence[Mapping], deadline_s: float) -> Check:
+    """The rollout term: the fraction of runs whose new revision was not Ready within the progress deadline,
+    held to `COLD_START_MISS_FRACTION` like the cold-start term (module doc); the note counts the stalls and
+    gives the mean time to Ready with its interval."""
+    est = rollout_stalls(reports, deadline_s)
+    r = est.replications
+    k = round((est.value or 0.0) * r)
+    ready = rollout_ready_time(reports, deadline_s)
+    mean = "never Ready" if ready.value is None else \
+        f"mean Ready {format_estimate(ready, digits=3)} s" + (f" (the {r - k} runs Ready)" if k else "")
+    short = f"; 0 stalled passes only from {COLD_START_RUNS_TO_PASS} runs" if r < COLD_START_RUNS_TO_PASS else ""
+    return Check(ROLLOUT_TERM, est, COLD_START_MISS_FRACTION,
+                 f"progress deadline {deadline_s:g} s: {k} of {r} runs not Ready by then; {mean}{short}")
+
+
 def judge(service: str, slo: Slo, reports: Sequence[Mapping], *, scenario: str = "steady",
-          undecided_policy: str = UNDECIDED_POLICIES[0]) -> Verdict:
-    return Verdict(service, slo_checks(slo, reports), dict(reports[0]), len(reports), scenario, undecided_policy,
-                   estimates(reports, METRICS))
+          undecided_policy: str = UNDECIDED_POLICIES[0], max_replications: int | None = None,
+          progress_deadline_s: float | None = None) -> Verdict:
+    """One service's verdict on its replications' reports; `progress_deadline_s` (a rollout) adds the rollout
+    term and the mean time to Ready (`READY_METRIC`)."""
+    checks, metrics = slo_checks(slo, reports, max_replications), estimates(reports, METRICS)
+    if progress_deadline_s is not None:
+        checks += (rollout_check(reports, progress_deadline_s),)
+        metrics[READY_METRIC] = rollout_ready_time(reports, progress_deadline_s)
+    return Verdict(service, checks, dict(reports[0]), len(reports), scenario, undecided_policy, metrics)
 
 
 def format_estimate(e: Estimate | None, pct: bool = False, digits: int = 4) -> str:

@@ -20,7 +20,11 @@ from why requests failed:
   it misses, the advice is to let the autoscaler add pods;
 - a client timeout below the p99 latency of all requests → the slowest requests time out and so do their
   retries (guide 000 §4.3): a warning on a pass too, since the gate judges the p99 of successes;
-- slow requests on an unsaturated service → lower scaleTarget (scale out earlier) or cap output tokens.
+- slow requests on an unsaturated service → lower scaleTarget (scale out earlier) or cap output tokens;
+- a new revision not Ready within its progress deadline in too many rollouts → a longer deadline, fewer new pods
+  at once or a shorter cold start;
+- on a pass, a term no number of replications can pass (a p99 of too few values per run, a rate limit below what
+  error-free runs can show) → its reason and what would let it pass, never "raise gate.replications.max".
 
 Every suggested edit is parsed by the stack config's own loader (as `whatif` will) before it is printed: a knob
 the loader refuses for that service (containerConcurrency in Standard mode, a maxReplicas the node group cannot
@@ -32,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gate.verdict import COLD_START_TERM, FAIL, UNDECIDED, Verdict
+from gate.verdict import COLD_START_TERM, FAIL, ROLLOUT_TERM, UNDECIDED, Verdict
 from preflight.summary import fixed_size
 from simulation.gpu.server_common import OOM_REASON
 from stackconfig.schema import ServiceConfig, StackConfig
@@ -136,6 +140,12 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
                         max(1, svc.scale_target * 3 // 4)))
     if COLD_START_TERM in missed and not cfg.model_cache.enabled:
         out.append("longest cold start: enable the model cache (modelCache.enabled: true) so pods mount weights")
+    if ROLLOUT_TERM in missed:
+        [c] = [c for c in v.checks if c.name == ROLLOUT_TERM]
+        out.append(f"the new revision was not Ready within its progress deadline ({c.note.split(';')[0]}): give it a "
+                   "longer serving.knative.dev/progress-deadline (annotations), fewer new pods at once "
+                   "(initial-scale) or a shorter cold start"
+                   + ("" if cfg.model_cache.enabled else " (modelCache.enabled: true)"))
     return out
 
 
@@ -213,6 +223,21 @@ def _stack_values(cfg: StackConfig) -> dict | None:
         return None
 
 
+def undecided_notes(verdicts: list[Verdict]) -> list[str]:
+    """On a pass, what `gate.undecided` let through: terms still open after `gate.replications.max` (more
+    replications could decide them), and terms no number of replications can pass (each with its reason)."""
+    lines = []
+    budget = [v for v in verdicts if v.open]
+    if budget:
+        lines.append(f"  (undecided after {max(v.replications for v in budget)} replications (gate.replications.max):"
+                     f" {', '.join(v.label for v in budget)}; raise gate.replications.max or set gate.undecided: "
+                     "fail to be strict)")
+    stuck = [f"{v.label} {c.name}: {c.why_not}" for v in verdicts for c in v.undecided if not c.can_pass]
+    if stuck:
+        lines.append(f"  (passed with a warning, though no number of replications can pass them: {'; '.join(stuck)})")
+    return lines
+
+
 def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: dict | None = None) -> list[str]:
     """Lines for the end of the report. `values`: the stack's project keys the suggestions are checked against
     (default: the stack file `cfg` was loaded from); a suggestion its loader refuses is left out."""
@@ -220,10 +245,7 @@ def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: 
     if passed:
         lines = [f"next: deploy with `pulumi stack select {cfg.stack} --create && pulumi preview --policy-pack "
                  "policy && pulumi up --policy-pack policy`"]
-        undecided = [v.label for v in verdicts if v.undecided]
-        if undecided:
-            lines.append(f"  (undecided after {cfg.gate.max_replications} replications: {', '.join(undecided)}; "
-                         "raise gate.replications.max or set gate.undecided: fail to be strict)")
+        lines += undecided_notes(verdicts)
         return lines + retry_warnings(cfg, verdicts, values)
     by_name = {s.name: s for s in cfg.services}
     lines, advised = [], set()

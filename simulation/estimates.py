@@ -11,7 +11,9 @@ statistics apply to per-replication figures):
   t-interval collapses to a point when no replication saw the event, Clopper–Pearson does not. Clipped to [0, 1].
   With no event in any replication the bound is Clopper–Pearson's alone, which treats every request as
   independent (see `rate_interval`).
-Both always contain their estimate and never leave the metric's range.
+Both always contain their estimate and never leave the metric's range. `lowest_rate_upper` is the lowest upper
+end `rate_interval` can reach on a number of trials (what a rate limit needs to be able to pass;
+`passable_rate_limit`: it rounded up).
 Differences between two configurations: `paired_difference` on common random numbers (seed i on both sides),
 `independent_difference` (Welch) for unpaired runs — what pairing is compared against.
 """
@@ -81,6 +83,24 @@ def rate_interval(counts: Sequence[tuple[int, int]]) -> Estimate:
         h = t975(r - 1) * math.sqrt(resid / r) / n_bar
         lo, hi = min(lo, p - h), max(hi, p + h)
     return Estimate(p, max(0.0, min(lo, p)), min(1.0, max(hi, p)), r)
+
+
+def lowest_rate_upper(trials: float) -> float:
+    """The lowest upper end `rate_interval` can give over `trials` pooled trials: the one of no event in any
+    replication (its t-term is then 0, and Clopper–Pearson's upper end for 0 of Σn, 1 − 0.025^(1/Σn) ≈ 3.69/Σn,
+    is all that is left; any event raises it). A rate limit below it cannot pass on that many trials; 1 when
+    there is none."""
+    return clopper_pearson(0, trials)[1] if trials > 0 else 1.0
+
+
+def passable_rate_limit(trials: float, digits: int = 2) -> float:
+    """`lowest_rate_upper(trials)` rounded up to `digits` significant digits: a round limit that can pass (the
+    figure to suggest, where rounding to nearest could name one just below the bound)."""
+    bound = lowest_rate_upper(trials)
+    if bound >= 1.0:
+        return 1.0
+    scale = 10.0 ** (math.floor(math.log10(bound)) - digits + 1)
+    return min(1.0, math.ceil(bound / scale * (1 - 1e-12)) * scale)
 
 
 def paired_difference(before: Sequence[float | None], after: Sequence[float | None]) -> Estimate:

@@ -52,17 +52,43 @@ def longest_cold_start(report: Mapping) -> float | None:
 
 def cold_start_misses(reports: Sequence[Mapping], limit_s: float) -> Estimate:
     """The fraction of replications in which some new pod waited longer than `limit_s` for Ready (a cold start,
-    or a wait still open at the horizon: `longest_cold_start`), with its Clopper–Pearson exact 95 % interval.
+    or a wait still open at the horizon: `longest_cold_start`), with its Clopper–Pearson exact 95 % interval."""
+    waits = [longest_cold_start(rep) for rep in reports]
+    return run_fraction([w is not None and w > limit_s for w in waits])
+
+
+def run_fraction(misses: Sequence[bool]) -> Estimate:
+    """The fraction of replications with a miss, with its Clopper–Pearson exact 95 % interval.
 
     One Bernoulli outcome per replication, and replications are independent, so the interval is the binomial one on
     (misses, replications) — the ratio-estimator term of `rate_interval` is for events clustered within runs."""
-    r = len(reports)
-    waits = [longest_cold_start(rep) for rep in reports]
-    k = sum(1 for w in waits if w is not None and w > limit_s)
+    r, k = len(misses), sum(1 for m in misses if m)
     if r == 0:
         return Estimate(None, None, None, 0)
     lo, hi = clopper_pearson(k, r)
     return Estimate(k / r, lo, hi, r)
+
+
+def rollout_ready_s(report: Mapping, deadline_s: float) -> float | None:
+    """Seconds from a rollout's start until its new revision was Ready (simulation/stress.py), or None when it
+    was not Ready within `deadline_s` (the progress deadline: the simulator records None then; Knative fails the
+    revision) or the run has no rollout."""
+    ready = (report.get("rollout") or {}).get("ready_s")
+    return None if ready is None or ready > deadline_s else float(ready)
+
+
+def rollout_stalls(reports: Sequence[Mapping], deadline_s: float) -> Estimate:
+    """The fraction of replications whose new revision was not Ready within the progress deadline, with its
+    Clopper–Pearson interval (`run_fraction`): the rollout term, a Bernoulli outcome per run like
+    `cold_start_misses`."""
+    return run_fraction([rollout_ready_s(rep, deadline_s) is None for rep in reports])
+
+
+def rollout_ready_time(reports: Sequence[Mapping], deadline_s: float) -> Estimate:
+    """The mean time to Ready of the new revision over the runs in which it was Ready within the deadline (a
+    stalled run has no ready time: it is counted by `rollout_stalls`), with its t-interval clipped to the deadline
+    (no ready time is above it): a reported figure."""
+    return mean_interval((rollout_ready_s(rep, deadline_s) for rep in reports), upper=deadline_s)
 
 
 def peak_pending_pods(report: Mapping) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 
@@ -13,8 +14,10 @@ from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConf
 from validation.errors import Problem
 from validation.fields import Section
 from simulation.analytic import zero_event_trials
-from simulation.budget import DEFAULT_REQUEST_BUDGET
+from simulation.budget import DEFAULT_REQUEST_BUDGET, expected_requests
 from simulation.dists import RATE_KINDS, Dist, parse_dist
+from simulation.estimates import lowest_rate_upper, passable_rate_limit
+from simulation.workload import parse_workload
 
 
 def parse_device_plugin(sec: Section) -> DevicePluginConfig:
@@ -163,6 +166,7 @@ def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_
 
 GATE_SCENARIOS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py
 UNDECIDED_POLICIES = ("estimate", "warn", "fail")   # gate.undecided (gate/verdict.py); the first is the default
+MAX_REPLICATIONS = 1000   # the most gate.replications.max may be
 COLD_START_MISS_FRACTION = 0.2   # the most runs (of gate.durationS) with a slower cold start the gate accepts
 # Replications before the maxColdStartS term can pass: 0 misses must bring its Clopper–Pearson upper end to 0.2.
 COLD_START_RUNS_TO_PASS = zero_event_trials(COLD_START_MISS_FRACTION)
@@ -176,7 +180,7 @@ def parse_gate(sec: Section) -> GateConfig:
                      request_budget=sec.int("requestBudget", DEFAULT_REQUEST_BUDGET, min=1000, max=10**9))
     reps = sec.section("replications")
     lo = reps.int("min", 5, min=2, max=1000)
-    hi = reps.int("max", max(20, lo or 0), min=2, max=1000)
+    hi = reps.int("max", max(20, lo or 0), min=2, max=MAX_REPLICATIONS)
     reps.done()
     scenarios = sec.raw("scenarios")
     if scenarios is not None:
@@ -193,22 +197,91 @@ def parse_gate(sec: Section) -> GateConfig:
 
 
 def check_gate_budget(gate: GateConfig, services: list[ServiceConfig], problems: list[Problem]) -> None:
-    """Under `gate.undecided: fail`, a `maxColdStartS` term needs `COLD_START_RUNS_TO_PASS` replications to pass
-    at all (gate/verdict.py): a smaller `gate.replications.max` fails every service that declares one. (Under
-    `estimate` or `warn` such a term passes with a warning at best; the check's note says so.)"""
-    if not gate.enabled or gate.undecided != "fail" or gate.max_replications >= COLD_START_RUNS_TO_PASS:
+    """Under `gate.undecided: fail`, the terms that could never pass (gate/verdict.py) would fail every time:
+    refused here. (Under `estimate` or `warn` such a term passes with a warning at best; its note says why.)
+
+    - `maxColdStartS` and the rollout scenario's term (runs whose new revision is not Ready within the progress
+      deadline) are fractions of runs that pass only when 0 of `COLD_START_RUNS_TO_PASS` or more runs miss: a
+      smaller `gate.replications.max` is refused.
+    - A rate limit (`maxErrorRate`, `max503Rate`) of 0 in a scenario the gate runs, or a steady one below the
+      lowest upper end 0 errors can reach in `max` steady runs (`_rate_limits`)."""
+    if not gate.enabled or gate.undecided != "fail":
         return
-    for i, svc in enumerate(services):
-        stress = [s.slo for s in vars(svc.stress).values()] if svc.stress else []
-        if svc.workload is not None and svc.slo is not None and \
-                (svc.slo.max_cold_start_s is not None or any("max_cold_start_s" in s for s in stress)):
+    checked = [(i, svc) for i, svc in enumerate(services) if svc.workload is not None and svc.slo is not None]
+    if gate.max_replications < COLD_START_RUNS_TO_PASS:
+        why = [f"services[{i}] ({svc.name}) {what}" for i, svc in checked for what in _fraction_terms(gate, svc)]
+        if why:
             problems.append(Problem("gate.replications.max", gate.max_replications, f"expected at least "
-                                    f"{COLD_START_RUNS_TO_PASS} under gate.undecided: fail: services[{i}] ({svc.name}) "
-                                    f"declares maxColdStartS, a term that passes only when 0 of "
-                                    f"{COLD_START_RUNS_TO_PASS} or more replications see a slower cold start "
-                                    f"(Clopper–Pearson 95 % upper end ≤ {COLD_START_MISS_FRACTION}), so it would fail "
-                                    "every time; raise replications.max or use gate.undecided: estimate"))
-            return
+                                    f"{COLD_START_RUNS_TO_PASS} under gate.undecided: fail: {'; '.join(why)} — a "
+                                    f"fraction of runs that passes only when 0 of {COLD_START_RUNS_TO_PASS} or more "
+                                    "replications miss (Clopper–Pearson 95 % upper end ≤ "
+                                    f"{COLD_START_MISS_FRACTION}), so it would fail every time; raise "
+                                    "replications.max or use gate.undecided: estimate"))
+    for i, svc in checked:
+        _rate_limits(gate, i, svc, problems)
+
+
+def _fraction_terms(gate: GateConfig, svc: ServiceConfig) -> list[str]:
+    """What makes `svc` declare a term judged as a fraction of runs (gate/verdict.py)."""
+    stress = [s.slo for s in vars(svc.stress).values()] if svc.stress else []
+    out = []
+    if svc.slo.max_cold_start_s is not None or any("max_cold_start_s" in s for s in stress):
+        out.append("declares maxColdStartS")
+    if "rollout" in gate.scenarios and svc.deployment_mode == "Knative" and (not svc.stress or
+                                                                             svc.stress.rollout.enabled):
+        out.append("is rolled out by the rollout scenario, whose term is the runs not Ready within the progress "
+                   "deadline")
+    return out
+
+
+RATE_KEYS = {"max_error_rate": "maxErrorRate", "max_503_rate": "max503Rate"}
+# The steady run's requests over `max` runs are estimated from the workload's mean arrivals (simulation/budget.py)
+# with this margin, so that a limit is refused only when it could not pass with a quarter more requests than the
+# mean either (with 0 errors there are no retries); nearer the bound the gate marks the term when it runs.
+RATE_REQUESTS_MARGIN = 1.25
+
+
+def _rate_limits(gate: GateConfig, i: int, svc: ServiceConfig, problems: list[Problem]) -> None:
+    """A rate term that cannot pass: a limit of 0 anywhere the gate judges it (no number of error-free runs puts an
+    upper end at 0: simulation.estimates.lowest_rate_upper) — the steady `slo`, which the spike, rollout and
+    node-loss scenarios scale, or a stress `slo` override — and a steady limit below the bound reachable in `max`
+    steady runs of the workload's expected requests (× RATE_REQUESTS_MARGIN). The scale-from-zero scenario's
+    override is left to the run (whether it runs depends on config-autoscaler)."""
+    from stackconfig.services import PROJECT_ROOT   # trace paths resolve there (services imports this module)
+
+    runs = gate.max_replications
+    per_run = expected_requests(parse_workload(Section(svc.workload, "", []), base_dir=str(PROJECT_ROOT)),
+                                gate.duration_s) if "steady" in gate.scenarios else 0.0
+    reach = passable_rate_limit(per_run * runs)
+    could = (f"; a limit of {reach:g} could pass (the lowest 95 % upper end 0 errors reach in "
+             f"gate.replications.max {runs} steady runs of ≈ {per_run:,.0f} requests)") if per_run > 0 else ""
+    stress = {"spike": svc.stress.spike, "rollout": svc.stress.rollout, "nodeLoss": svc.stress.node_loss} \
+        if svc.stress else {}
+    on = [k for k, sc in stress.items() if k in gate.scenarios and sc.enabled
+          and (k != "rollout" or svc.deployment_mode == "Knative")]
+    for field, key in RATE_KEYS.items():
+        limit = getattr(svc.slo, field)
+        derived = [k for k in on if field not in stress[k].slo]
+        if limit <= 0 and ("steady" in gate.scenarios or derived):
+            where = ["steady"] * ("steady" in gate.scenarios) + derived
+            problems.append(Problem(f"services[{i}].slo.{key}", limit, f"expected a rate above 0 under "
+                                    f"gate.undecided: fail: no number of error-free runs puts a 95 % upper end "
+                                    f"at 0, so the term ({', '.join(where)}) would fail every time{could}; or use "
+                                    "gate.undecided: estimate"))
+        elif 0 < limit and per_run > 0 and limit < lowest_rate_upper(RATE_REQUESTS_MARGIN * per_run * runs):
+            need = math.ceil(zero_event_trials(limit) / per_run)
+            more = f"gate.replications.max {need}, " if need <= MAX_REPLICATIONS else ""
+            problems.append(Problem(f"services[{i}].slo.{key}", limit, f"expected at least {reach:g} under "
+                                    f"gate.undecided: fail: the lowest 95 % upper end 0 errors reach in "
+                                    f"gate.replications.max {runs} steady runs of ≈ {per_run:,.0f} requests, so "
+                                    f"this term would fail every time; or {more}a longer gate.durationS, or "
+                                    "gate.undecided: estimate"))
+        for k in on:
+            if stress[k].slo.get(field, 1.0) <= 0:
+                problems.append(Problem(f"services[{i}].stress.{k}.slo.{key}", 0.0, "expected a rate above 0 "
+                                        "under gate.undecided: fail: no number of error-free runs puts a 95 % "
+                                        "upper end at 0, so the term would fail every time; or use "
+                                        "gate.undecided: estimate"))
 
 
 def check_model_cache(mc: ModelCacheConfig, cluster: ClusterConfig, services: list[ServiceConfig],
