@@ -272,7 +272,11 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
             exit_with(err)
     if args.plot is not None:  # before the gate runs, not after
         check_output_dir("--plot", args.plot)
-    if args.cache_dir is not None and not args.no_cache:  # named on purpose: refused, not silently unused
+    if args.cache_dir is not None and args.no_cache:  # named on purpose: refused, not silently unused
+        exit_with(InputError([Problem("--no-cache/--cache-dir", f"--no-cache / {args.cache_dir}", "one or the "
+                                      "other: --no-cache reads and writes no cache, so a --cache-dir would go "
+                                      "unused")]))
+    if args.cache_dir is not None:
         check_output_dir("--cache-dir", args.cache_dir)
     known = stack_names()
     stacks = args.stack or ["dev"]

@@ -30,6 +30,7 @@ Exit status: 0 when the after side meets every SLO, 1 when it misses one, 2 for 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 from gate import trials as gate_trials
 from gate.sequential import Decision
 from gate.verdict import STATUS_MARKUP, Check, Verdict, format_estimate
-from preflight.overrides import apply_sets, read_workload, set_workloads, stack_values
+from preflight.overrides import apply_set, apply_sets, read_workload, set_workloads, stack_values
 from simulation.estimates import Estimate, independent_difference, paired_difference
 from simulation.replicate import replication_seeds, submit_replications
 from simulation.report_terms import METRICS, estimates, per_replication
@@ -105,13 +106,56 @@ class WhatIf:
                 "scenarios": {c.after.label: c.to_dict() for c in self.comparisons}}
 
 
+_PROBE = "kserve-preflight-set-target-probe"
+
+
+def _where(node: Any, prefix: tuple = ()) -> tuple | None:
+    """The key path (keys and list indices) of `_PROBE` in `node`, or None."""
+    if isinstance(node, str):
+        return prefix if node == _PROBE else None
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in items:
+        found = _where(child, (*prefix, key))
+        if found is not None:
+            return found
+    return None
+
+
+def check_distinct_sets(values: dict, sets: list[str]) -> None:
+    """Refuse two `--set`s of one key (`services.chat.maxReplicas` and `services.0.maxReplicas` are one key), or
+    a `--set` whose key a later one replaces as a whole: the last would win without a word, and a user who typed
+    two values meant one. Each edit's key is found by applying it, with a marker for its value, to the values as
+    the edits before it left them (so a path is resolved exactly as `apply_set` resolves it)."""
+    state, targets = copy.deepcopy(values), []
+    for assignment in sets:
+        edited = copy.deepcopy(state)
+        apply_set(edited, assignment)  # a bad edit is refused here, in the user's own words
+        probe = copy.deepcopy(state)
+        apply_set(probe, f"{assignment.partition('=')[0]}={_PROBE}")
+        targets.append(_where(probe))
+        state = edited
+    problems = []
+    for i, (earlier, key) in enumerate(zip(sets, targets)):
+        for later, other in zip(sets[i + 1:], targets[i + 1:]):
+            if key is None or other is None or key[:len(other)] != other:
+                continue
+            what = "sets the same key again" if key == other else "replaces the whole of it"
+            problems.append(Problem("--set", earlier, f"one value per key; the later --set {later!r} {what}, "
+                                    "so this one would be silently lost"))
+            break
+    if problems:
+        raise InputError(problems)
+
+
 def sides(stack: str, sets: list[str], against: str | None = None, workload: str | None = None,
           rate_scale: float | None = None, services: list[str] | None = None) -> tuple[StackConfig, StackConfig]:
     """The before and after configs, each parsed (and so checked) by the stack schema."""
     if rate_scale is not None and not (0 < rate_scale <= 1000):
         raise InputError([Problem("--rate-scale", rate_scale, "expected a number in (0, 1000]")])
     project, before = stack_values(stack, against)
-    after = apply_sets(stack_values(stack)[1] if against else before, sets)
+    base = stack_values(stack)[1] if against else before
+    check_distinct_sets(base, sets)
+    after = apply_sets(base, sets)
     wl = read_workload(workload) if workload else None
     chosen = set(services) if services else None
     before, after = (set_workloads(v, chosen, wl, rate_scale) for v in (before, after))

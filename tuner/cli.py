@@ -32,9 +32,11 @@ def add_arguments(parser: Any) -> None:
 
 def _prices(specs: list[str], known: set[str]) -> dict[str, Price]:
     """Catalog prices with each `--price TYPE=ON_DEMAND[:SPOT]` over them: TYPE an instance type of the stack's
-    catalog, each price a finite number of $/h in (0, PRICE_MAX]."""
+    catalog, given once, each price a finite number of $/h in (0, PRICE_MAX], SPOT at most ON_DEMAND (EC2's
+    default maximum spot price is the on-demand price)."""
     prices = dict(PRICES)
     problems = []
+    given: dict[str, str] = {}
     form = "expected TYPE=ON_DEMAND[:SPOT] in $/h, e.g. g6e.xlarge=1.861:0.74"
     for spec in specs:
         name, eq, value = spec.partition("=")
@@ -56,6 +58,16 @@ def _prices(specs: list[str], known: set[str]) -> dict[str, Price]:
             problems.append(Problem("--price", spec, f"expected prices in $/h greater than 0 and at most "
                                     f"{PRICE_MAX:g}"))
             continue
+        if figures[-1] > figures[0]:
+            problems.append(Problem("--price", spec, f"expected a spot price at most the on-demand price "
+                                    f"({figures[0]:g}): EC2's default maximum spot price is the on-demand price, "
+                                    "so a spot node is interrupted before it costs more"))
+            continue
+        if name in given:
+            problems.append(Problem("--price", spec, f"one --price per instance type; {name} is already "
+                                    f"priced by {given[name]!r}"))
+            continue
+        given[name] = spec
         prices[name] = Price(figures[0], figures[-1], source="--price", date="given")
     if problems:
         raise InputError(problems)

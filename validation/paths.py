@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -34,8 +35,11 @@ def open_regular(path: str | Path) -> BinaryIO:
 
 
 def check_output_dir(flag: str, path: Path) -> Path:
-    """`path` when it is, or can be created as, a folder this process may write into; otherwise an InputError
-    naming `flag` (an existing file, /dev/null, a file on the way, a read-only folder)."""
+    """`path` when it is, or can be created as, a folder this process can write a file into; otherwise an
+    InputError naming `flag` (an existing file, /dev/null, a file on the way, a read-only folder, a pseudo-filesystem
+    such as /proc or /sys that refuses new files even to root). Checked by doing it: the missing folders are
+    created and a temporary file is written in the last, then both are removed again, so a check leaves nothing
+    behind (an access() check alone passes everything for root)."""
     path = Path(path)
     try:
         return _check_output_dir(flag, path)
@@ -48,16 +52,68 @@ def _short(text: str) -> str:
     return text if len(text) <= 120 else f"{text[:100]}… ({len(text)} characters)"
 
 
+def _kind(path: Path) -> str:
+    """'folder', 'missing' or 'file' from one stat (exists() then is_dir() could see a folder that another
+    command's probe removes in between)."""
+    try:
+        return "folder" if stat.S_ISDIR(path.stat().st_mode) else "file"
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file on the way, found by the walk up
+        return "missing"
+
+
 def _check_output_dir(flag: str, path: Path) -> Path:
-    if path.exists() and not path.is_dir():
+    if _kind(path) == "file":
         raise InputError([Problem(flag, str(path), "expected a folder to write into; this is an existing file")])
     parent = path
-    while not parent.exists():  # the nearest existing folder decides whether mkdir can succeed
+    while _kind(parent) == "missing":  # the nearest existing folder decides whether mkdir can succeed
         if parent.parent == parent:
             break
         parent = parent.parent
-    if parent.exists() and not parent.is_dir():
+    if _kind(parent) == "file":
         raise InputError([Problem(flag, str(path), f"expected a folder to write into; {parent} is a file")])
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError([Problem(flag, str(path), f"expected a folder to write into; {parent} is not writable")])
+    _probe_write(flag, path)  # whether it can be written into: tried (access() says yes to root everywhere)
     return path
+
+
+def _probe_write(flag: str, path: Path) -> None:
+    """Create `path` (and the folders above it that are missing) and a temporary file in it, then remove what
+    was created; InputError naming `flag` when any step fails. Tried again when a folder vanished on the way
+    (ENOENT): two commands probing one new --cache-dir at once may remove each other's folder."""
+    for attempt in range(3):
+        try:
+            return _try_write(path)
+        except OSError as err:
+            if err.errno == errno.ENOENT and attempt < 2:
+                continue
+            doing = getattr(err, "doing", f"writing a file in {path}")
+            raise InputError([Problem(flag, _short(str(path)), f"expected a folder this process can write into; "
+                                      f"{doing} failed ({err.strerror or err})")]) from None
+
+
+def _try_write(path: Path) -> None:
+    created: list[Path] = []
+    step = path
+    while not step.exists() and step.parent != step:
+        created.append(step)
+        step = step.parent
+    doing = ""
+    try:
+        for folder in reversed(created):
+            doing = f"creating {folder}"
+            try:
+                os.mkdir(folder)
+            except FileExistsError:  # made meanwhile by another command (a file there: the write below fails)
+                pass
+        doing = f"writing a file in {path}"
+        fd, name = tempfile.mkstemp(prefix=".kserve-preflight-probe-", dir=path)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as err:
+        err.doing = doing  # type: ignore[attr-defined]
+        raise
+    finally:
+        for folder in created:  # deepest first; a folder something else filled meanwhile stays
+            try:
+                folder.rmdir()
+            except OSError:
+                pass

@@ -274,7 +274,7 @@ def test_another_version_in_use_keeps_its_entries(tmp_path, monkeypatch):
     assert cache.hits == 1 and time.time() - here.stat().st_mtime < 60
 
 
-def test_preflight_check_uses_the_cache_unless_told_not_to(tmp_path, capsys):
+def test_preflight_check_uses_the_cache_unless_told_not_to(tmp_path, capsys, monkeypatch):
     from preflight import check as cli
 
     args = ["check", "--json", "--timings", "--workers", "1", "--cache-dir", str(tmp_path)]
@@ -288,7 +288,9 @@ def test_preflight_check_uses_the_cache_unless_told_not_to(tmp_path, capsys):
     hits = [n for n in warm["timings"]["notes"] if "from the cache" in n]
     assert hits and hits[0].startswith("replications from the cache: ") and " 0 of" not in hits[0]
     clear_cache()
-    assert cli.main(args + ["--no-cache"]) == 0
+    monkeypatch.setenv("KSERVE_PREFLIGHT_CACHE_DIR", str(tmp_path))  # the warm cache, where --no-cache must not look
+    no_cache = [a for a in args if a not in ("--cache-dir", str(tmp_path))]  # --no-cache with --cache-dir: refused
+    assert cli.main(no_cache + ["--no-cache"]) == 0
     fresh = json.loads(capsys.readouterr().out)
     assert fresh["stacks"] == cold["stacks"] and not fresh["timings"]["notes"]
     entries = list(tmp_path.glob("*/*.json"))
