@@ -11,7 +11,8 @@ runs have none. Its term is the fraction of replications with a miss (a cold sta
 horizon, longer than the limit: `simulation.report_terms.cold_start_misses`) with its Clopper–Pearson exact
 interval, held to `COLD_START_MISS_FRACTION`: it passes when the interval shows fewer than 1 run in 5 misses (0
 misses in `COLD_START_RUNS_TO_PASS` = 17 or more replications: with the default budget, 0 in 20), fails
-when it shows more (at 5 replications: 4 or 5 misses), and is undecided between.
+when it shows more (at 5 replications: 4 or 5 misses), and is undecided between. With a `gate.replications.max`
+below 17 it can never pass (`Check.can_pass`; the gate adds no replications for it, `gate.undecided` settles it).
 
 The rollout scenario's term is of the same kind: the fraction of replications whose new revision was not Ready
 within its progress deadline (Knative then fails the revision: a stalled rollout), k of r with its Clopper–Pearson
@@ -189,7 +190,7 @@ def slo_checks(slo: Slo, reports: Sequence[Mapping], max_replications: int | Non
                    rate_check(name, limit, reports, max_replications) for name, limit in terms)
     if slo.max_cold_start_s is None:
         return checks
-    return checks + (cold_start_check(slo.max_cold_start_s, reports),)
+    return checks + (cold_start_check(slo.max_cold_start_s, reports, max_replications),)
 
 
 def p99_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
@@ -232,19 +233,31 @@ def rate_check(name: str, limit: float, reports: Sequence[Mapping], max_replicat
     return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not why_not, why_not=why_not)
 
 
-def cold_start_check(limit_s: float, reports: Sequence[Mapping]) -> Check:
-    """maxColdStartS as the fraction of replications in which a new pod waited longer (module doc)."""
+def _runs_too_few(max_replications: int | None) -> str:
+    """Why a run-fraction term (cold starts, rollout stalls) can never pass: `gate.replications.max` below the
+    runs a clean pass needs; "" when it can."""
+    if max_replications is None or max_replications >= COLD_START_RUNS_TO_PASS:
+        return ""
+    return (f"0 of n passes only from {COLD_START_RUNS_TO_PASS} runs and gate.replications.max is "
+            f"{max_replications}: raise it to {COLD_START_RUNS_TO_PASS} or more")
+
+
+def cold_start_check(limit_s: float, reports: Sequence[Mapping], max_replications: int | None = None) -> Check:
+    """maxColdStartS as the fraction of replications in which a new pod waited longer (module doc); it cannot
+    pass when `max_replications` is below `COLD_START_RUNS_TO_PASS` (no replications are added for it)."""
     est = cold_start_misses(reports, limit_s)
     waits = [w for w in map(longest_cold_start, reports) if w is not None]
     misses = sum(1 for w in waits if w > limit_s)
     seen = f"longest {max(waits):.0f} s" if waits else "no cold start"
     short = f"; 0 over passes only from {COLD_START_RUNS_TO_PASS} runs" if est.replications < COLD_START_RUNS_TO_PASS \
         else ""
+    why_not = _runs_too_few(max_replications)
     return Check(COLD_START_TERM, est, COLD_START_MISS_FRACTION,
-                 f"maxColdStartS {limit_s:g} s: {misses} of {est.replications} runs over; {seen}{short}")
+                 f"maxColdStartS {limit_s:g} s: {misses} of {est.replications} runs over; {seen}{short}",
+                 can_pass=not why_not, why_not=why_not)
 
 
-def rollout_check(reports: Sequence[Mapping], deadline_s: float) -> Check:
+def rollout_check(reports: Sequence[Mapping], deadline_s: float, max_replications: int | None = None) -> Check:
     """The rollout term: the fraction of runs whose new revision was not Ready within the progress deadline,
     held to `COLD_START_MISS_FRACTION` like the cold-start term (module doc); the note counts the stalls and
     gives the mean time to Ready with its interval."""
@@ -255,8 +268,10 @@ def rollout_check(reports: Sequence[Mapping], deadline_s: float) -> Check:
     mean = "never Ready" if ready.value is None else \
         f"mean Ready {format_estimate(ready, digits=3)} s" + (f" (the {r - k} runs Ready)" if k else "")
     short = f"; 0 stalled passes only from {COLD_START_RUNS_TO_PASS} runs" if r < COLD_START_RUNS_TO_PASS else ""
+    why_not = _runs_too_few(max_replications)
     return Check(ROLLOUT_TERM, est, COLD_START_MISS_FRACTION,
-                 f"progress deadline {deadline_s:g} s: {k} of {r} runs not Ready by then; {mean}{short}")
+                 f"progress deadline {deadline_s:g} s: {k} of {r} runs not Ready by then; {mean}{short}",
+                 can_pass=not why_not, why_not=why_not)
 
 
 def judge(service: str, slo: Slo, reports: Sequence[Mapping], *, scenario: str = "steady",
@@ -266,7 +281,7 @@ def judge(service: str, slo: Slo, reports: Sequence[Mapping], *, scenario: str =
     term and the mean time to Ready (`READY_METRIC`)."""
     checks, metrics = slo_checks(slo, reports, max_replications), estimates(reports, METRICS)
     if progress_deadline_s is not None:
-        checks += (rollout_check(reports, progress_deadline_s),)
+        checks += (rollout_check(reports, progress_deadline_s, max_replications),)
         metrics[READY_METRIC] = rollout_ready_time(reports, progress_deadline_s)
     return Verdict(service, checks, dict(reports[0]), len(reports), scenario, undecided_policy, metrics)
 
