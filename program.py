@@ -11,9 +11,7 @@ code that registers resources, and while the gate's simulations run on worker pr
 from __future__ import annotations
 
 import json
-import math
 import os
-from dataclasses import replace
 from typing import Any
 
 import pulumi
@@ -24,10 +22,10 @@ from manifests.admission import admission_failure, check_pods_can_run
 from manifests.common import namespace
 from manifests.model_download import model_download_account
 from validation.cli import unexpected_error_line
-from validation.errors import InputError, Problem
+from validation.errors import InputError
 from gate import gate_failure, gate_warnings, start_check
 from gate.outputs import predictions
-from gate.rollout_capacity import rollout_problems
+from gate.rollout_capacity import capacity_failure, expected_loads
 from gate.verdict import format_estimate
 from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
@@ -77,65 +75,12 @@ def load_config() -> StackConfig:
         raise pulumi.RunError(f"invalid stack config: {err}") from None
 
 
-LOAD_METRIC = "mean ready replicas"
-
-
-def rollout_loads(cfg: StackConfig, verdicts: list) -> tuple[dict[str, float], dict[str, str]]:
-    """Each service's expected load for the rollout-capacity check (gate/rollout_capacity.py): the figure, and
-    what it is, per service.
-
-    The figure is the upper end of the 95 % interval of the steady scenario's mean ready replicas across the
-    gate's replications (conservative: the load the runs cannot rule out), not one replication's count; with no
-    finite interval (a single run) its estimate. A service the steady scenario did not judge (gate.enabled
-    false, `steady` not in gate.scenarios, no workload or SLO) gets no figure: the check then takes its initial
-    scale (its minReplicas in Standard mode), the static bound. The stress scenarios' replica counts are not
-    used instead: they measure a spike, a node loss, a rollout or a cold start on purpose, not the expected
-    load. The second mapping says so for each service, for the check's messages.
-    """
-    steady = {v.service: v.metrics.get(LOAD_METRIC) for v in verdicts if v.scenario == "steady"}
-    figures, basis = {}, {}
-    for svc in cfg.services:
-        e = steady.get(svc.name)
-        if e is not None and e.value is not None:
-            finite = e.hi is not None and math.isfinite(e.hi)
-            figures[svc.name] = e.hi if finite else e.value
-            runs = f"{e.replications} replication{'s' if e.replications != 1 else ''}"
-            basis[svc.name] = (f"{figures[svc.name]:.4g}, the upper end of the 95% interval of the steady "
-                               f"simulation's {LOAD_METRIC} {format_estimate(e)} over {runs}" if finite else
-                               f"{figures[svc.name]:.4g}, the steady simulation's {LOAD_METRIC} over {runs} "
-                               "(no interval)")
-        else:
-            why = ("gate.enabled is false" if not cfg.gate.enabled else
-                   "gate.scenarios has no 'steady'" if "steady" not in cfg.gate.scenarios else
-                   "the gate does not check this service: no workload or SLO")
-            basis[svc.name] = (f"not simulated ({why}), so its "
-                               + ("initial scale" if svc.deployment_mode == "Knative" else "minReplicas"))
-    return figures, basis
-
-
-def rollout_check(cfg: StackConfig, verdicts: list) -> list[Problem]:
-    """The rollout-capacity problems (gate/rollout_capacity.py) at each service's expected load
-    (`rollout_loads`); a capacity problem says which load figure it rests on. `pulumi up` and
-    `preflight check` both use this."""
-    figures, basis = rollout_loads(cfg, verdicts)
-    index = {f"services[{i}]": svc.name for i, svc in enumerate(cfg.services)}
-    return [replace(p, allowed=f"{p.allowed} (expected load: {basis[index[p.path]]})") if p.path in index else p
-            for p in rollout_problems(cfg, figures)]
-
-
-def rollout_failure_message(cfg: StackConfig, verdicts: list) -> str | None:
-    problems = rollout_check(cfg, verdicts)
-    if not problems:
-        return None
-    return ("rollout capacity: the next rollout would stall:\n"
-            + "\n".join(f"  - {cfg.project}:{p}" for p in problems))
-
-
 def check_rollouts(cfg: StackConfig, verdicts: list) -> None:
-    """The static rollout-capacity check at the gate's estimate of each service's load (`rollout_check`)."""
-    failure = rollout_failure_message(cfg, verdicts)
+    """The static rollout-capacity check at the gate's estimate of each service's load
+    (gate/rollout_capacity.py `capacity_problems`)."""
+    failure = capacity_failure(cfg, verdicts)
     if not failure:
-        for name, basis in rollout_loads(cfg, verdicts)[1].items():
+        for name, basis in expected_loads(cfg, verdicts)[1].items():
             pulumi.log.info(f"rollout capacity: fits; expected load of {name}: {basis}")
     if failure and cfg.gate.enforce:
         raise pulumi.RunError(failure)

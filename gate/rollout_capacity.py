@@ -11,20 +11,24 @@ quantile that makes the slowest of them a p95; manifests/rollout.py), not the me
 (node launch, registry and download throughput).
 
 Expected load of the old revision: its initial scale (what the operator sized for the expected traffic) or, when
-the gate simulated the service, the simulated mean replicas if higher. Simplification: a simulated stress
+the gate simulated the service, the upper end of the 95 % interval of the steady scenario's mean ready replicas
+across its replications if higher (`expected_loads`; `pulumi up` and `preflight check` both use
+`capacity_problems`). Simplification: a simulated stress
 rollout (gate scenarios) catches what this bound does not, e.g. a burst during the rollout.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Mapping
 
 from manifests.rollout import PERCENTILE, cold_start, initial_scale, progress_deadline_s
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig.platform import COLD_START_QUANTILE
-from stackconfig.schema import ServiceConfig, StackConfig
+from stackconfig.schema import StackConfig
 from validation.errors import Problem
+from gate.verdict import format_estimate
 
 DEPLOYMENT_MAX_SURGE = 0.25  # apps/v1 Deployment RollingUpdate default maxSurge
 
@@ -55,7 +59,7 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
         if cold is not None and cold.total_s > progress_deadline_s(svc):
             which = "a new pod" if cold.pods == 1 else f"the new revision's {cold.pods} pods (on {cold.nodes} new " \
                                                          f"node{'s' if cold.nodes > 1 else ''}) all Ready"
-            problems.append(Problem(f"services[{i}].annotations.{PROGRESS_DEADLINE_KEY}",
+            problems.append(Problem(f"services[{i}].annotations[{PROGRESS_DEADLINE_KEY}]",
                                     svc.annotations.get(PROGRESS_DEADLINE_KEY, f"{DEFAULT_PROGRESS_DEADLINE_S:g}s"), (
                 f"expected at least the {PERCENTILE} cold start of {which}, {cold.total_s:.0f} s "
                 f"({cold.describe()}), or a slow rollout (1 in {round(1 / (1 - COLD_START_QUANTILE))} when "
@@ -65,8 +69,54 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
     return problems
 
 
-def rollout_failure(cfg: StackConfig, simulated_replicas: Mapping[str, float] | None = None) -> str | None:
-    problems = rollout_problems(cfg, simulated_replicas)
+LOAD_METRIC = "mean ready replicas"
+
+
+def expected_loads(cfg: StackConfig, verdicts: list) -> tuple[dict[str, float], dict[str, str]]:
+    """Each service's expected load for the rollout-capacity check (`rollout_problems`): the figure, and
+    what it is, per service.
+
+    The figure is the upper end of the 95 % interval of the steady scenario's mean ready replicas across the
+    gate's replications (conservative: the load the runs cannot rule out), not one replication's count; with no
+    finite interval (a single run) its estimate. A service the steady scenario did not judge (gate.enabled
+    false, `steady` not in gate.scenarios, no workload or SLO) gets no figure: the check then takes its initial
+    scale (its minReplicas in Standard mode), the static bound. The stress scenarios' replica counts are not
+    used instead: they measure a spike, a node loss, a rollout or a cold start on purpose, not the expected
+    load. The second mapping says so for each service, for the check's messages.
+    """
+    steady = {v.service: v.metrics.get(LOAD_METRIC) for v in verdicts if v.scenario == "steady"}
+    figures, basis = {}, {}
+    for svc in cfg.services:
+        e = steady.get(svc.name)
+        if e is not None and e.value is not None:
+            finite = e.hi is not None and math.isfinite(e.hi)
+            figures[svc.name] = e.hi if finite else e.value
+            runs = f"{e.replications} replication{'s' if e.replications != 1 else ''}"
+            basis[svc.name] = (f"{figures[svc.name]:.4g}, the upper end of the 95% interval of the steady "
+                               f"simulation's {LOAD_METRIC} {format_estimate(e)} over {runs}" if finite else
+                               f"{figures[svc.name]:.4g}, the steady simulation's {LOAD_METRIC} over {runs} "
+                               "(no interval)")
+        else:
+            why = ("gate.enabled is false" if not cfg.gate.enabled else
+                   "gate.scenarios has no 'steady'" if "steady" not in cfg.gate.scenarios else
+                   "the gate does not check this service: no workload or SLO")
+            basis[svc.name] = (f"not simulated ({why}), so its "
+                               + ("initial scale" if svc.deployment_mode == "Knative" else "minReplicas"))
+    return figures, basis
+
+
+def capacity_problems(cfg: StackConfig, verdicts: list) -> list[Problem]:
+    """The rollout-capacity problems (`rollout_problems`) at each service's expected load
+    (`expected_loads`); a capacity problem says which load figure it rests on. `pulumi up` and
+    `preflight check` both use this."""
+    figures, basis = expected_loads(cfg, verdicts)
+    index = {f"services[{i}]": svc.name for i, svc in enumerate(cfg.services)}
+    return [replace(p, allowed=f"{p.allowed} (expected load: {basis[index[p.path]]})") if p.path in index else p
+            for p in rollout_problems(cfg, figures)]
+
+
+def capacity_failure(cfg: StackConfig, verdicts: list) -> str | None:
+    problems = capacity_problems(cfg, verdicts)
     if not problems:
         return None
     return ("rollout capacity: the next rollout would stall:\n"

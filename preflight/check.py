@@ -126,10 +126,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
             with progress.shown():
                 result.verdicts = gate.result()
             result.predictions = predictions(cfg, result.verdicts)
-    from program import rollout_check, rollout_loads
+    from gate.rollout_capacity import capacity_problems, expected_loads
 
-    result.rollout = [str(p) for p in rollout_check(cfg, result.verdicts)]   # what `pulumi up` checks
-    result.rollout_load = rollout_loads(cfg, result.verdicts)[1]
+    result.rollout = [str(p) for p in capacity_problems(cfg, result.verdicts)]   # what `pulumi up` checks
+    result.rollout_load = expected_loads(cfg, result.verdicts)[1]
     if plot_dir is not None:
         from gate.plots import plot_verdicts
 

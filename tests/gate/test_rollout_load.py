@@ -1,4 +1,4 @@
-"""The rollout-capacity check's expected load (program.rollout_loads): the gate's estimate across its
+"""The rollout-capacity check's expected load (gate.rollout_capacity.expected_loads): the gate's estimate across its
 replications, the upper end of its 95 % interval, not replication 0's count; the initial scale when no steady
 simulation ran, and every message says which figure it used. `pulumi up` and `preflight check` share it."""
 
@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 import program
+from gate.rollout_capacity import capacity_problems, expected_loads
 from gate import start_check
 from gate.verdict import format_estimate
 from offline import run_program
@@ -40,7 +41,7 @@ def test_the_load_is_the_upper_end_of_the_gates_interval_not_replication_0():
     load = v.metrics["mean ready replicas"]
     # The case the check exists for: one run at 1 pod, while the runs together cannot rule out more than 1.
     assert v.report["replicas"]["mean"] <= 1 < load.hi
-    figures, basis = program.rollout_loads(cfg, [v])
+    figures, basis = expected_loads(cfg, [v])
     assert figures == {"chat": load.hi}
     assert format_estimate(load) in basis["chat"] and "upper end of the 95% interval" in basis["chat"]
     with pytest.raises(pulumi.RunError) as err:
@@ -53,7 +54,7 @@ def test_the_load_is_the_upper_end_of_the_gates_interval_not_replication_0():
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_the_verdict_does_not_hang_on_which_seed_replication_0_drew(seed):
     cfg = _small_dev(seed=seed)
-    problems = program.rollout_check(cfg, start_check(cfg, SerialExecutor())())
+    problems = capacity_problems(cfg, start_check(cfg, SerialExecutor())())
     assert [p.path for p in problems] == ["services[0]"]
 
 
@@ -63,10 +64,10 @@ def test_without_a_steady_scenario_the_check_takes_the_initial_scale_and_says_so
     cfg = _small_dev(scenarios=["spike"])
     verdicts = start_check(cfg, SerialExecutor())()
     assert [v.scenario for v in verdicts] == ["spike"]
-    figures, basis = program.rollout_loads(cfg, verdicts)
+    figures, basis = expected_loads(cfg, verdicts)
     assert figures == {} and basis == {"chat": "not simulated (gate.scenarios has no 'steady'), so its initial scale"}
-    assert program.rollout_check(cfg, verdicts) == []   # 1 + 1 = 2 GPUs fit
-    [problem] = program.rollout_check(_small_dev(max_size=1, scenarios=["spike"]), verdicts)   # 2 > 1
+    assert capacity_problems(cfg, verdicts) == []   # 1 + 1 = 2 GPUs fit
+    [problem] = capacity_problems(_small_dev(max_size=1, scenarios=["spike"]), verdicts)   # 2 > 1
     assert str(problem).endswith("(expected load: not simulated (gate.scenarios has no 'steady'), so its initial "
                                  "scale)")
 
@@ -100,8 +101,8 @@ def test_preflight_check_uses_the_same_figure_and_shows_it(monkeypatch):
     cfg = _small_dev(seed=1)
     monkeypatch.setattr(cli, "load_stack", lambda stack, *a, **k: cfg)
     result = cli.check("dev", executor=SerialExecutor())
-    figures, basis = program.rollout_loads(cfg, result.verdicts)
-    assert [str(p) for p in program.rollout_check(cfg, result.verdicts)] == result.rollout != []
+    figures, basis = expected_loads(cfg, result.verdicts)
+    assert [str(p) for p in capacity_problems(cfg, result.verdicts)] == result.rollout != []
     assert result.rollout_load == basis and result.to_dict()["rollout_load"] == basis
     assert not result.passed
     console = Console(record=True, width=400)
