@@ -70,7 +70,7 @@ def test_the_rollout_check_takes_the_95th_percentile_not_the_mean():
     (initial-scale) on 3 new nodes are all Ready within ~540 s in 19 rollouts of 20."""
     cfg = _cfg("prod", deadline="345s")
     [problem] = rollout_problems(cfg)
-    assert problem.path == f"services[0].annotations.{DEADLINE}" and problem.value == "345s"
+    assert problem.path == f"services[0].annotations[{DEADLINE}]" and problem.value == "345s"
     assert "expected at least the p95 cold start of the new revision's 10 pods (on 3 new nodes) all Ready, 540 s " \
            "(node provision 198 s + image pull 260 s at their p98.3 + model load 82 s at its p99.5)" in problem.allowed
     assert rollout_problems(_cfg("prod", deadline="545s")) == []  # control: above it
