@@ -75,15 +75,20 @@ def _check_output_dir(flag: str, path: Path) -> Path:
     return path
 
 
+# Tries of the write probe when a folder vanished on the way: each racing command removes only the folders it
+# created, so a retry usually succeeds; three were too few for six commands probing one folder at once under load.
+PROBE_ATTEMPTS = 20
+
+
 def _probe_write(flag: str, path: Path) -> None:
     """Create `path` (and the folders above it that are missing) and a temporary file in it, then remove what
     was created; InputError naming `flag` when any step fails. Tried again when a folder vanished on the way
     (ENOENT): two commands probing one new --cache-dir at once may remove each other's folder."""
-    for attempt in range(3):
+    for attempt in range(PROBE_ATTEMPTS):
         try:
             return _try_write(path)
         except OSError as err:
-            if err.errno == errno.ENOENT and attempt < 2:
+            if err.errno == errno.ENOENT and attempt < PROBE_ATTEMPTS - 1:
                 continue
             doing = getattr(err, "doing", f"writing a file in {path}")
             raise InputError([Problem(flag, _short(str(path)), f"expected a folder this process can write into; "

@@ -11,35 +11,20 @@ import subprocess
 
 import pytest
 
-from preflight import check as cli
-from preflight import whatif
 from preflight.overrides import stack_values
 from simulation.executors import LocalExecutor, make_executor, max_workers
 from stackconfig.load import ROOT
 from validation.errors import InputError
+from tests.gate.cli_refusal import exit_2, refuse_work
 from validation.paths import check_output_dir
 
 
 @pytest.fixture
 def no_gate(monkeypatch):
-    """Fail the test if the command gets as far as checking a stack, simulating a what-if or tuning."""
-    def refuse(*args, **kwargs):
-        raise AssertionError("the command started its work before checking its arguments")
-
-    import tuner.cli
-
-    monkeypatch.setattr(cli, "check", refuse)
-    monkeypatch.setattr(whatif, "sides", refuse)
-    monkeypatch.setattr(tuner.cli, "tune", refuse)
+    refuse_work(monkeypatch, "sides")
 
 
-def _exit_2(argv, capsys) -> str:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(argv)
-    err = capsys.readouterr().err
-    assert exc.value.code == 2, err
-    assert "Traceback" not in err and "internal error" not in err
-    return err
+_exit_2 = exit_2
 
 
 @pytest.mark.parametrize("command", [["check"], ["whatif"], ["tune", "--stack", "dev", "--service", "chat"]])
