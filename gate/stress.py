@@ -26,7 +26,7 @@ from typing import Any
 
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig.schema import ServiceConfig, Slo, StackConfig
-from stackconfig.stress import STRESS_DURATION_S, rollout_run_s, settings
+from stackconfig.stress import STRESS_DURATION_S, judged_in, rollout_run_s, scenario_settings, settings
 from validation.kubernetes import parse_duration
 
 IDLE_WORKLOAD = {"kind": "poisson", "rate": 1e-6}   # a service the gate does not check still holds its pods
@@ -62,12 +62,7 @@ def stress_slo(svc: ServiceConfig, kind: str) -> Slo:
     slo = _scale(svc.slo, **DERIVED[kind])
     if kind == "steady":
         return svc.slo
-    return replace(slo, **_settings(svc, kind).slo)
-
-
-def _settings(svc: ServiceConfig, kind: str) -> Any:
-    return {"spike": svc.stress.spike, "rollout": svc.stress.rollout, "scaleFromZero": svc.stress.scale_from_zero,
-            "nodeLoss": svc.stress.node_loss}[kind]
+    return replace(slo, **scenario_settings(svc.stress, kind).slo)
 
 
 def progress_deadline_s(isvc: dict) -> float:
@@ -109,7 +104,7 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
     if "steady" in kinds:
         out.append(GateScenario("steady", fleet("steady", cfg.gate.duration_s, [{"scenario": s} for _, s in base]),
                                 {s.name: s.slo for s in checked}, {}))
-    on = {kind: [s for s in checked if _settings(s, kind).enabled] for kind in KINDS[1:]}
+    on = {kind: [s for s in checked if judged_in(s, kind)] for kind in KINDS[1:]}
     if "spike" in kinds and on["spike"]:
         members = []
         for svc, sc in base:
@@ -117,7 +112,7 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
             members.append({"scenario": sc, **({"spike": spike} if spike else {})})
         out.append(GateScenario("spike", fleet("spike", STRESS_DURATION_S, members),
                                 {s.name: stress_slo(s, "spike") for s in on["spike"]}, {}))
-    rolling = [s for s in on["rollout"] if s.deployment_mode == "Knative"]
+    rolling = on["rollout"]
     if "rollout" in kinds and rolling:
         members, extra, end = [], {}, STRESS_DURATION_S
         for svc, sc in base:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from catalog import Model
 from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_image, check_k8s_name
 from stackconfig.model_credentials import S3_CREDENTIALS, check_one_account, check_s3_credentials
+from stackconfig.stress import judged_in, scenario_settings
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
                                ServiceConfig)
 from validation.errors import Problem
@@ -227,8 +228,7 @@ def _fraction_terms(gate: GateConfig, svc: ServiceConfig) -> list[str]:
     out = []
     if svc.slo.max_cold_start_s is not None or any("max_cold_start_s" in s for s in stress):
         out.append("declares maxColdStartS")
-    if "rollout" in gate.scenarios and svc.deployment_mode == "Knative" and (not svc.stress or
-                                                                             svc.stress.rollout.enabled):
+    if "rollout" in gate.scenarios and judged_in(svc, "rollout"):
         out.append("is rolled out by the rollout scenario, whose term is the runs not Ready within the progress "
                    "deadline")
     return out
@@ -255,10 +255,8 @@ def _rate_limits(gate: GateConfig, i: int, svc: ServiceConfig, problems: list[Pr
     reach = passable_rate_limit(per_run * runs)
     could = (f"; a limit of {reach:g} could pass (the lowest 95 % upper end 0 errors reach in "
              f"gate.replications.max {runs} steady runs of ≈ {per_run:,.0f} requests)") if per_run > 0 else ""
-    stress = {"spike": svc.stress.spike, "rollout": svc.stress.rollout, "nodeLoss": svc.stress.node_loss} \
-        if svc.stress else {}
-    on = [k for k, sc in stress.items() if k in gate.scenarios and sc.enabled
-          and (k != "rollout" or svc.deployment_mode == "Knative")]
+    stress = {k: scenario_settings(svc.stress, k) for k in ("spike", "rollout", "nodeLoss")}
+    on = [k for k in stress if k in gate.scenarios and judged_in(svc, k)]
     for field, key in RATE_KEYS.items():
         limit = getattr(svc.slo, field)
         derived = [k for k in on if field not in stress[k].slo]

@@ -19,6 +19,7 @@ lasts until past its progress deadline (`rollout_run_s`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from simulation.node_loss import NOT_READY_S
 from validation.fields import Section
@@ -43,6 +44,22 @@ class StressConfig:
     rollout: StressScenario = StressScenario()
     scale_from_zero: StressScenario = StressScenario()
     node_loss: StressScenario = StressScenario()
+
+
+_FIELDS = {"spike": "spike", "rollout": "rollout", "scaleFromZero": "scale_from_zero", "nodeLoss": "node_loss"}
+
+
+def scenario_settings(stress: StressConfig, kind: str) -> StressScenario:
+    """A service's settings for the gate's stress scenario `kind` (a KINDS name)."""
+    return getattr(stress, _FIELDS[kind])
+
+
+def judged_in(svc: Any, kind: str) -> bool:
+    """Whether the gate's stress scenario `kind` judges the service `svc` (one with a workload and an SLO): its
+    setting is on and, for a rollout, it runs in Knative mode (a Standard Deployment's rollout is not modelled,
+    simulation/stress.py). gate/stress.py builds the scenarios from it; the load-time budget check
+    (stackconfig/platform.py) asks it which terms a service will have."""
+    return scenario_settings(svc.stress, kind).enabled and (kind != "rollout" or svc.deployment_mode == "Knative")
 
 
 STRESS_DURATION_S = 600.0   # how long the gate runs a stress scenario (a rollout: `rollout_run_s`)
