@@ -26,7 +26,7 @@ from validation.errors import InputError, Problem
 from manifests.inference_service import autoscaler, inference_service
 from stackconfig.load import ROOT
 from stackconfig.schema import ServiceConfig, StackConfig
-from stackconfig.platform import load_gbps
+from stackconfig.platform import cache_read_mib_s, load_gbps
 from gate.verdict import Check, Verdict, judge
 from gate.sequential import Decision, Trial, decide
 from gate.stress import GateScenario, gate_scenarios
@@ -76,7 +76,7 @@ def cluster_profile(cfg: StackConfig, svc: ServiceConfig | None = None) -> dict:
         "model_download_mib_s": cold.download_gbps.scaled(1e9 / MIB).spec(),
         "load_gib_s": load_gbps(cold, cfg.model_cache).scaled(1e9 / GIB).spec(),  # capped by the cache storage (EFS)
         "warmup_s": cold.engine_init_s.spec(),
-    }
+    } | ({"load_total_gib_s": cache_read_mib_s(cfg.model_cache) * MIB / GIB} if cfg.model_cache.enabled else {})
 
 
 def _model_profile(svc: ServiceConfig) -> dict:

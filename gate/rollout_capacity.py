@@ -65,7 +65,9 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
                 f"({cold.describe()}), or a slow rollout (1 in {round(1 / (1 - COLD_START_QUANTILE))} when "
                 "the phases are slow together) outlasts it and Knative fails the revision before it is Ready. Raise "
                 "the deadline, or shorten the cold start (a warm node: gpuNodeGroup.minSize; a smaller image; "
-                "the model cache)")))
+                + ("more read throughput for the model cache: an EFS file system in Elastic mode "
+                   "(modelCache.throughputMode elastic) or a higher modelCache.fsThroughputMiBps; fewer pods at once: "
+                   "initial-scale" if cold.shared else "the model cache") + ")")))
     return problems
 
 

@@ -20,7 +20,7 @@ import math
 import shlex
 
 from manifests.common import labels, restricted_security_context
-from stackconfig.platform import slow_rate
+from stackconfig.platform import cache_write_mib_s, slow_rate
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import Problem
 
@@ -110,12 +110,14 @@ def fill_timeout_s(cfg: StackConfig) -> int:
     Current (kstatus: every scheduled pod updated and Ready, provider/pkg/await/daemonset.go), 10 minutes by
     default. Twice the expected pull of the prefetch image and download of every cached model (what each download
     writes, an hf:// repository whole: `catalog.Model.download_bytes`) at the
-    `coldStart.downloadGBps` prior at its slow end (`stackconfig.platform.slow_rate`; capped by the cache storage's throughput; one node downloads each model, the
-    others wait for its marker), plus each rollout step's pull and start (`ROLLOUT_STEPS`, bounded whatever
+    `coldStart.downloadGBps` prior at its slow end (`stackconfig.platform.slow_rate`; capped by the cache storage's
+    per-client throughput and by the file system's write throughput, which the parallel downloads share:
+    `stackconfig.platform.cache_write_mib_s`, 100 MiB/s for an EFS file system bursting; one node downloads each
+    model, the others wait for its marker), plus each rollout step's pull and start (`ROLLOUT_STEPS`, bounded whatever
     the node count), plus a margin."""
     cold, mc = cfg.cold_start, cfg.model_cache
     downloads = sum({cache_key(s): s.model.download_bytes(s.storage_uri) for s in cfg.services if _cached(s)}.values())
-    rate = min(slow_rate(cold.download_gbps) * 1e9, mc.throughput_mib_s * 2**20)
+    rate = min(slow_rate(cold.download_gbps) * 1e9, mc.throughput_mib_s * 2**20, cache_write_mib_s(mc) * 2**20)
     pull = PREFETCH_IMAGE_GIB * 2**30 / (slow_rate(cold.image_pull_mbps) * 1e6)
     return math.ceil(2 * (pull + downloads / rate) + ROLLOUT_STEPS * (pull + ROLLOUT_STEP_S) + FILL_MARGIN_S)
 

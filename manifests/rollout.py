@@ -8,6 +8,9 @@ The pods sit on ceil(pods × GPUs / GPUs per node) new nodes, each with its own 
 on its own: with n independent draws the slowest stays within a level L in a share L^n of rollouts, so node and
 pull are taken at 0.95^(1/nodes), the load at 0.95^(1/pods) (one pod: the p95), every phase at that level at once
 (as if one congested network slowed them all together; above the quantile when they are independent).
+The pods load at once from the model cache, so each reads at most an equal share of the cache's file system read
+throughput (`modelCache.throughputMode`; stackconfig/platform.py `load_gbps`): ten pods on an EFS file system in
+Bursting mode (300 MiB/s of reads) take ten times one pod's 300 MiB/s load.
 """
 
 from __future__ import annotations
@@ -16,23 +19,19 @@ import math
 from dataclasses import dataclass
 
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
-from stackconfig.platform import COLD_START_QUANTILE, expected_load_s, load_gbps, slow_rate, slow_s
+from stackconfig import platform
+from stackconfig.platform import (COLD_START_QUANTILE, INITIAL_SCALE, cache_read_mib_s, expected_load_s, load_gbps,
+                                  slow_rate, slow_s)
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.kubernetes import parse_duration
 
 READY_MARGIN_S = 120  # webhook, revision creation, route programming
-INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
 PERCENTILE = f"p{100 * COLD_START_QUANTILE:g}"
 
 
 def initial_scale(svc: ServiceConfig, cluster_default: int = 1) -> int:
-    """Pods a new Knative revision starts with: max(min-scale, initial-scale (default: the cluster's
-    config-autoscaler initial-scale, 1 unless knative.autoscaler says otherwise))."""
-    try:
-        initial = int(float(svc.annotations.get(INITIAL_SCALE, cluster_default)))
-    except ValueError:
-        initial = cluster_default
-    return max(svc.min_replicas, initial)
+    """Pods a new Knative revision starts with (`stackconfig.platform.initial_scale`)."""
+    return platform.initial_scale(svc.min_replicas, svc.annotations, cluster_default)
 
 
 @dataclass(frozen=True)
@@ -46,6 +45,7 @@ class ColdStart:
     load_s: float
     node_level: float
     pod_level: float
+    shared: str = ""   # how the pods share the model cache's reads, when that bounds their load ("" when not)
 
     @property
     def total_s(self) -> float:
@@ -55,16 +55,16 @@ class ColdStart:
         """"node provision 174 s + image pull 447 s + model load 73 s, each at its p95" (levels as used)."""
         pn, pp = (f"p{100 * lv:.3g}" for lv in (self.node_level, self.pod_level))
         phases = f"node provision {self.node_s:.0f} s + image pull {self.pull_s:.0f} s"
+        load = f"model load {self.load_s:.0f} s" + (f" ({self.shared})" if self.shared else "")
         if pn == pp:
-            return f"{phases} + model load {self.load_s:.0f} s, each at its {pn}"
-        return f"{phases} at their {pn} + model load {self.load_s:.0f} s at its {pp}"
+            return f"{phases} + {load}, each at its {pn}"
+        return f"{phases} at their {pn} + {load} at its {pp}"
 
 
 def first_pods(cfg: StackConfig, svc: ServiceConfig) -> int:
     """Pods that must all be Ready: a Knative revision's initial scale, a Deployment's minReplicas (at least 1)."""
-    if svc.deployment_mode == "Knative":
-        return max(1, initial_scale(svc, cfg.knative.autoscaler.initial_scale))
-    return max(1, svc.min_replicas)
+    return platform.first_pods(svc.deployment_mode, svc.min_replicas, svc.annotations,
+                               cfg.knative.autoscaler.initial_scale)
 
 
 def cold_start(cfg: StackConfig, svc: ServiceConfig, pods: int | None = None) -> ColdStart:
@@ -74,9 +74,18 @@ def cold_start(cfg: StackConfig, svc: ServiceConfig, pods: int | None = None) ->
     nodes = max(1, math.ceil(pods * svc.gpus / ng.gpus_per_node))
     node_level, pod_level = COLD_START_QUANTILE ** (1 / nodes), COLD_START_QUANTILE ** (1 / pods)
     pull = cold.image_gib * 2**30 / (slow_rate(cold.image_pull_mbps, node_level) * 1e6)
-    load = expected_load_s(svc.model, cold, cfg.model_cache.enabled, load_gbps(cold, cfg.model_cache), pod_level,
+    mc = cfg.model_cache
+    # The pods load at once (as if their nodes and pulls ended together: the bound), each reading the weights
+    # from the cache's file system, whose read throughput they share (stackconfig.platform.load_gbps).
+    load = expected_load_s(svc.model, cold, mc.enabled, load_gbps(cold, mc, pods), pod_level,
                            storage_uri=svc.storage_uri)
-    return ColdStart(pods, nodes, slow_s(cold.node_provision_s, node_level), pull, load, node_level, pod_level)
+    shared = ""
+    if mc.enabled and load > expected_load_s(svc.model, cold, True, load_gbps(cold, mc), pod_level,
+                                             storage_uri=svc.storage_uri):
+        shared = (f"{pods} pods share the model cache's {cache_read_mib_s(mc):g} MiB/s of reads: "
+                  f"modelCache.throughputMode {mc.throughput_mode}")
+    return ColdStart(pods, nodes, slow_s(cold.node_provision_s, node_level), pull, load, node_level, pod_level,
+                     shared)
 
 
 def cold_start_s(cfg: StackConfig, svc: ServiceConfig) -> float:

@@ -6,6 +6,8 @@ takes one slot). No free slot and fewer than `max_nodes` nodes → a node is pro
 Karpenter; `node_provision_s`); node group at max → the pod stays Pending until a slot frees up.
 A node with no pods for `node_idle_timeout_s` is removed (cluster-autoscaler `scale-down-unneeded-time`,
 10 min default), down to the number of warm nodes (treated as the node group's minimum size).
+Pods loading weights from the model cache share its file system's reads (`load_total_gib_s`;
+simulation/shared_reads.py), across every service of a fleet.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import deque
 from typing import Any
 
 from simulation.clock import call_later
+from simulation.shared_reads import SharedReads
 
 
 class Node:
@@ -51,6 +54,9 @@ class Cluster:
         self._last = 0.0
         self.nodes_provisioned = 0
         self.min_nodes = 0           # set by the engine to the number of warm nodes
+        # The model cache's file system, whose reads the loading pods of every service share (None: no limit)
+        total = getattr(profile, "load_total_gib_s", None)
+        self.reads = SharedReads(self.env, total) if total else None
 
     # -- accounting ----------------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -128,6 +134,8 @@ class Cluster:
         for pod in pods:
             self._hold(pod, -1)
             pod.node = None
+            if self.reads is not None:
+                self.reads.stop(pod)
         node.pods.clear()
         node.waiting.clear()
         node.free = 0

@@ -10,7 +10,8 @@ container start:
   `download_gib / model_download_mib_s` (the model's `download_gib`, default its `weights_gib`: an hf://
   repository is downloaded whole, a second copy of the weights included), skipped on a node-cache hit
   (`model_cache: node`) or with probability `model_cache_hit_ratio`.
-- Main container: load `weights_gib / load_gib_s` + `warmup_s` + the server's `startup_extra_s()`. With a
+- Main container: load `weights_gib / load_gib_s` (pods loading at once share `load_total_gib_s`:
+  simulation/shared_reads.py) + `warmup_s` + the server's `startup_extra_s()`. With a
   startupProbe that fails first (`isvc.Probe.kill_after_s`: the failureThreshold-th probe tick after
   initialDelaySeconds, ticks counted from the kubelet's admission of the pod — between d + (f−1)·p and d + f·p),
   the kubelet kills the container then and restarts it with the kubelet's CrashLoopBackOff (first restart at once, then
@@ -44,7 +45,7 @@ class Pod:
                  "ready_t", "act_ready", "k8s_ready", "server", "qp", "restarts", "warm", "act_n",
                  "n", "n_direct", "area_n", "area_busy", "area_direct", "count_direct", "last", "mark",
                  "_calls", "backoff", "startup_phases", "rng", "term_t", "ticked",
-                 "hpa")
+                 "hpa", "loading")
 
     def __init__(self, sim: Any, pid: int, warm: bool = False) -> None:
         self.sim = sim
@@ -82,6 +83,7 @@ class Pod:
         self.backoff = CrashLoopBackOff()   # `on_crash(now) -> delay`; replaceable per pod
         self.startup_phases: dict[str, float] = {}
         self.term_t = -1.0
+        self.loading = None   # while reading shared weights: (pending Call, warm-up s, startup-probe kill time)
 
     # -- load accounting (time-weighted concurrency for the autoscalers) --------------------------------
     def _acc(self) -> None:
@@ -258,20 +260,38 @@ class Pod:
         self.container_start = now
         self.qp.dead = False
         p = self.sim.scenario.cluster
-        load = self.sim.scenario.model.weights_gib / p.load_gib_s.sample(self.rng)
+        weights, rate = self.sim.scenario.model.weights_gib, p.load_gib_s.sample(self.rng)
         warm = p.warmup_s.sample(self.rng) + self.server.startup_extra_s()
+        reads = self.sim.cluster.reads
+        load = weights / rate if reads is None else reads.start(self, weights, rate)
         self.startup_phases["load_s"] = load
         self.startup_phases["warmup_s"] = warm
-        total = load + warm
         probe = self.sim.scenario.serving.startup_probe
-        if probe is not None:
-            kill = probe.kill_after_s(now, self.created + self.startup_phases.get("node_s", 0.0))
-            if total > kill:
-                self._later(kill, self._restart, "startupProbe failed")
-                return
-        self._later(total, self._loaded)
+        kill = probe and probe.kill_after_s(now, self.created + self.startup_phases.get("node_s", 0.0))
+        self._schedule_ready(load + warm, kill)
+        if reads is not None and reads.reading(self):
+            self.loading = (self._calls[-1], warm, None if kill is None else now + kill)
+
+    def _schedule_ready(self, total: float, kill: float | None) -> None:
+        """Loaded and warm `total` s from now, unless the startup probe kills the container first (`kill` s)."""
+        if kill is not None and total > kill:
+            self._later(kill, self._restart, "startupProbe failed")
+        else:
+            self._later(total, self._loaded)
+
+    def load_moved(self, end: float) -> None:
+        """The shared model reads changed this pod's rate (simulation/shared_reads.py): its weights are in at `end`."""
+        if self.loading is None:
+            return
+        call, warm, kill_at = self.loading
+        call.cancel()
+        now = self.env._now
+        self.startup_phases["load_s"] = end - self.container_start
+        self._schedule_ready(end + warm - now, None if kill_at is None else max(0.0, kill_at - now))
+        self.loading = (self._calls[-1], warm, kill_at)
 
     def _loaded(self) -> None:
+        self.loading = None
         reason = self.server.startup_error()
         if reason:
             self._restart(reason)
@@ -340,6 +360,9 @@ class Pod:
 
     def _unready(self) -> None:
         was_act, was_k8s = self.act_ready, self.k8s_ready
+        if self.loading is not None:   # killed or deleted while reading shared weights: its share goes back
+            self.loading = None
+            self.sim.cluster.reads.stop(self)
         self._scrapes_due()
         self.catch_up(self.sim.scrape_ticks)
         self.act_ready = False

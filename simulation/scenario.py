@@ -50,6 +50,8 @@ class ClusterProfile:
     model_cache_hit_ratio: float = 0.0       # chance a download is skipped anyway (shared cache / PVC)
     model_download_mib_s: Dist = Dist("fixed", 500.0)  # per download
     load_gib_s: Dist = Dist("fixed", 2.0)    # weights → GPU memory, per pod start
+    load_total_gib_s: float | None = None    # what all pods loading at once share (the model cache's file system
+                                             # reads; simulation/shared_reads.py); None: no shared limit
     warmup_s: Dist = Dist("fixed", 10.0)     # engine init, CUDA graphs, warm-up requests
     activator_probe_s: float = 0.2           # knative activator/net/revision_backends.go probe period
 
@@ -144,6 +146,7 @@ def parse_cluster(sec: Section) -> ClusterProfile:
         model_cache_hit_ratio=sec.float("model_cache_hit_ratio", d.model_cache_hit_ratio, min=0, max=1),
         model_download_mib_s=_rate(sec, "model_download_mib_s", d.model_download_mib_s, "MiB/s"),
         load_gib_s=_rate(sec, "load_gib_s", d.load_gib_s, "GiB/s"),
+        load_total_gib_s=sec.float("load_total_gib_s", d.load_total_gib_s, min=0, min_exclusive=True),
         warmup_s=parse_dist(sec, "warmup_s", d.warmup_s),
         activator_probe_s=sec.float("activator_probe_s", d.activator_probe_s, min=0),
     )

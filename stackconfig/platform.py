@@ -44,8 +44,8 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
         service_account=sec.str("serviceAccountName"),
         credentials_secret=sec.str("credentialsSecret"),
         s3_credentials=sec.choice("s3Credentials", S3_CREDENTIALS, S3_CREDENTIALS[0]),
-        throughput_mib_s=sec.float("throughputMiBps", 1500.0, min=1, max=100000),
     )
+    out = _parse_throughput(sec, out)
     for key, value in (("serviceAccountName", out.service_account), ("credentialsSecret", out.credentials_secret)):
         check_k8s_name(sec, key, value, DNS_SUBDOMAIN, "object name")
     check_image(sec, "prefetchImage", out.prefetch_image)
@@ -62,6 +62,67 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
 
 
 ACCESS_MODES = ["ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany", "ReadWriteOncePod"]
+
+# Amazon EFS throughput (EFS User Guide, "Amazon EFS performance specifications" and "Throughput modes"): each
+# client reads and writes at most 1,500 MiB/s on Elastic, 500 MiB/s on Provisioned and Bursting. The file system
+# as a whole: Elastic reads 20–60 GiB/s and writes 1–5 GiB/s depending on the Region (the lowest is taken here);
+# Provisioned drives the ProvisionedThroughputInMibps it was given; Bursting drives 100 MiB/s while it has burst
+# credits when it stores under 1 TiB (100 MiB/s per TiB stored above), its baseline of 50 KiB/s per GiB stored once
+# they are spent. Provisioned and Bursting meter a read at one third of its bytes (AWS Storage Blog, "Amazon EFS
+# introduces 3X read-throughput increase", 2021): a file system of T metered MiB/s reads 3 T MiB/s. Bursting is the
+# CreateFileSystem API's default (so of a file system Pulumi, Terraform or the CLI creates without saying); the
+# stack's prerequisite is Elastic (the console's default and AWS's recommendation: EFS User Guide, "Managing file
+# system throughput"), which gives the shipped stacks' figures.
+THROUGHPUT_MODES = ("elastic", "provisioned", "bursting")
+PER_CLIENT_MIB_S = {"elastic": 1500.0, "provisioned": 500.0, "bursting": 500.0}
+ELASTIC_READ_MIB_S, ELASTIC_WRITE_MIB_S = 20 * 1024.0, 1024.0
+BURST_MIB_S = 100.0   # Bursting's burst rate for a file system storing under 1 TiB
+READ_METERING = 3.0   # Provisioned and Bursting: a MiB read counts as a third
+
+
+def _parse_throughput(sec: Section, mc: ModelCacheConfig) -> ModelCacheConfig:
+    """`throughputMode` (elastic, the default and the documented prerequisite; provisioned; bursting),
+    `throughputMiBps` (per client; default and maximum the mode's EFS per-client limit for provisioned and
+    bursting) and `fsThroughputMiBps` (the file system's metered throughput: required for provisioned, default
+    100 for bursting, refused for elastic, which EFS scales itself). Simplification: Bursting's burst credits are
+    not modelled — the stated figure holds through every load (state the baseline, 50 KiB/s per GiB stored, for a
+    file system whose credits are spent)."""
+    mode = sec.choice("throughputMode", list(THROUGHPUT_MODES), THROUGHPUT_MODES[0]) or THROUGHPUT_MODES[0]
+    limit = PER_CLIENT_MIB_S[mode]
+    per_client = sec.float("throughputMiBps", limit, min=1, max=100000)
+    fs = sec.float("fsThroughputMiBps", None, min=1, max=100000)
+    if mode != "elastic" and per_client is not None and per_client > limit:
+        sec.problem("throughputMiBps", per_client, f"expected at most {limit:g} with throughputMode {mode}: "
+                    f"an EFS client reads and writes at most {limit:g} MiB/s in {mode} mode (EFS performance "
+                    "specifications); or throughputMode elastic (1,500 MiB/s per client)")
+    if mode == "elastic" and fs is not None:
+        sec.problem("fsThroughputMiBps", fs, "expected none with throughputMode elastic: EFS scales an Elastic file "
+                    f"system's throughput itself (reads {ELASTIC_READ_MIB_S / 1024:g}–60 GiB/s by Region, the "
+                    f"lowest assumed); state the file system's throughput with throughputMode provisioned or bursting")
+    if mode == "provisioned" and fs is None:
+        sec.problem("fsThroughputMiBps", None, "expected the file system's provisioned throughput in MiB/s "
+                    "(its ProvisionedThroughputInMibps) with throughputMode provisioned: every pod loading from the "
+                    "cache at once shares it")
+    if mode == "bursting" and fs is None:
+        fs = BURST_MIB_S
+    return replace(mc, throughput_mode=mode, throughput_mib_s=per_client if per_client is not None else limit,
+                   fs_throughput_mib_s=None if mode == "elastic" else fs)
+
+
+def cache_read_mib_s(mc: ModelCacheConfig) -> float:
+    """MiB/s the cache's file system reads for all its clients together (module note above THROUGHPUT_MODES)."""
+    if mc.throughput_mode == "elastic" or mc.fs_throughput_mib_s is None:
+        return ELASTIC_READ_MIB_S
+    return READ_METERING * mc.fs_throughput_mib_s
+
+
+def cache_write_mib_s(mc: ModelCacheConfig) -> float:
+    """MiB/s the cache's file system writes for all its clients together (the prefetch's downloads)."""
+    if mc.throughput_mode == "elastic" or mc.fs_throughput_mib_s is None:
+        return ELASTIC_WRITE_MIB_S
+    return mc.fs_throughput_mib_s
+
+
 # StorageClass names of Amazon EBS volumes: EKS's own `gp2` class, the aws-ebs-csi-driver volume types (its
 # `type` parameter) and names with an `ebs` part ("ebs-sc", "gp3-ebs").
 _EBS_CLASS = re.compile(r"^(gp2|gp3|io1|io2|st1|sc1)([.-]|$)|(^|[.-])ebs([.-]|$)")
@@ -142,15 +203,38 @@ def slow_rate(rate: Dist, level: float = COLD_START_QUANTILE) -> float:
     return rate.quantile(1 - level)
 
 
-def load_gbps(cold: ColdStartProfile, cache: ModelCacheConfig) -> Dist:
-    """GB/s weights reach the GPU: the `loadGBps` prior, capped by the cache storage's per-client throughput when
-    the model is read from the cache's PVC."""
+def load_gbps(cold: ColdStartProfile, cache: ModelCacheConfig, readers: int = 1) -> Dist:
+    """GB/s weights reach the GPU: the `loadGBps` prior, capped when the model is read from the cache's PVC by the
+    storage's per-client throughput and by an equal share of the file system's read throughput among `readers`
+    pods loading at once (`cache_read_mib_s`; the simulation shares it the same way: simulation/shared_reads.py)."""
     if not cache.enabled:
         return cold.load_gbps
-    cap, rate = cache.throughput_mib_s * 2**20 / 1e9, cold.load_gbps
+    per_pod = min(cache.throughput_mib_s, cache_read_mib_s(cache) / max(1, readers))
+    cap, rate = per_pod * 2**20 / 1e9, cold.load_gbps
     if rate.kind == "fixed":
         return Dist("fixed", min(rate.a, cap))
     return replace(rate, cap=cap if rate.cap is None else min(rate.cap, cap))
+
+
+INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
+
+
+def initial_scale(min_replicas: int, annotations: dict, cluster_default: int = 1) -> int:
+    """Pods a new Knative revision starts with: max(min-scale, initial-scale (default: the cluster's
+    config-autoscaler initial-scale, 1 unless knative.autoscaler says otherwise))."""
+    try:
+        initial = int(float(annotations.get(INITIAL_SCALE, cluster_default)))
+    except ValueError:
+        initial = cluster_default
+    return max(min_replicas, initial)
+
+
+def first_pods(mode: str, min_replicas: int, annotations: dict, cluster_default: int = 1) -> int:
+    """Pods that start together and must all be Ready: a Knative revision's initial scale, a Deployment's
+    minReplicas (at least 1). They load their weights at once: `load_gbps(..., readers=first_pods(...))`."""
+    if mode == "Knative":
+        return max(1, initial_scale(min_replicas, annotations, cluster_default))
+    return max(1, min_replicas)
 
 
 def expected_load_s(model: Model, cold: ColdStartProfile, cache_hit: bool, load_rate_gbps: Dist | None = None,

@@ -18,7 +18,7 @@ from stackconfig.engine_profile import parse_engine_profile
 from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
                                  check_storage_uri)
 from stackconfig.model_credentials import check_model_credentials
-from stackconfig.platform import expected_load_s, load_gbps
+from stackconfig.platform import cache_read_mib_s, expected_load_s, first_pods, load_gbps
 from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_runtime,
                                   default_alloc_conf, health_paths)
 from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
@@ -210,7 +210,14 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         check_context(sec, engine, caps, model)
 
     cache_hit = ctx.model_cache.enabled
-    load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache), storage_uri=storage_uri)
+    # The first pods of a revision start and load together, sharing the cache's reads (stackconfig/platform.py).
+    readers = first_pods(mode, min_r or 0, annotations, ctx.knative.autoscaler.initial_scale)
+    load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache, readers),
+                             storage_uri=storage_uri)
+    shared = "" if load_s <= expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache),
+                                             storage_uri=storage_uri) else (
+        f" ({readers} pods load at once and share the model cache's {cache_read_mib_s(ctx.model_cache):g} MiB/s of "
+        f"reads: modelCache.throughputMode {ctx.model_cache.throughput_mode})")
     # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
     startup_failures = max(6, int(2 * load_s / 10) + 1)
     probes = sec.section("probes")
@@ -230,8 +237,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         sec.problem("probes.startup", {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold},
                     f"expected a startup budget (initialDelaySeconds + periodSeconds × (failureThreshold − 1) = "
                     f"{budget} s: the kubelet may kill on the failureThreshold-th probe tick, up to one period "
-                    f"early) of at least the expected model load time {load_s:.0f} s, or the kubelet restarts the "
-                    "pod before the model is loaded: failureThreshold at least "
+                    f"early) of at least the expected model load time {load_s:.0f} s{shared}, or the kubelet "
+                    "restarts the pod before the model is loaded: failureThreshold at least "
                     f"{startup_failures_needed(startup.initial_delay_s, startup.period_s, load_s)}")
 
     alloc = sec.str("pytorchCudaAllocConf", default_alloc_conf(engine, gpus))

@@ -109,6 +109,10 @@ class ModelCacheConfig:
     # Per-client throughput of the cache's storage, reading and writing: Amazon EFS (Elastic) tops out near
     # 1,500 MiB/s per client (AWS EFS performance table); a model loads from the PVC no faster than this.
     throughput_mib_s: float = 1500.0
+    # The EFS file system's throughput mode and, for provisioned/bursting, its throughput as EFS meters it (MiB/s):
+    # what every pod reading or writing the cache at once shares (stackconfig/platform.py cache_read_mib_s).
+    throughput_mode: str = "elastic"
+    fs_throughput_mib_s: float | None = None
 
 
 @dataclass(frozen=True)
