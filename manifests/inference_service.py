@@ -19,6 +19,7 @@ from manifests.keda import scaled_object
 from manifests.model_cache import cache_uri
 from manifests.model_download import predictor_account
 from manifests.rollout import ready_timeout_s
+from simulation.engine_flags import server_of, setting
 from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, server_image
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 from validation.deployment_mode import mode_name
@@ -43,16 +44,18 @@ def engine_args(svc: ServiceConfig) -> list[str]:
     return stack_args(svc) + list(svc.args)
 
 
-def _flag(arg: str) -> str:
-    return arg.split("=", 1)[0].replace("_", "-")
+def _flag(svc: ServiceConfig, arg: str) -> str:
+    """What a flag sets, as the server reads its name (simulation/engine_flags.py: vLLM's own server reads `_` as
+    `-`, huggingfaceserver's `--max_length`, `--max_model_len` and `--max-model-len` are one setting)."""
+    return setting(server_of(svc.engine, svc.image), arg.split("=", 1)[0])
 
 
 def repeated_flags(svc: ServiceConfig) -> list[str]:
     """The user's `runtime.args` entries that give a flag the stack already renders. TGI's launcher (clap) refuses
     a repeated flag at start-up; vLLM's argparse keeps the last one, so the cap the gate simulated would not be
     the one the server runs with: refused either way (manifests/admission.py)."""
-    ours = {_flag(a) for a in stack_args(svc)}
-    return [a for a in svc.args if a.startswith("--") and _flag(a) in ours]
+    ours = {_flag(svc, a) for a in stack_args(svc)}
+    return [a for a in svc.args if a.startswith("-") and _flag(svc, a) in ours]
 
 
 def stack_args(svc: ServiceConfig) -> list[str]:

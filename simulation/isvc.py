@@ -35,6 +35,7 @@ from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, KP
 from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
 from simulation.autoscaler.keda import from_scaled_object
 from simulation.autoscaler.kserve_hpa import DEFAULT_CPU_UTILIZATION, kserve_hpa_target
+from simulation.engine_flags import engine_settings
 
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
@@ -299,19 +300,8 @@ MODEL_ANNOTATION = "preflight.kserve.io/model"
 # above --max-concurrent-requests, 422 for its token caps): kind `tgi` (simulation/gpu/tgi.py), its flags
 # mapped onto the same keys.
 ENGINE_KINDS = {"vllm": "vllm", "tgi": "tgi", "naive": "naive", "triton": "triton"}
-# Runtime flag → server key, per engine: only flags the runtime itself reads (vLLM engine args; TGI launcher
-# args, text-generation-inference launcher/src/main.rs; KServe huggingfaceserver `--max_length`).
-_FLAGS = {
-    "vllm": {"--max-num-seqs": "max_num_seqs", "--max-model-len": "max_model_len",
-             "--gpu-memory-utilization": "gpu_memory_utilization",
-             "--max-num-batched-tokens": "max_num_batched_tokens", "--tensor-parallel-size": "tensor_parallel_size"},
-    "tgi": {"--max-batch-size": "max_num_seqs", "--max-total-tokens": "max_model_len",
-            "--max-input-tokens": "max_input_tokens", "--cuda-memory-fraction": "gpu_memory_utilization",
-            "--max-concurrent-requests": "max_concurrent_requests",
-            "--max-batch-prefill-tokens": "max_num_batched_tokens"},
-    "naive": {"--max_length": "max_model_len"},  # prompt + max_tokens (huggingfaceserver generative_model.py)
-    "triton": {},
-}
+# The runtime's flags and environment → server keys: simulation/engine_flags.py, shared with the stack's load-time
+# checks (stackconfig/runtimes.py), so the gate simulates the value the stack checked.
 # Triton reads its caps from the model's config.pbtxt, not from args: the stack declares them as annotations
 # (manifests/inference_service.py TRITON_CAP_ANNOTATIONS), read here.
 _ANNOTATED = {"triton": {"preflight.kserve.io/triton-max-batch-size": "max_batch_size",
@@ -329,9 +319,11 @@ def _number(text: Any) -> int | float | None:
 
 
 def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
-    """`server:` keys read from the manifest: the engine and model annotations, the caps the runtime's flags
-    set (Triton: the config.pbtxt caps the stack declares as annotations), and tensor parallelism from the GPU limit. A scenario's own `server:` keys override these
-    (a what-if); a scenario that names another server kind gets none of them."""
+    """`server:` keys read from the manifest: the engine and model annotations, the caps the runtime's flags and
+    environment set (`engine_flags.engine_settings`: a TGI flag over its variable, `VLLM_USE_V1=0` → scheduler v0;
+    Triton: the config.pbtxt caps the stack declares as annotations), and tensor parallelism from the GPU limit
+    alone (a `--tensor-parallel-size` is checked at load, never read here). A scenario's own `server:` keys
+    override these (a what-if); a scenario that names another server kind gets none of them."""
     meta = manifest.get("metadata") if isinstance(manifest, dict) else None
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     if not isinstance(annotations, dict):  # a malformed manifest is reported by the schema check
@@ -343,31 +335,10 @@ def server_from_manifest(manifest: Any, serving: ServingSpec) -> dict:
     out: dict[str, Any] = {"kind": kind}
     if isinstance(annotations.get(MODEL_ANNOTATION), str) and annotations[MODEL_ANNOTATION]:
         out["model"] = annotations[MODEL_ANNOTATION]
-    if kind != "triton" and serving.gpus > 1:
+    if kind != "triton" and serving.gpus > 1:   # never a flag: KServe and TGI run one worker per GPU of the pod
         out["tensor_parallel_size"] = serving.gpus
-    engine = annotations.get(ENGINE_ANNOTATION)
-    flags = _FLAGS[engine]
-    args = list(serving.args)
-    for i, arg in enumerate(args):
-        name, eq, value = arg.partition("=")
-        if not eq:
-            value = args[i + 1] if i + 1 < len(args) else ""
-        if name in flags and _number(value) is not None:
-            out[flags[name]] = _number(value)
-    for name, key in _ANNOTATED.get(engine, {}).items():
+    out.update(engine_settings(kind, serving.image, serving.args, serving.env))
+    for name, key in _ANNOTATED.get(kind, {}).items():
         if _number(annotations.get(name)) is not None:
             out[key] = _number(annotations[name])
-    if engine == "vllm" and _custom_all_reduce_disabled(args):
-        out["disable_custom_all_reduce"] = True
     return out
-
-
-def _custom_all_reduce_disabled(args: list[str]) -> bool:
-    """vLLM's `--disable-custom-all-reduce` (underscores read as dashes, as vLLM's FlexibleArgumentParser does; a
-    later `--no-disable-custom-all-reduce`, newer releases' boolean flag, turns it back off)."""
-    off = False
-    for arg in args:
-        name = arg.split("=", 1)[0].replace("_", "-")
-        if name in ("--disable-custom-all-reduce", "--no-disable-custom-all-reduce"):
-            off = name == "--disable-custom-all-reduce"
-    return off

@@ -26,6 +26,7 @@ from stackconfig.types import InputCaps
 from validation.admission import KNATIVE_RESERVED_ENV, KSERVE_BLOCKED_ENV, kserve_blocked_env, release
 from validation.fields import Section
 from validation.kubernetes import expandable_segments, image_pinned
+from simulation.engine_flags import Reading, read_args, read_env, server_of, tensor_parallel_problems
 
 # The image repository's last path component → what runs it. Matching the name, not the registry, keeps a
 # mirrored copy (e.g. in ECR) working.
@@ -127,7 +128,8 @@ def _check_gpu_tag(sec: Section, image: str, kserve_version: tuple[int, int]) ->
 
 def check_env(sec: Section, env: dict, knative_mode: bool, kserve_version: tuple[int, int]) -> None:
     """`runtime.env` names the webhooks refuse: Knative reserves PORT and K_* for the revision
-    (`KNATIVE_RESERVED_ENV`), KServe ≥ 0.18 blocks PYTHONPATH (`KSERVE_BLOCKED_ENV`)."""
+    (`KNATIVE_RESERVED_ENV`), KServe ≥ 0.18 blocks PYTHONPATH (`KSERVE_BLOCKED_ENV`); and the variables the engine
+    reads as a setting that the gate would not simulate (`_check_engine_env`)."""
     version = release(kserve_version)
     for name in env:
         if knative_mode and name in KNATIVE_RESERVED_ENV:
@@ -140,6 +142,7 @@ def check_env(sec: Section, env: dict, knative_mode: bool, kserve_version: tuple
                         f"webhook refuses the InferenceService ('setting {name} in container … is not allowed for "
                         f"security reasons', pkg/validation/env_policy.go, since {release(KSERVE_BLOCKED_ENV[name])}; "
                         "kserve#5340)")
+    _check_engine_env(sec, env, kserve_version)
 
 
 def _example(engine: str) -> str:
@@ -151,7 +154,15 @@ def _example(engine: str) -> str:
 def check_context(sec: Section, engine: str, caps: InputCaps, model: Model) -> None:
     """The context the runtime is started with fits the model: vLLM refuses to start when `--max-model-len`
     exceeds the model's `max_position_embeddings` (vllm `config.py: _get_and_verify_max_len`), and TGI's launcher
-    when `--max-input-tokens` is not below `--max-total-tokens` (default: the model's context)."""
+    when `--max-input-tokens` is not below `--max-total-tokens` (default: the model's context). A `--max-model-len`
+    in `runtime.args` is read as vLLM reads it (`engine_flags`: '16k' is 16,000), the value the gate simulates."""
+    _, image, args, _ = _runtime(sec)
+    reading = read_args(server_of(engine, image), args) if engine == "vllm" else Reading()
+    given_len = reading.values.get("max_model_len")
+    if given_len and model.max_context and given_len > model.max_context:
+        sec.problem("runtime.args", reading.given["max_model_len"], f"expected a context of at most "
+                    f"{model.max_context} tokens, the context length of {model.name} (read as {given_len}): vLLM "
+                    "refuses to start with a longer --max-model-len (_get_and_verify_max_len)")
     ctx_len, given = model.max_context, caps.max_input_tokens
     if not ctx_len or not given:
         return
@@ -180,11 +191,91 @@ def default_alloc_conf(engine: str, gpus: int) -> str:
 
 
 def check_alloc_conf(sec: Section, engine: str, gpus: int, alloc: str | None, env: dict, args: list[str]) -> None:
+    """vLLM on several GPUs with expandable segments needs custom all-reduce off; and, since services.py calls this
+    once `resources.gpus` is known, the engine's flags and tensor parallelism (`_check_engine_args`)."""
     key, conf = ("runtime.env.PYTORCH_CUDA_ALLOC_CONF", env["PYTORCH_CUDA_ALLOC_CONF"]) \
         if "PYTORCH_CUDA_ALLOC_CONF" in env else ("pytorchCudaAllocConf", alloc)
-    off = any(a.split("=", 1)[0].replace("_", "-") == "--disable-custom-all-reduce" for a in args)
+    off = bool(_check_engine_args(sec, engine, gpus, env, args).values.get("disable_custom_all_reduce"))
     if engine == "vllm" and gpus > 1 and expandable_segments(conf) and not off:
         sec.problem(key, conf, f"expected no expandable_segments:True for vLLM on {gpus} GPUs (e.g. "
                     "expandable_segments:False, the default here), or --disable-custom-all-reduce in runtime.args: "
                     "vLLM's custom all-reduce cannot share expandable segments between GPUs and every worker dies "
                     "at start-up (vllm-project/vllm#42609)")
+
+
+# --- runtime.args and runtime.env as the engine reads them (simulation/engine_flags.py, shared with the gate) ------
+# vLLM's V0 engine (`VLLM_USE_V1=0`, `scheduler: v0` in the simulation) is gone from vLLM 0.11.0 on (V0
+# deprecation, vllm#18571). KServe's huggingfaceserver pins vLLM 0.8.5 (KServe 0.15), 0.9.2 (0.16), then 0.15.1
+# (0.17) and later (python/huggingfaceserver/pyproject.toml).
+VLLM_WITHOUT_V0, KSERVE_WITHOUT_V0 = (0, 11), (0, 17)
+_TAG_VERSION = re.compile(r":v?(\d+)\.(\d+)")
+
+
+def _runtime(sec: Section) -> tuple[str, str | None, list, dict]:
+    """(engine, image, args, env) of a service section's `runtime:` as given (services.py has checked their types);
+    a value of the wrong type reads as absent."""
+    raw = sec.data.get("runtime")
+    raw = raw if isinstance(raw, dict) else {}
+    image, args, env = raw.get("image"), raw.get("args"), raw.get("env")
+    return (str(raw.get("engine", "vllm")), image if isinstance(image, str) else None,
+            [a for a in args if isinstance(a, str)] if isinstance(args, list) else [],
+            env if isinstance(env, dict) else {})
+
+
+def _v0_missing(engine: str, image: str | None, kserve_version: tuple[int, int]) -> str | None:
+    """Why the vLLM the pod runs has no V0 engine, or None when it has one."""
+    server = server_of(engine, image)
+    match = _TAG_VERSION.search(image.split("@", 1)[0]) if image else None
+    version = tuple(int(g) for g in match.groups()) if match else None
+    if server == "vllm-openai":
+        if version is None:
+            return f"the image {image} names no vLLM version, and vLLM 0.11 and later have no V0 engine"
+        return f"vLLM {release(version)} has no V0 engine (removed in 0.11)" if version >= VLLM_WITHOUT_V0 else None
+    version = version if image else kserve_version
+    if version is None:
+        return f"the image {image} names no KServe version, and KServe 0.17 and later ship a vLLM without V0"
+    if version >= KSERVE_WITHOUT_V0:
+        return (f"KServe {release(version)}'s huggingfaceserver ships vLLM 0.15 or later, which has no V0 engine "
+                "(removed in vLLM 0.11)")
+    return None
+
+
+def _check_engine_env(sec: Section, env: dict, kserve_version: tuple[int, int]) -> None:
+    """`runtime.env` variables the engine reads as settings: mapped ones must parse, refused ones are named
+    (`engine_flags.REFUSED_ENV`), and `VLLM_USE_V1=0` needs a vLLM that still has the V0 engine."""
+    engine, image = str(sec.data.get("engine", "vllm")), sec.data.get("image")
+    image = image if isinstance(image, str) else None
+    reading = read_env(engine, env)
+    for name, why in reading.problems:
+        sec.problem(f"env.{name}", env[name], why)
+    if reading.values.get("scheduler") == "v0":
+        why = _v0_missing(engine, image, kserve_version)
+        if why:
+            sec.problem("env.VLLM_USE_V1", env["VLLM_USE_V1"], f"expected 1 or no VLLM_USE_V1: {why}, so the pod "
+                        "would not run the V0 engine the gate would simulate")
+
+
+def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: list[str]) -> Reading:
+    """`runtime.args` flags the server reads (`engine_flags`): an allow-list of modelled and neutral flags, values
+    that parse, tensor parallelism (args or env) equal to `resources.gpus`, and no contradiction with
+    `engineProfile` (it overrides what the manifest states in the gate's simulation)."""
+    server = server_of(engine, _runtime(sec)[1])
+    reading = read_args(server, args)
+    env_reading = read_env(engine, env)
+    for arg, why in reading.problems + tensor_parallel_problems(server, reading, gpus):
+        sec.problem("runtime.args", arg, why)
+    for arg, why in tensor_parallel_problems(server, env_reading, gpus):
+        name = arg.split("=", 1)[0]
+        sec.problem(f"runtime.env.{name}", env[name], why)
+    profile = sec.data.get("engineProfile")
+    profile = profile if isinstance(profile, dict) else {}
+    scheduler = env_reading.values.get("scheduler")
+    if scheduler and profile.get("scheduler", scheduler) != scheduler:
+        sec.problem("runtime.env.VLLM_USE_V1", env["VLLM_USE_V1"], f"expected a value that selects "
+                    f"engineProfile.scheduler ({profile['scheduler']}), or no engineProfile.scheduler: the engine "
+                    "runs what the variable selects")
+    hit = profile.get("prefixCacheHitRatio")
+    if reading.values.get("prefix_cache_hit_ratio") == 0.0 and isinstance(hit, (int, float)) and hit > 0:
+        sec.problem("engineProfile.prefixCacheHitRatio", hit, "expected 0 or none with --no-enable-prefix-caching "
+                    "in runtime.args: the server then finds no prompt in the prefix cache")
+    return reading

@@ -108,13 +108,14 @@ def test_min_scale_annotation_is_overwritten_by_min_replicas():
     ("naive", ["--max_length=5120"], {}, {"max_model_len": 5120}),
 ], ids=["vllm", "tgi", "triton", "naive"])
 def test_caps_come_from_what_the_runtime_reads(engine, args, ann, expected):
-    """Only the runtime's own flags (Triton: its declared config.pbtxt values) are caps; MAX_* env vars, which no
-    runtime reads, and another runtime's flags are ignored."""
+    """Only the runtime's own flags (Triton: its declared config.pbtxt values) are caps; MAX_* env vars the runtime
+    does not read (TGI's launcher reads MAX_INPUT_TOKENS and MAX_BATCH_SIZE, but a flag wins over its variable) and
+    another runtime's flags are ignored (`--max_length` is huggingfaceserver's own, read for vllm and naive)."""
     from simulation.isvc import server_from_manifest
 
     env = [{"name": n, "value": "7"} for n in ("MAX_INPUT_TOKENS", "MAX_NEW_TOKENS", "MAX_BATCH_SIZE",
                                                 "MAX_IMAGE_PIXELS")]
-    foreign = ["--max_length=3"] if engine != "naive" else []
+    foreign = {"vllm": ["--max-batch-size=3"], "tgi": ["--max_length=3"], "triton": ["--max_length=3"]}.get(engine, [])
     m = manifest(ann={"preflight.kserve.io/engine": engine, **ann}, container={"args": args + foreign, "env": env})
     server = server_from_manifest(m, ServingSpec.from_manifest(m))
     assert {k: v for k, v in server.items() if k not in ("kind", "model")} == expected

@@ -164,7 +164,7 @@ def test_max_concurrent_requests_is_tgi_only_and_positive(engine, value, message
 
 @pytest.mark.parametrize("engine, limits, user_arg", [
     ("tgi", {"maxBatchSize": 32, "maxConcurrentRequests": 64}, "--max-concurrent-requests=4"),  # clap refuses it
-    ("vllm", {"maxBatchSize": 16}, "--max_num_seqs=4"),        # vLLM's argparse would keep 4, the gate read 16
+    ("vllm", {"maxBatchSize": 16}, "--max-num-seqs=4"),        # vLLM's argparse would keep 4, the gate read 16
 ])
 def test_a_flag_the_stack_renders_cannot_be_given_again_in_runtime_args(engine, limits, user_arg):
     from manifests.admission import check_pods_can_run

@@ -156,7 +156,12 @@ def test_disable_custom_all_reduce_in_runtime_args_reaches_the_simulation():
     off = spec(["--disable-custom-all-reduce"])
     assert not off.eff.custom_all_reduce and per_pass(off) == pytest.approx(64 * 20e-6, rel=1e-12)
     assert _ttfb(off) - _ttfb(spec([])) == pytest.approx(64 * 10e-6, rel=1e-6)
-    assert not spec(["--disable_custom_all_reduce"]).eff.custom_all_reduce    # vLLM reads _ as -
+    # vLLM's own server reads `_` as `-`; KServe's huggingfaceserver (parse_known_args) drops that spelling: refused
+    openai = _spec(_prod("p5.48xlarge", runtime={"engine": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                                  "args": ["--disable_custom_all_reduce"]}))
+    assert not openai.eff.custom_all_reduce
+    assert "expected --disable-custom-all-reduce: KServe's huggingfaceserver" in _refused(
+        _prod("p5.48xlarge", runtime={"engine": "vllm", "args": ["--disable_custom_all_reduce"]}))
     assert spec(["--disable-custom-all-reduce", "--no-disable-custom-all-reduce"]).eff.custom_all_reduce
     explicit = spec(["--disable-custom-all-reduce"], engineProfile={"allreduceLatencyS": 3e-5})
     assert per_pass(explicit) == pytest.approx(64 * 3e-5, rel=1e-12)         # a measured latency wins
