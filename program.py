@@ -162,7 +162,11 @@ def deploy(cfg: StackConfig, verdicts: list) -> None:
     node_group = GpuNodeGroup("gpu", GpuNodeGroupArgs.from_config(cfg))
     provider = kubernetes_provider(cfg)
     on_cluster = pulumi.ResourceOptions(provider=provider)
-    ns = kubernetes_object("serving-namespace", namespace(cfg.cluster.namespace), on_cluster)
+    # Retained on delete: deleting a Namespace deletes everything in it (the namespace controller), so a `pulumi
+    # destroy` or a new cluster.namespace (a replacement: metadata.name is immutable) would take the model-cache
+    # claim the ModelCache component retains, and its weights with it. The old namespace stays in the cluster.
+    ns = kubernetes_object("serving-namespace", namespace(cfg.cluster.namespace),
+                           pulumi.ResourceOptions(provider=provider, retain_on_delete=True))
     in_namespace = pulumi.ResourceOptions(provider=provider, depends_on=[ns])
     if cfg.deploys_device_plugin:
         NvidiaDevicePlugin("nvidia", NvidiaDevicePluginArgs.from_config(cfg), on_cluster)

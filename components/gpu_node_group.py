@@ -54,10 +54,13 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 # The pulumi_aws NodeGroup example: without the policies attached, nodes cannot join, and on delete
                 # EKS could not clean up the nodes' ENIs (the attachments would go first).
                 depends_on=attachments,
-                # The cluster autoscaler owns the live node count; Pulumi only sets the bounds. It still sends the
-                # desired size it created the group with, so EKS refuses a minSize raised (maxSize lowered) past
-                # it: `preflight tune` and docs/deploying.md §9 give the manual step (no program-side fix: the
-                # live size is not readable before the update, and managing it would fight the autoscaler).
+                # The cluster autoscaler owns the live node count; Pulumi only sets the bounds. With any change of
+                # minSize or maxSize it still sends a desired size: the one in its state (ignored inputs keep their
+                # old value), which Pulumi.yaml's `options: refresh: always` makes the live one; without a refresh
+                # it is the creation-time size, and EKS would reset the group to it. EKS refuses a minSize raised
+                # (maxSize lowered) past the live size: `preflight tune` and docs/deploying.md §9 give the manual
+                # step (the program cannot read the live size before the update, and managing it would fight the
+                # autoscaler).
                 ignore_changes=["scalingConfig.desiredSize"],
                 # A replacement (instance types, AMI, capacity type, disk, subnets) fails `pulumi preview` while
                 # protected: `pulumi state unprotect` first (docs/deploying.md §9). Not retain_on_delete: the old

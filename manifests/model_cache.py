@@ -10,7 +10,9 @@ which KServe mounts instead of running its storage initializer (kserve `pkg/webh
 storage_initializer_injector.go`: PVC URIs are mounted, not downloaded), so a warm cache skips the download.
 KServe adds that mount in its pod webhook, after Knative validated the service, so no pod-spec PVC feature flag
 is needed. Nothing holds a model pod in an init container (Knative refuses init containers by default): Pulumi
-creates the InferenceServices only after the prefetch DaemonSet is Ready, i.e. after every model is complete.
+creates the InferenceServices only after the prefetch DaemonSet is Ready, i.e. after every model is complete on a
+node (`PREFETCH_WAIT_FOR`: a DaemonSet with no pod scheduled is not Ready, so a cluster where no node can run the
+prefetch fails `pulumi up` at the fill timeout instead of starting services on an empty cache).
 """
 
 from __future__ import annotations
@@ -106,10 +108,10 @@ def _held(svc: ServiceConfig) -> str:
 
 
 def fill_timeout_s(cfg: StackConfig) -> int:
-    """How long Pulumi waits for the prefetch DaemonSet: pulumi-kubernetes waits until the whole rollout is
-    Current (kstatus: every scheduled pod updated and Ready, provider/pkg/await/daemonset.go), 10 minutes by
-    default. Twice the expected pull of the prefetch image and download of every cached model (what each download
-    writes, an hf:// repository whole: `catalog.Model.download_bytes`) at the
+    """How long Pulumi waits for the prefetch DaemonSet: until the whole rollout is done and at least one pod is
+    Ready (`PREFETCH_WAIT_FOR`: kstatus Current, every scheduled pod updated and Ready, plus one pod at least),
+    10 minutes by default. Twice the expected pull of the prefetch image and download of every cached model (what
+    each download writes, an hf:// repository whole: `catalog.Model.download_bytes`) at the
     `coldStart.downloadGBps` prior at its slow end (`stackconfig.platform.slow_rate`; capped by the cache storage's
     per-client throughput and by the file system's write throughput, which the parallel downloads share:
     `stackconfig.platform.cache_write_mib_s`, 100 MiB/s for an EFS file system bursting; one node downloads each
@@ -221,6 +223,25 @@ def readiness_command(models: dict[str, str]) -> list[str]:
     return ["sh", "-c", checks]
 
 
+# When Pulumi counts the prefetch DaemonSet Ready: at least one pod scheduled, and every scheduled pod current
+# and Ready. pulumi-kubernetes' own DaemonSet await is kstatus Current (provider/pkg/await/daemonset.go), which a
+# DaemonSet that schedules no pod at all meets at once (desiredNumberScheduled 0 = every count 0), so on a cluster
+# where no node takes the prefetch (every other node tainted or Fargate, the GPU group at zero) the
+# InferenceServices were created before a byte was cached. `pulumi.com/waitFor` (pulumi-kubernetes >= 4.18)
+# replaces that await with its expressions (metadata/overrides.go ReadyCondition; await.go uses the built-in
+# awaiter only without one): here kstatus's DaemonSet rule (cli-utils kstatus `daemonsetConditions`: each of
+# current, updated, available and ready at least desiredNumberScheduled, the status's observedGeneration current,
+# which the JSONPath condition checks itself, condition/jsonpath.go) plus desiredNumberScheduled > 0. One RFC 9535
+# filter over the object's members (pulumi-kubernetes >= 4.24 parses waitFor JSONPath as RFC 9535,
+# provider/pkg/jsonpath): only `status` has these fields, and a filter that selects nothing is not yet Ready. No
+# `>=`: the provider splits a waitFor expression on a single '=' (jsonpath.Parse keeps only '=='), so "at least"
+# is written `>` or `==`.
+_COUNTS = ("currentNumberScheduled", "updatedNumberScheduled", "numberAvailable", "numberReady")
+PREFETCH_WAIT_FOR = "jsonpath={$[?" + " && ".join(
+    ["@.desiredNumberScheduled > 0"]
+    + [f"(@.{n} > @.desiredNumberScheduled || @.{n} == @.desiredNumberScheduled)" for n in _COUNTS]) + "]}"
+
+
 def model_cache_daemonset(cfg: StackConfig) -> dict:
     mc, ng = cfg.model_cache, cfg.node_group
     models = cached_models(cfg)
@@ -229,8 +250,10 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {"name": NAME, "namespace": mc.namespace, "labels": meta_labels,
-                     # pulumi-kubernetes waits this long for Ready (every model downloaded) before the services
-                     "annotations": {"pulumi.com/timeoutSeconds": str(fill_timeout_s(cfg))}},
+                     # pulumi-kubernetes waits this long for Ready (every model downloaded) before the services,
+                     # and counts it Ready only with at least one pod (PREFETCH_WAIT_FOR)
+                     "annotations": {"pulumi.com/timeoutSeconds": str(fill_timeout_s(cfg)),
+                                     "pulumi.com/waitFor": PREFETCH_WAIT_FOR}},
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": f"{MAX_UNAVAILABLE_PCT}%"}},
@@ -263,6 +286,9 @@ def model_cache_daemonset(cfg: StackConfig) -> dict:
                     # s3:// with IRSA: the pod identity webhook injects AWS_ROLE_ARN and
                     # AWS_WEB_IDENTITY_TOKEN_FILE for this account; boto3 prefers env keys from the Secret
                     **({"serviceAccountName": mc.service_account} if mc.service_account else {}),
+                    # The image is pulled on every Linux node: a registry mirror's (or Docker Hub's) credentials
+                    **({"imagePullSecrets": [{"name": name} for name in mc.image_pull_secrets]}
+                       if mc.image_pull_secrets else {}),
                     "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": mc.pvc_name}}],
                 },
             },

@@ -6,7 +6,8 @@ import re
 
 from catalog import Catalog
 from stackconfig.formats import (DNS_LABEL, EKS_CLUSTER_NAME, LABEL_VALUE, QUALIFIED_NAME, QUANTITY, ROLE_ARN,
-                                 SUBNET_ID, check_eks_key, check_format, check_k8s_name, check_labels)
+                                 SUBNET_ID, check_eks_key, check_eks_label_value, check_format, check_k8s_name,
+                                 check_labels)
 from stackconfig.types import ClusterConfig, NodeGroupConfig, Taint
 from validation.errors import Problem
 from validation.fields import Section
@@ -180,6 +181,7 @@ def parse_node_group(sec: Section, catalog: Catalog) -> NodeGroupConfig:
 def _labels(sec: Section) -> dict[str, str]:
     labels = sec.str_map("labels", {})
     check_labels(sec, "labels", labels)
-    for name in labels:
+    for name, value in labels.items():
         check_eks_key(sec, f"labels.{name}", name, "label")
+        check_eks_label_value(sec, f"labels.{name}", value)
     return labels

@@ -143,13 +143,36 @@ def check_labels(sec: Section, key: str, labels: dict[str, str]) -> None:
 EKS_RESERVED_KEY_PARTS = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
 
 
+# What the EKS API allows in a node group's labels and taints, prefix included: a label key and value 1-63
+# characters (CreateNodegroup `labels`, UpdateLabelsPayload `addOrUpdateLabels`), a taint key 1-63 and a taint
+# value 0-63 (the `Taint` type; pulumi-aws NodeGroupTaint: "Maximum length of 63"). Kubernetes itself allows a
+# 253-character DNS prefix before a 63-character name, and an empty label value: EKS refuses both with
+# `pulumi up` already running (InvalidParameterException), after the gate and the other resources.
+EKS_KEY_MAX = 63
+
+
 def check_eks_key(sec: Section, key: str, name: str | None, what: str) -> None:
-    """A node group label or taint key EKS would refuse when `pulumi up` creates the node group."""
+    """A node group label or taint key EKS would refuse when `pulumi up` creates the node group: a reserved prefix,
+    or more than `EKS_KEY_MAX` characters in all (a key Kubernetes' own format refuses is reported by the format
+    check, not twice)."""
     reserved = [part for part in EKS_RESERVED_KEY_PARTS if isinstance(name, str) and part in name]
     if reserved:
         sec.problem(key, name, f"expected a {what} key without the reserved prefixes "
                     f"{', '.join(EKS_RESERVED_KEY_PARTS)} anywhere in it (EKS refuses the node group: \"{what.capitalize()} "
                     f"cannot contain reserved prefixes\"); use your own prefix such as 'example.com/gpu'")
+    if isinstance(name, str) and QUALIFIED_NAME.match(name) and len(name) > EKS_KEY_MAX:
+        sec.problem(key, name, f"expected a {what} key of at most {EKS_KEY_MAX} characters in all, prefix "
+                    f"included (it has {len(name)}): the EKS API refuses a longer node group {what} key, although "
+                    "Kubernetes allows a 253-character prefix; use a shorter prefix such as 'example.com/'")
+
+
+def check_eks_label_value(sec: Section, key: str, value: str | None) -> None:
+    """A node group label value EKS would refuse: empty (its labels take values of 1-63 characters; the length
+    and characters are the Kubernetes format check's)."""
+    if value == "":
+        sec.problem(key, value, "expected a non-empty label value of at most 63 letters, digits, '-', '_' or '.': "
+                    "the EKS API refuses an empty node group label value (labels: value 1-63 characters), "
+                    "although Kubernetes allows one; use e.g. \"true\"")
 
 
 def check_storage_uri(sec: Section, key: str, uri: str | None) -> None:

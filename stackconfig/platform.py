@@ -41,6 +41,7 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
         size_gib=sec.int("sizeGib", 500, min=1, max=65536),
         access_mode=sec.choice("accessMode", ACCESS_MODES, "ReadWriteMany"),
         prefetch_image=sec.str("prefetchImage", "kserve/storage-initializer:v0.15.2"),
+        image_pull_secrets=tuple(sec.str_list("imagePullSecrets", [])),
         service_account=sec.str("serviceAccountName"),
         credentials_secret=sec.str("credentialsSecret"),
         s3_credentials=sec.choice("s3Credentials", S3_CREDENTIALS, S3_CREDENTIALS[0]),
@@ -49,6 +50,8 @@ def parse_model_cache(sec: Section, namespace: str) -> ModelCacheConfig:
     for key, value in (("serviceAccountName", out.service_account), ("credentialsSecret", out.credentials_secret)):
         check_k8s_name(sec, key, value, DNS_SUBDOMAIN, "object name")
     check_image(sec, "prefetchImage", out.prefetch_image)
+    for i, secret in enumerate(out.image_pull_secrets):  # the prefetch pod's imagePullSecrets: Secret names
+        check_k8s_name(sec, f"imagePullSecrets[{i}]", secret, DNS_SUBDOMAIN, "Secret name")
     check_k8s_name(sec, "storageClass", out.storage_class, DNS_SUBDOMAIN, "StorageClass name")
     if sec.has("namespace"):  # the default is cluster.namespace, checked there
         check_k8s_name(sec, "namespace", out.namespace, DNS_LABEL, "namespace name")

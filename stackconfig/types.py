@@ -98,6 +98,9 @@ class ModelCacheConfig:
     size_gib: int
     access_mode: str
     prefetch_image: str
+    # Secrets (names, in the cache's namespace) the kubelet pulls the prefetch image with: a registry mirror's
+    # credentials, or Docker Hub's to lift its anonymous pull limit (the image is pulled on every Linux node).
+    image_pull_secrets: tuple[str, ...] = ()
     # What the storage initializer downloads with: an IRSA service account for s3:// (AWS_* from the pod
     # identity webhook), a Secret of env vars such as HF_TOKEN for gated hf:// models. None: anonymous. With the
     # cache off, the predictors' account (manifests/model_download.py; stackconfig/model_credentials.py).

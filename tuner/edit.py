@@ -53,8 +53,9 @@ NODE_GROUP_URN = "urn:pulumi:{stack}::{project}::{project}:infra:GpuNodeGroup$aw
 
 
 def deploy_notes(path: Path, project: str, stack: str, settings: dict) -> list[str]:
-    """What `pulumi up` of the edit needs beyond the diff on a live stack: the node group's scaling bounds when they
-    tighten, and the replacement of a protected (prod) node group when its instance type changes."""
+    """What `pulumi up` of the edit needs beyond the diff on a live stack: the node group's scaling bounds whenever
+    they change (tightened: a manual step first; widened: the refresh that keeps the live desired size), and the
+    replacement of a protected (prod) node group when its instance type changes."""
     import yaml
 
     config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
@@ -74,6 +75,14 @@ def deploy_notes(path: Path, project: str, stack: str, settings: dict) -> list[s
             f"\"$(pulumi stack output gpuNodeGroup --stack {stack})\" --scaling-config "
             f"minSize={new_min},maxSize={new_max},desiredSize=<today's desired size clamped to {new_min}..{new_max}>\n"
             f"  pulumi refresh --yes --stack {stack}")
+    elif (new_min, new_max) != (old_min, old_max):
+        notes.append(
+            f"gpuNodeGroup minSize {old_min} → {new_min}, maxSize {old_max} → {new_max} on a live node group: any "
+            "change of the bounds also sends the desired size Pulumi's state holds (it ignores desiredSize after "
+            "creation; the update carries the whole scaling config), and EKS sets the group to it. `pulumi up` "
+            "refreshes the state first (Pulumi.yaml `options: refresh: always`), so that is today's size: run it "
+            "as it is. With `--refresh=false` it would be the size the group was created with, and the nodes the "
+            "cluster-autoscaler added since would be removed (docs/deploying.md §9)")
     new_type = settings.get("instanceType")
     environment = config.get(f"{project}:environment", stack)
     if new_type and list(ng.get("instanceTypes") or ["g6e.xlarge"]) != [new_type] and environment == "prod":

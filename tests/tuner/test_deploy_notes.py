@@ -34,8 +34,17 @@ def test_a_prod_instance_type_change_names_the_unprotect_step():
             "GpuNodeGroup$aws:eks/nodeGroup:NodeGroup::gpu-ng'") in note
 
 
+def test_widening_the_bounds_says_the_refresh_keeps_the_live_desired_size():
+    """A raised maxSize or lowered minSize still sends a desired size (rev-pulumi finding 1): the refresh that
+    Pulumi.yaml turns on makes it the live one; without it the group would be reset to its creation size."""
+    [note] = _notes("prod", {"nodeMin": 3, "nodeMax": 8, "instanceType": "g6e.12xlarge", "minReplicas": 2})
+    assert "minSize 4 → 3, maxSize 7 → 8" in note
+    assert "`options: refresh: always`" in note and "`--refresh=false`" in note
+    assert "aws eks update-nodegroup-config" not in note  # no manual step: EKS accepts the live size
+
+
 def test_no_note_for_edits_a_live_stack_takes_as_they_are():
-    assert _notes("prod", {"nodeMin": 3, "nodeMax": 8, "instanceType": "g6e.12xlarge", "minReplicas": 2}) == []
+    assert _notes("prod", {"nodeMin": 4, "nodeMax": 7, "instanceType": "g6e.12xlarge", "minReplicas": 2}) == []
     assert _notes("dev", {"instanceType": "g6e.2xlarge"}) == []  # replaced, but dev's node group is not protected
 
 
