@@ -12,7 +12,10 @@ Sources:
   NVLink; g5 (A10G), g6 (L4) and g6e (L40S) connect their GPUs over PCIe only. A user entry that leaves them
   out keeps a same-name built-in GPU's link, and is otherwise taken as PCIe Gen4 x16 (`Catalog.extended`).
 - Model shapes (layers, KV heads, head dim): the models' published `config.json`, the same values as
-  microsoft/vidur `vidur/config/model_config.py`; see ../shared/reference/gpu-memory-and-models.md.
+  microsoft/vidur `vidur/config/model_config.py`; see ../shared/reference/gpu-memory-and-models.md. Query heads
+  (`num_heads`) are config.json `num_attention_heads`, stated for every built-in LLM because a tensor-parallel
+  size must divide them (simulation/gpu/tensor_parallel.py); tests/test_catalog_models.py checks that heads,
+  widths and vocabularies add up to each model's published parameter count.
 
 Users add or override entries in the stack config (`catalog:` key) or a scenario; `Catalog.extended()` merges.
 """
@@ -189,50 +192,51 @@ _INSTANCES = [
 # Mistral-7B-v0.1 (pytorch_model-*.bin beside the safetensors), Llama-3-70B, Llama-3.3-70B, OPT, Qwen, Gemma and
 # the vision models. Override with `catalog: models: <name>: repoGib` for the repository a stack names.
 _MISTRAL_V03 = Model("mistral-7b-v0.3", "llm", params_b=7.25, layers=32, kv_heads=8, head_dim=128,
-                     max_context=32768, hidden_size=4096, vocab_size=32768, intermediate_size=14336, repo_gib=27.1)
+                     max_context=32768, hidden_size=4096, vocab_size=32768, intermediate_size=14336, num_heads=32,
+                     repo_gib=27.1)
 
 _MODELS = [
     Model("llama-2-7b", "llm", params_b=6.74, layers=32, kv_heads=32, head_dim=128, max_context=4096,
-          hidden_size=4096, vocab_size=32000, intermediate_size=11008),
+          hidden_size=4096, vocab_size=32000, intermediate_size=11008, num_heads=32),
     Model("llama-2-13b", "llm", params_b=13.02, layers=40, kv_heads=40, head_dim=128, max_context=4096,
-          hidden_size=5120, vocab_size=32000, intermediate_size=13824),
+          hidden_size=5120, vocab_size=32000, intermediate_size=13824, num_heads=40),
     Model("llama-3-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=8192,
-          hidden_size=4096, vocab_size=128256, intermediate_size=14336, repo_gib=30.0),
+          hidden_size=4096, vocab_size=128256, intermediate_size=14336, repo_gib=30.0, num_heads=32),
     # Mistral-7B: v0.1 keeps a 4,096-token sliding window and a 32,000 vocabulary; v0.2 and v0.3 attend to the
     # whole context (config.json "sliding_window": null) and v0.3 has 32,768 tokens (mistralai/
     # Mistral-7B-Instruct-v0.3 config.json). `mistral-7b` is v0.3, the release the shipped stacks deploy.
     _MISTRAL_V03,
     replace(_MISTRAL_V03, name="mistral-7b"),
     Model("mistral-7b-v0.1", "llm", params_b=7.24, layers=32, kv_heads=8, head_dim=128, max_context=32768,
-          sliding_window=4096, hidden_size=4096, vocab_size=32000, intermediate_size=14336),
+          sliding_window=4096, hidden_size=4096, vocab_size=32000, intermediate_size=14336, num_heads=32),
     Model("llama-3-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=8192,
-          hidden_size=8192, vocab_size=128256, intermediate_size=28672),
+          hidden_size=8192, vocab_size=128256, intermediate_size=28672, num_heads=64),
     Model("llama-2-70b", "llm", params_b=68.98, layers=80, kv_heads=8, head_dim=128, max_context=4096,
-          hidden_size=8192, vocab_size=32000, intermediate_size=28672),
+          hidden_size=8192, vocab_size=32000, intermediate_size=28672, num_heads=64),
     # OPT-13B: the vLLM paper's worked example (§3: 800 KB of KV per token). 40 heads × 128 = hidden 5120.
     Model("opt-13b", "llm", params_b=12.85, layers=40, kv_heads=40, head_dim=128, max_context=2048,
-          hidden_size=5120, vocab_size=50272, intermediate_size=20480),
+          hidden_size=5120, vocab_size=50272, intermediate_size=20480, num_heads=40),
     # Current long-context models (config.json of each Hugging Face repository: num_hidden_layers,
     # hidden_size, intermediate_size, num_key_value_heads, head_dim, vocab_size, max_position_embeddings).
     # Llama-3.3-70B shares Llama-3.1-70B's architecture. Gemma-2 alternates sliding-window (4,096) and global
     # layers: counted as global here (every layer keeps the whole context; conservative).
     Model("llama-3.1-8b", "llm", params_b=8.03, layers=32, kv_heads=8, head_dim=128, max_context=131072,
-          hidden_size=4096, vocab_size=128256, intermediate_size=14336, repo_gib=30.0),
+          hidden_size=4096, vocab_size=128256, intermediate_size=14336, repo_gib=30.0, num_heads=32),
     Model("llama-3.1-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=131072,
           hidden_size=8192, vocab_size=128256, intermediate_size=28672,
-          repo_gib=263.0),
+          repo_gib=263.0, num_heads=64),
     Model("llama-3.3-70b", "llm", params_b=70.55, layers=80, kv_heads=8, head_dim=128, max_context=131072,
-          hidden_size=8192, vocab_size=128256, intermediate_size=28672),
+          hidden_size=8192, vocab_size=128256, intermediate_size=28672, num_heads=64),
     Model("qwen2.5-7b", "llm", params_b=7.62, layers=28, kv_heads=4, head_dim=128, max_context=32768,
-          hidden_size=3584, vocab_size=152064, intermediate_size=18944),
+          hidden_size=3584, vocab_size=152064, intermediate_size=18944, num_heads=28),
     Model("qwen2.5-14b", "llm", params_b=14.77, layers=48, kv_heads=8, head_dim=128, max_context=32768,
-          hidden_size=5120, vocab_size=152064, intermediate_size=13824),
+          hidden_size=5120, vocab_size=152064, intermediate_size=13824, num_heads=40),
     Model("qwen2.5-32b", "llm", params_b=32.76, layers=64, kv_heads=8, head_dim=128, max_context=32768,
-          hidden_size=5120, vocab_size=152064, intermediate_size=27648),
+          hidden_size=5120, vocab_size=152064, intermediate_size=27648, num_heads=40),
     Model("qwen2.5-72b", "llm", params_b=72.71, layers=80, kv_heads=8, head_dim=128, max_context=32768,
-          hidden_size=8192, vocab_size=152064, intermediate_size=29568),
+          hidden_size=8192, vocab_size=152064, intermediate_size=29568, num_heads=64),
     Model("qwen3-8b", "llm", params_b=8.19, layers=36, kv_heads=8, head_dim=128, max_context=40960,
-          hidden_size=4096, vocab_size=151936, intermediate_size=12288),
+          hidden_size=4096, vocab_size=151936, intermediate_size=12288, num_heads=32),
     Model("qwen3-32b", "llm", params_b=32.76, layers=64, kv_heads=8, head_dim=128, max_context=40960,
           hidden_size=5120, vocab_size=151936, intermediate_size=25600, num_heads=64),
     Model("gemma-2-9b", "llm", params_b=9.24, layers=42, kv_heads=8, head_dim=256, max_context=8192,

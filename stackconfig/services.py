@@ -27,6 +27,7 @@ from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed
 from simulation.gpu.memory import max_startup_utilization
+from simulation.gpu.tensor_parallel import heads_problem, shard_sizes
 from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
 
@@ -175,6 +176,12 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     if gpus > ng.gpus_per_node:
         sec.problem("resources.gpus", gpus, f"expected at most {ng.gpus_per_node}: a {ng.instance_types[0]} node has "
                     f"{ng.gpus_per_node} GPU(s) and a pod cannot span nodes")
+    if engine in ("vllm", "tgi") and model_name in catalog.models and (bad_tp := heads_problem(model, gpus)):
+        # KServe runs vLLM (huggingfaceserver, or vLLM's own server given --tensor-parallel-size) and TGI (one
+        # shard per visible GPU) with tensor parallelism = the pod's GPUs (simulation/gpu/tensor_parallel.py).
+        sec.problem("resources.gpus", gpus, f"expected a GPU count that divides the attention heads of service "
+                    f"{name or '?'}'s model: {', '.join(map(str, shard_sizes(model, ng.gpus_per_node)))} on a "
+                    f"{ng.instance_types[0]} node. {engine} runs one tensor-parallel shard per GPU and {bad_tp}")
     if max_r * gpus > ng.gpu_capacity:
         sec.problem("maxReplicas", max_r, f"expected at most {ng.gpu_capacity // gpus}: the node group holds "
                     f"maxSize {ng.max_size} × {ng.gpus_per_node} GPU(s) = {ng.gpu_capacity} GPUs and each replica "

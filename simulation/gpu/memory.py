@@ -20,6 +20,9 @@ Two server behaviours (issue 4, item 2):
   `activation_gib` and `overhead_gib` here. If the blocks cannot hold one sequence of `max_model_len`
   tokens, vLLM raises at start-up ("The model's max seq len (…) is larger than the maximum number of
   tokens that can be stored in KV cache (…)") — modelled as a start-up failure, never a runtime OOM.
+  A sliding-window model needs less than max_model_len, but under V1 more than the window (`blocks_to_start`).
+  A tensor-parallel size that does not divide the model's attention heads is refused before any of this
+  (`tensor_parallel.heads_problem`).
 
 * **Naive server** (plain PyTorch / Transformers / TorchServe handler). Nothing is reserved: memory grows
   with what is in flight — the KV cache of every sequence (prompt + tokens generated so far) plus, while a
@@ -43,11 +46,17 @@ import math
 from dataclasses import dataclass
 
 from catalog import GIB, Gpu, Model
+from simulation.gpu.tensor_parallel import heads_problem
 
 MIB = 1024**2
 
 BLOCK_SIZE = 16  # tokens per KV block: vLLM's default `--block-size` (CacheConfig.block_size)
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.90  # vLLM's default `--gpu-memory-utilization`
+# vLLM's default `--gpu-memory-utilization` in the releases this project models: `CacheConfig.gpu_memory_utilization
+# = 0.9` in v0.11.0 (vllm/config/cache.py; the custom image the stacks name, vllm/vllm-openai:v0.11.0). It was 0.9
+# already in 2023 (vllm#2162 documents it), so also in the 0.8.5 that KServe v0.15.2's huggingfaceserver pins
+# (python/huggingfaceserver/pyproject.toml; that release's file not read). Later vLLM raised it: main (read
+# 2026-12) has 0.92. The stacks always render the flag; only a scenario that leaves it out uses this default.
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
 # Former flat priors (a 7–13B model on one GPU); kept for callers that pass them explicitly.
 DEFAULT_ACTIVATION_GIB = 1.0
 DEFAULT_OVERHEAD_GIB = 0.5
@@ -80,6 +89,23 @@ def kv_tokens_held(model: Model, context_tokens: int) -> int:
 def blocks_for(model: Model, context_tokens: int, block_size: int = BLOCK_SIZE) -> int:
     """KV blocks a sequence needs (the last block is partly empty: PagedAttention's only waste)."""
     return math.ceil(kv_tokens_held(model, context_tokens) / block_size)
+
+
+def blocks_to_start(model: Model, max_model_len: int, block_size: int = BLOCK_SIZE, *,
+                    max_num_batched_tokens: int = 0, window_rule: str = "v1") -> int:
+    """KV blocks the engine must have for one `max_model_len` request, or it refuses to start.
+
+    Full attention: every token's KV, cdiv(max_model_len, block_size) (vLLM V1 `FullAttentionSpec.
+    max_memory_usage_bytes`, vllm/v1/kv_cache_interface.py, v0.11.0). A sliding window under V1
+    (`SlidingWindowSpec.max_memory_usage_bytes`, same file): cdiv(min(window − 1 + max_num_batched_tokens,
+    max_model_len), block_size) + 1 — a chunked-prefill step keeps the last window − 1 computed tokens beside the
+    step's new ones, and the window may start inside a block; `check_enough_kv_cache_memory`
+    (vllm/v1/core/kv_cache_utils.py) refuses to start below it. `window_rule="window"`: the window's blocks alone,
+    the rule kept for `scheduler: v0` and TGI (not checked against their sources)."""
+    if model.sliding_window and window_rule == "v1":
+        tokens = min(model.sliding_window - 1 + max_num_batched_tokens, max_model_len)
+        return math.ceil(tokens / block_size) + 1
+    return blocks_for(model, max_model_len, block_size)
 
 
 def profile_activation_bytes(model: Model, tokens: int, max_num_seqs: int = 256, tp: int = 1) -> int:
@@ -143,18 +169,19 @@ def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAU
                 max_model_len: int | None = None, activation_gib: float | None = None,
                 overhead_gib: float | None = None, block_size: int = BLOCK_SIZE, tp: int = 1,
                 max_num_batched_tokens: int | None = None, max_num_seqs: int = 256,
-                cuda_graph_gib: float = 0.0) -> VllmBudget:
+                cuda_graph_gib: float = 0.0, window_rule: str = "v1") -> VllmBudget:
     """The KV-cache budget vLLM computes at start-up, and whether it starts at all (see module docstring).
 
     `activation_gib` / `overhead_gib` (measured, e.g. from a start-up log) replace the shape priors; None
     uses them (the profiling pass over `max_num_batched_tokens`, default max(max_model_len, 2048)).
     `cuda_graph_gib` is subtracted too, for versions that profile CUDA graphs before sizing the KV cache
-    (older ones capture them afterwards, inside the 1 − gpu_memory_utilization headroom)."""
+    (older ones capture them afterwards, inside the 1 − gpu_memory_utilization headroom). `window_rule`: what a
+    sliding-window model needs to start (`blocks_to_start`; the step budget is the same `max_num_batched_tokens`)."""
     max_len = max_model_len or model.max_context
     total = gpu.cuda_total_bytes
     weights = model.weights_bytes // tp  # each tensor-parallel worker holds 1/tp of every weight matrix
+    tokens = max_num_batched_tokens or max(max_len, 2048)
     if activation_gib is None:
-        tokens = max_num_batched_tokens or max(max_len, 2048)
         activation = profile_activation_bytes(model, tokens, max_num_seqs, tp)
     else:
         activation = int(activation_gib * GIB)
@@ -165,16 +192,23 @@ def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAU
     block_bytes = block_size * per_token
     num_blocks = max(0, budget) // block_bytes if block_bytes else 0
     kv_tokens = num_blocks * block_size
-    need_blocks = blocks_for(model, max_len, block_size)
+    need_blocks = blocks_to_start(model, max_len, block_size, max_num_batched_tokens=tokens,
+                                  window_rule=window_rule)
     reason = ""
-    if weights + activation + overhead > total * gpu_memory_utilization:
+    if bad_tp := heads_problem(model, tp):  # vLLM verifies the parallel config before it loads a weight
+        reason = bad_tp
+    elif weights + activation + overhead > total * gpu_memory_utilization:
         reason = (f"weights {weights / GIB:.2f} GiB + activation {activation / GIB:.2f} GiB + overhead "
                   f"{overhead / GIB:.2f} GiB exceed {gpu_memory_utilization:.2f} × {total / GIB:.2f} GiB of {gpu.name}")
     elif num_blocks == 0:
         reason = "no GPU memory left for KV cache blocks"
     elif need_blocks > num_blocks:
-        reason = (f"max_model_len {max_len} needs {need_blocks} KV blocks "
-                  f"({kv_tokens_held(model, max_len)} tokens) but only {num_blocks} "
+        if model.sliding_window and window_rule == "v1":
+            held = (f"min(sliding window {model.sliding_window} − 1 + max_num_batched_tokens {tokens}, {max_len}) "
+                    "tokens, + 1 block")
+        else:
+            held = f"{kv_tokens_held(model, max_len)} tokens"
+        reason = (f"max_model_len {max_len} needs {need_blocks} KV blocks ({held}) but only {num_blocks} "
                   f"({kv_tokens} tokens) fit; lower max_model_len or raise gpu_memory_utilization")
     return VllmBudget(total, gpu_memory_utilization, weights, activation, overhead, budget, per_token,
                       block_size, num_blocks, kv_tokens, max_len, need_blocks, not reason, reason)

@@ -6,7 +6,8 @@ Scenario keys (under `server:`):
       model: llama-2-7b            # a catalog model, or one defined below
       gpu: A10G                    # a catalog GPU ...
       instance_type: g5.xlarge     # ... or the EC2 instance type that carries it (one of the two)
-      tensor_parallel_size: 1      # GPUs one replica spans (<= the instance's GPU count)
+      tensor_parallel_size: 1      # GPUs one replica spans (<= the instance's GPU count; vllm and tgi also
+                                   # need it to divide the model's attention heads: gpu/tensor_parallel.py)
       catalog:                     # optional user entries; a name already in the catalog replaces it
         gpus:
           my-gpu: {memory_gib: 32, bandwidth_gbps: 900, bf16_tflops: 200,

@@ -15,9 +15,20 @@ A forward pass is bounded below by two things: moving the bytes it touches throu
 This is the model of Yuan et al., "LLM Inference Unveiled: Survey and Roofline Model Insights" (2024) and
 of the analytic predictors in microsoft/vidur (which replace it with profiled kernels). Measured systems
 reach only a fraction of the peaks: `Efficiency(memory, compute)` scales bandwidth and FLOP/s, and a fixed
-per-step overhead covers scheduling, sampling and kernel launches. Defaults are set so a 7–8B bf16 model
-lands in the batch-1 priors of ../shared/reference/gpu-memory-and-models.md (ITL H100 10–15 ms,
-A100 15–25 ms, L40S 25–35 ms); calibrate with `calibrate_memory_efficiency` from one measured ITL.
+per-step overhead covers scheduling, sampling and kernel launches. The defaults put a 7–8B bf16 model's
+batch-1 ITL in the priors of ../shared/reference/gpu-memory-and-models.md (ITL H100 10–15 ms, A100 15–25 ms,
+L40S 25–35 ms; the roofline gives 11, 16 and 34 ms); calibrate with `calibrate_memory_efficiency` from one
+measured ITL. Its TTFT is not in them: a 256-token prompt's prefill pass takes 18, 36 and 41 ms here against the
+table's 60–120, 100–180 and 180–280 ms (about 3–7× below). Those are client-side figures from benchmarks
+(llm-d-inference-sim's latency profiles, secondary, load and settings not stated), so they hold more than a
+prefill pass: the HTTP round trip and the OpenAI server's handling of the request before the engine sees it and
+of the first token after it (not simulated anywhere), and, under a benchmark's load, the wait behind other
+requests' steps (the simulation has it, but not a batch-1 figure). The engine's own TTFT (`ttfb_s`) runs from
+hand-over to the end of the prefill pass; the gate's TTFT adds the simulated queueing in front of it (queue-proxy,
+activator, the engine's queue). The defaults were not moved to the TTFT priors:
+fit the prefill to your own TTFTs (`calibrate_compute_efficiency`, or `preflight calibrate bench`, which fits
+compute efficiency and prefill overhead to `vllm bench serve` results); until then p99 TTFT terms at low load,
+and prefill-bound queues, come out optimistic.
 
 **Tensor parallelism** (KServe runs vLLM with `--tensor-parallel-size` = the pod's GPUs) splits every weight
 matrix over tp GPUs, so bandwidth and FLOP/s add up, but each layer then all-reduces its activations twice,

@@ -6,10 +6,13 @@ TGI (v2/v3) batches continuously with chunked prefill and a pre-sized KV pool, s
 * **Admission limit.** At most `--max-concurrent-requests` (default 128) requests are inside; one more is
   answered 429 "Model is overloaded" (`InferError::Overloaded` → `StatusCode::TOO_MANY_REQUESTS`).
 * **Token caps** (`validation.rs`): a prompt above `--max-input-tokens` (default max_total_tokens − 1), or
-  prompt + max_new_tokens above `--max-total-tokens` (default the model's context), is a validation error,
-  answered 422 (`InferError::ValidationError` → `UNPROCESSABLE_ENTITY`) — where vLLM answers 400.
-* **Batch sizes** (launcher `main.rs`): `--max-batch-prefill-tokens` (default max_input_tokens + 50) is the
-  step's token budget, `--max-batch-size` the running requests (unset: only the admission limit bounds it).
+  prompt + max_new_tokens above `--max-total-tokens` (v3.3.4's default: the model's context, or the KV pool's
+  tokens where fewer: `tgi_launcher.py`), is a validation error, answered 422 (`InferError::ValidationError` →
+  `UNPROCESSABLE_ENTITY`) — where vLLM answers 400.
+* **Batch sizes**: `--max-batch-prefill-tokens` is the step's token budget (v3.3.4's launcher default: what the
+  cards' FLOP/s suit, at most the context and what memory allows, `tgi_launcher.default_prefill_tokens`; the flag's
+  own help text, "max_input_tokens + 50", is stale), `--max-batch-size` the running requests (unset: only the
+  admission limit bounds it). The router refuses to start on the checks in `tgi_launcher.router_problem`.
 
 * **Tensor parallelism**: every all-reduce is NCCL's (`server/text_generation_server/utils/dist.py` initialises
   a `ProcessGroupNCCL`; TGI has no custom all-reduce kernel), so NVLink pays NCCL's latency prior
@@ -22,7 +25,8 @@ TGI (v2/v3) batches continuously with chunked prefill and a pre-sized KV pool, s
   is total − weights − the warm-up's activation peak − non-torch memory, so the pool is vLLM's budget
   (`memory.vllm_budget`) with utilization = fraction × wiggle room: `gpu_memory_utilization` is the
   fraction here, `wiggle_room` the environment variable, and the warm-up pass is the profiling pass over
-  the step budget and batch TGI runs with.
+  the router's warm-up batch (`tgi_launcher.warmup_batch`: the step budget in requests of at most
+  `--max-input-tokens`, at most `--max-batch-size` of them).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 from validation.defaults import TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
 from validation.fields import Section
 from simulation.gpu.memory import vllm_budget
+from simulation.gpu.tgi_launcher import default_prefill_tokens, router_problem, warmup_batch
 from simulation.gpu.vllm import VllmServer
 from simulation.gpu.vllm_spec import VllmSpec
 from simulation.gpu.vllm_v1 import VllmV1Engine
@@ -92,17 +97,31 @@ class TgiServer(ModelServer):
         spec = VllmServer.parse_spec(section, model)
         if spec is None:
             return None
-        max_input = spec.max_input_tokens or spec.max_model_len - 1
-        batched = spec.max_num_batched_tokens if "max_num_batched_tokens" in given else max_input + 50
+        prof = spec.profile
+        batched = spec.max_num_batched_tokens if "max_num_batched_tokens" in given else default_prefill_tokens(
+            prof.model, prof.gpu, prof.tp, fraction, wiggle if "wiggle_room" in given else None)
         seqs = spec.max_num_seqs if "max_num_seqs" in given else conc
         batched = max(batched, seqs)
-        prof = spec.profile
-        budget = vllm_budget(prof.gpu, prof.model, gpu_memory_utilization=fraction * wiggle,
-                             max_model_len=spec.max_model_len, activation_gib=spec.activation_gib,
-                             overhead_gib=spec.overhead_gib, block_size=spec.block_size, tp=prof.tp,
-                             max_num_batched_tokens=batched, max_num_seqs=seqs, cuda_graph_gib=spec.cuda_graph_gib)
+        warm_tokens, warm_requests = warmup_batch(batched, spec.max_input_tokens,
+                                                  seqs if "max_num_seqs" in given else None)
+
+        def pool(max_total: int):
+            return vllm_budget(prof.gpu, prof.model, gpu_memory_utilization=fraction * wiggle,
+                               max_model_len=max_total, activation_gib=spec.activation_gib,
+                               overhead_gib=spec.overhead_gib, block_size=spec.block_size, tp=prof.tp,
+                               max_num_batched_tokens=warm_tokens, max_num_seqs=warm_requests,
+                               cuda_graph_gib=spec.cuda_graph_gib, window_rule="window")
+
+        max_total, budget = spec.max_model_len, pool(spec.max_model_len)
+        if "max_model_len" not in given and 0 < budget.kv_tokens < max_total:
+            max_total = budget.kv_tokens   # the server sizes --max-total-tokens from the pool (tgi_launcher.py)
+            budget = pool(max_total)
+        max_input = spec.max_input_tokens or max_total - 1
+        if budget.can_start and (refused := router_problem(max_input, max_total, batched, budget.kv_tokens)):
+            budget = replace(budget, can_start=False, reason=refused)
         values = {f.name: getattr(spec, f.name) for f in fields(spec)}
-        values.update(max_input_tokens=max_input, max_num_batched_tokens=batched, max_num_seqs=seqs,
+        values.update(max_input_tokens=max_input, max_model_len=max_total, max_num_batched_tokens=batched,
+                      max_num_seqs=seqs,
                       gpu_memory_utilization=fraction, budget=budget,
                       eff=replace(spec.eff, custom_all_reduce=False))   # NCCL all-reduces (`utils/dist.py`)
         return TgiSpec(**values, max_concurrent_requests=conc, wiggle_room=wiggle)

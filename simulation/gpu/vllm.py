@@ -8,6 +8,7 @@ the V0 scheduler without chunked prefill, for users still on an older vLLM or `V
 Defaults by GPU class and the OpenAI server's 400s: `vllm_spec.py`. `disable_custom_all_reduce: true` is vLLM's
 `--disable-custom-all-reduce` (read from the manifest's args, `simulation/isvc.py`): every tensor-parallel
 all-reduce runs on NCCL, whose latency prior on NVLink is higher (`roofline.uses_custom_all_reduce`).
+A `tensor_parallel_size` that does not divide the model's attention heads is refused (`tensor_parallel.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from validation.fields import Section
 from simulation.gpu.llm_engine import llm_common
 from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, vllm_budget
 from simulation.gpu.server_common import model_name
+from simulation.gpu.tensor_parallel import heads_problem, shard_sizes
 from simulation.gpu.vllm_spec import SCHEDULERS, VllmSpec, resolve_batch
 from simulation.gpu.vllm_v0 import VllmV0Engine
 from simulation.gpu.vllm_v1 import VllmV1Engine
@@ -57,6 +59,10 @@ class VllmServer(ModelServer):
         if max_len and max_len > prof.model.max_context:
             section.problem("max_model_len", max_len, f"expected at most {prof.model.max_context} "
                             f"({prof.model.name}'s context length)")
+        if bad_tp := heads_problem(prof.model, prof.tp):  # vLLM and TGI alike (TgiServer reads through here)
+            sizes = shard_sizes(prof.model, prof.instance_type.gpus if prof.instance_type else 16)
+            section.problem("tensor_parallel_size", prof.tp, "expected a size that divides the model's attention "
+                            f"heads ({', '.join(map(str, sizes))}): {bad_tp}")
         max_len = max_len or prof.model.max_context
         batched, seqs = resolve_batch(prof.gpu, scheduler, max_len, batched, seqs)
         if scheduler == "v1" and batched < seqs:
@@ -64,7 +70,8 @@ class VllmServer(ModelServer):
                             "vLLM refuses a smaller step budget")
         budget = vllm_budget(prof.gpu, prof.model, gpu_memory_utilization=util, max_model_len=max_len,
                              activation_gib=act, overhead_gib=over, block_size=block, tp=prof.tp,
-                             max_num_batched_tokens=batched, max_num_seqs=seqs, cuda_graph_gib=graphs)
+                             max_num_batched_tokens=batched, max_num_seqs=seqs, cuda_graph_gib=graphs,
+                             window_rule="v1" if scheduler == "v1" else "window")
         return VllmSpec(**common, gpu_memory_utilization=util, max_model_len=max_len, max_num_seqs=seqs,
                         max_num_batched_tokens=batched, block_size=block, activation_gib=act, overhead_gib=over,
                         cuda_graph_gib=graphs, scheduler=scheduler, prefix_cache_hit_ratio=hit, budget=budget)

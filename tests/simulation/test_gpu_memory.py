@@ -75,7 +75,9 @@ def test_sliding_window_caps_per_sequence_kv():
     m = MODELS["mistral-7b-v0.1"]
     assert kv_tokens_held(m, 32768) == 4096 and kv_tokens_held(m, 100) == 100
     assert blocks_for(m, 32768) == 256
-    assert vllm_budget(GPUS["A10G"], m).blocks_per_max_request == 256
+    assert vllm_budget(GPUS["A10G"], m, window_rule="window").blocks_per_max_request == 256
+    # V1 (the default) also keeps the step's new tokens: cdiv(4095 + 2048, 16) + 1 (test_gpu_sliding_window_start.py)
+    assert vllm_budget(GPUS["A10G"], m, max_num_batched_tokens=2048).blocks_per_max_request == 385
 
 
 def test_blocks_round_up_to_16_tokens():

@@ -103,7 +103,7 @@ def test_prefill_activation_of_no_tokens_or_a_negative_count_is_zero():
 
 
 def test_eager_attention_heads_are_whole_heads():
-    odd = replace(LLAMA, hidden_size=1000)                  # 1000 // 128 = 7 heads, not 7.8125
+    odd = replace(LLAMA, hidden_size=1000, num_heads=0)     # 1000 // 128 = 7 heads, not 7.8125
     one_row = 4 * 128_256  # generate()'s logits_to_keep=1: the last position's fp32 logits
     assert prefill_activation_bytes(odd, 10, eager_attention=True) == 10 * 24 * 1000 + one_row + 7 * 10 * 10 * 6
     assert prefill_activation_bytes(replace(odd, num_heads=64), 10, eager_attention=True) == (
