@@ -154,7 +154,8 @@ def _example(engine: str) -> str:
 def check_context(sec: Section, engine: str, caps: InputCaps, model: Model) -> None:
     """The context the runtime is started with fits the model: vLLM refuses to start when `--max-model-len`
     exceeds the model's `max_position_embeddings` (vllm `config.py: _get_and_verify_max_len`), and TGI's launcher
-    when `--max-input-tokens` is not below `--max-total-tokens` (default: the model's context). A `--max-model-len`
+    when `--max-input-tokens` is not below `--max-total-tokens` (v3.3.4 default: min(KV pool, the model's context),
+    so below the context is necessary here; the pool's part is the simulation's, `gpu/tgi_launcher.py`). A `--max-model-len`
     in `runtime.args` is read as vLLM reads it (`engine_flags`: '16k' is 16,000), the value the gate simulates."""
     _, image, args, _ = _runtime(sec)
     reading = read_args(server_of(engine, image), args) if engine == "vllm" else Reading()
@@ -172,8 +173,8 @@ def check_context(sec: Section, engine: str, caps: InputCaps, model: Model) -> N
                         f"({given} + {caps.max_new_tokens}) <= {ctx_len}, the context length of {model.name}")
     elif engine == "tgi" and given >= ctx_len:
         sec.problem("limits.maxInputTokens", given, f"expected at most {ctx_len - 1}: TGI's --max-total-tokens "
-                    f"defaults to the context length of {model.name} ({ctx_len}) and --max-input-tokens must "
-                    "stay below it")
+                    f"defaults to at most the context length of {model.name} ({ctx_len}; less when the KV pool "
+                    "is shorter) and --max-input-tokens must stay below it")
     elif given > ctx_len:
         sec.problem("limits.maxInputTokens", given, f"expected at most {ctx_len}, the context length of "
                     f"{model.name}: without maxNewTokens it is the server's whole context "
