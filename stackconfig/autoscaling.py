@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
@@ -10,6 +9,7 @@ from simulation.autoscaler.config import (CLUSTER_ONLY, PREFIX, PROGRESS_DEADLIN
                                           progress_deadline_s)
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from simulation.autoscaler.keda import DEFAULT_SCRAPE_INTERVAL_S, scrape_interval
+from stackconfig.formats import go_pattern, matches
 from validation.errors import Problem
 from validation.fields import Section
 from validation.kubernetes import validation_errors
@@ -38,7 +38,7 @@ SCALERS = ("keda", "hpa")
 KEDA_ENGINES = ("vllm", "tgi", "triton")  # the runtimes that export an in-flight metric (manifests/keda.py)
 # prometheus-operator's governing Service for a Prometheus in namespace `monitoring` (kube-prometheus-stack).
 DEFAULT_PROMETHEUS_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
-_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[^\s]*)?$")
+_URL = go_pattern(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/(?u:\S)*)?$")
 
 
 def parse_annotations(sec: Section, container_concurrency: int | None,
@@ -181,7 +181,7 @@ def check_keda(hpa: Section, mode: str, metric: str, engine: str) -> tuple[str, 
     for key in ("prometheusAddress", "scrapeInterval"):
         if scaler == "hpa" and hpa.has(key):
             hpa.problem(key, hpa.data[key], "expected none with hpa.scaler hpa: only KEDA queries Prometheus")
-    if scaler == "keda" and not _URL.match(address):
+    if scaler == "keda" and not matches(_URL, address):
         hpa.problem("prometheusAddress", address, "expected an http(s) URL of the Prometheus server such as "
                     f"{DEFAULT_PROMETHEUS_ADDRESS!r}")
     return scaler, address, interval

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from catalog import DEFAULT as DEFAULT_CATALOG
 from catalog import NVLINK, PCIE, Catalog, Gpu, InstanceType, Model
+from stackconfig.formats import EC2_INSTANCE_TYPE, check_format
 from validation.fields import Section
 
 MAX_GPU_GIB = 4096           # one GPU's memory
@@ -42,6 +43,9 @@ def parse_catalog(sec: Section) -> Catalog:
     sec.done()
     catalog = DEFAULT_CATALOG.extended(gpus, instances, models)
     for inst in instances:
+        check_format(sec, f"instanceTypes.{inst.name}", inst.name, EC2_INSTANCE_TYPE, "expected an EC2 instance "
+                     "type name such as 'g6e.xlarge' or 'p4d.24xlarge' (lowercase family, '.', size): EKS refuses "
+                     "a node group of an instance type that does not exist")
         if inst.gpu not in catalog.gpus:
             sec.problem(f"instanceTypes.{inst.name}.gpu", inst.gpu,
                         "expected a GPU from the catalog: " + ", ".join(sorted(catalog.gpus)))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 from catalog import Catalog
-from stackconfig.formats import (DNS_LABEL, EKS_CLUSTER_NAME, LABEL_VALUE, QUALIFIED_NAME, QUANTITY, ROLE_ARN,
-                                 SUBNET_ID, check_eks_key, check_eks_label_value, check_format, check_k8s_name,
-                                 check_labels)
+from stackconfig.formats import (DNS_LABEL, EKS_CLUSTER_NAME, EKS_NODE_GROUP_NAME, LABEL_VALUE, QUALIFIED_NAME,
+                                 QUANTITY, ROLE_ARN, SUBNET_ID, check_eks_key, check_eks_label_value, check_format,
+                                 check_k8s_name, check_labels, matches)
+from stackconfig.resource_floors import check_daemonsets_memory
 from stackconfig.types import ClusterConfig, NodeGroupConfig, Taint
 from validation.errors import Problem
 from validation.fields import Section
@@ -27,10 +28,10 @@ def node_group_name_prefix(cluster: str, node_group: str) -> str:
 
 
 def check_node_group_name(cluster: ClusterConfig, node_group: NodeGroupConfig, problems: list[Problem]) -> None:
-    if not EKS_CLUSTER_NAME.match(cluster.name):
+    if not matches(EKS_CLUSTER_NAME, cluster.name):
         return  # cluster.name is reported on its own; blaming gpuNodeGroup.name for it would mislead
     prefix = node_group_name_prefix(cluster.name, node_group.name)
-    if len(prefix) > 63 - 26 or not re.match(r"^[0-9A-Za-z][A-Za-z0-9_-]*$", prefix):
+    if len(prefix) > 63 - 26 or not matches(EKS_NODE_GROUP_NAME, prefix):
         problems.append(Problem("gpuNodeGroup.name", node_group.name, f"expected letters, digits, '-' and '_', "
                                 f"with '<cluster.name>-<name>-' ({prefix!r}) at most 37 characters: EKS node group "
                                 "names are at most 63 and the provider appends a 26-character unique suffix"))
@@ -84,7 +85,7 @@ def _kubernetes_version(sec: Section) -> str:
         sec.problem("kubernetesVersion", raw, f"expected a quoted version string, one of {allowed} (quote it: "
                     "YAML reads 1.30 as 1.3)")
         return DEFAULT_KUBERNETES_VERSION
-    if isinstance(raw, str) and re.fullmatch(r"1\.(\d+)", raw) and int(raw[2:]) < KNATIVE_FLOOR_MINOR:
+    if isinstance(raw, str) and re.fullmatch(r"1\.([0-9]+)", raw) and int(raw[2:]) < KNATIVE_FLOOR_MINOR:
         sec.problem("kubernetesVersion", raw, f"expected one of {allowed}: Knative's controllers refuse to start "
                     f"on Kubernetes {raw} (knative/pkg version/version.go, minimum Kubernetes version "
                     f"{KNATIVE_MINIMUM}), and EKS no longer runs it (1.31's extended support ended 26 November "
@@ -117,8 +118,9 @@ def _other_daemonsets(sec: Section) -> dict[str, str]:
     """What the cluster's own DaemonSets request per node, for the fits-the-node check (manifests/node_fit.py)."""
     out = {"other_daemonsets_cpu": sec.str("cpu", "200m"), "other_daemonsets_memory": sec.str("memory", "512Mi")}
     for key, value in zip(("cpu", "memory"), out.values()):
-        if not QUANTITY.match(value):
+        if not matches(QUANTITY, value):
             sec.problem(key, value, "expected a Kubernetes quantity such as \"200m\" or \"512Mi\"")
+    check_daemonsets_memory(sec, "memory", out["other_daemonsets_memory"])
     sec.done()
     return out
 

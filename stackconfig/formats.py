@@ -1,6 +1,12 @@
 """Format checks for what the Kubernetes API server would reject only after `pulumi up` had created the node group.
 
 Patterns follow `k8s.io/apimachinery/pkg/util/validation/validation.go` (DNS-1123 label/subdomain, DNS-1035).
+
+Every pattern is read as Go's regexp reads it (apimachinery, the AWS APIs): made with `go_pattern` (re.ASCII:
+`\w` and `\s` mean ASCII letters, digits, '_' and spaces only; digits are spelled `[0-9]`, never `\d`) and tested
+with `matches` (the whole string: Python's `$` also matches before a final "\n", Go's `$` only at the end).
+Otherwise "chat\n", "٣" or "２４Gi" passed here and the API server, EKS or IAM refused them during `pulumi up`,
+after resources existed.
 """
 
 from __future__ import annotations
@@ -10,16 +16,27 @@ import re
 from validation.fields import Section
 from validation.kubernetes import image_pinned
 
+
+def go_pattern(pattern: str) -> re.Pattern:
+    """A format pattern with Go's character classes: ASCII letters, digits and spaces only."""
+    return re.compile(pattern, re.ASCII)
+
+
+def matches(pattern: re.Pattern, value: object) -> bool:
+    """Whether the whole of `value` is in the format (`fullmatch`: no "\n" slips past a final `$`)."""
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
 # A service name: DNS-1035 label short enough for KServe's '-predictor-…' suffix.
-SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # namespaces (DNS-1123 label)
-DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
+SERVICE_NAME = go_pattern(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
+DNS_LABEL = go_pattern(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # namespaces (DNS-1123 label)
+DNS_SUBDOMAIN = go_pattern(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+QUANTITY = go_pattern(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 
 
 def check_k8s_name(sec: Section, key: str, value: str | None, pattern: re.Pattern, what: str) -> None:
     """The API server would reject the name only after `pulumi up` had created the node group."""
-    if value is not None and not pattern.match(value):
+    if value is not None and not matches(pattern, value):
         sec.problem(key, value, f"expected a Kubernetes {what}: lowercase letters, digits and '-'"
                     + (" ('.' between parts)" if pattern is DNS_SUBDOMAIN else ", at most 63 characters")
                     + ", starting and ending with a letter or digit")
@@ -31,7 +48,7 @@ def check_k8s_name(sec: Section, key: str, value: str | None, pattern: re.Patter
 # ingress/domain.go GenerateDomainName), which fails the reconcile unless IsFullyQualifiedDomainName accepts it.
 DEFAULT_DOMAIN_TEMPLATE = "{{ .Name }}-{{ .Namespace }}.{{ .IngressDomain }}"
 DEFAULT_INGRESS_DOMAIN = "example.com"
-_TEMPLATE_FIELD = re.compile(r"\{\{-?\s*\.(Name|Namespace|IngressDomain)\s*-?\}\}")
+_TEMPLATE_FIELD = go_pattern(r"\{\{-?\s*\.(Name|Namespace|IngressDomain)\s*-?\}\}")
 
 
 def render_domain(template: str, name: str, namespace: str, domain: str) -> str | None:
@@ -50,7 +67,7 @@ def fqdn_problem(host: str) -> str | None:
     too_long = [label for label in labels if len(label) > 63]
     if too_long:
         return f"its DNS label {too_long[0]!r} has {len(too_long[0])} characters (DNS allows 63)"
-    if len(host) > 253 or not DNS_SUBDOMAIN.match(host):
+    if len(host) > 253 or not matches(DNS_SUBDOMAIN, host):
         return "it is not a DNS name of at most 253 lowercase letters, digits, '-' and '.'"
     if len(labels) < 2:
         return "it has fewer than two dot-separated labels"
@@ -81,36 +98,42 @@ def check_pinned(sec: Section, key: str, image: str | None) -> None:
 # Label keys, taint keys and toleration keys: a qualified name, `[DNS-subdomain prefix/]name`
 # (apimachinery validation.IsQualifiedName); label and taint values: at most 63 characters (IsValidLabelValue).
 _QUALIFIED_PART = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-QUALIFIED_NAME = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_QUALIFIED_PART}$")
-LABEL_VALUE = re.compile(rf"^({_QUALIFIED_PART})?$")
-ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")  # validation.IsEnvVarName
+QUALIFIED_NAME = go_pattern(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_QUALIFIED_PART}$")
+LABEL_VALUE = go_pattern(rf"^({_QUALIFIED_PART})?$")
+ENV_NAME = go_pattern(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")  # validation.IsEnvVarName
 # EC2 resource IDs are 8 (legacy) or 17 hex digits; IAM role ARNs per partition (IAM User Guide, "IAM identifiers").
-SUBNET_ID = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
-ROLE_ARN = re.compile(r"^arn:aws(-cn|-us-gov|-iso|-iso-b)?:iam::\d{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
-EKS_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")  # EKS CreateCluster `name`
+SUBNET_ID = go_pattern(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
+ROLE_ARN = go_pattern(r"^arn:aws(-cn|-us-gov|-iso|-iso-b)?:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
+EKS_CLUSTER_NAME = go_pattern(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")  # EKS CreateCluster `name`
+EKS_NODE_GROUP_NAME = go_pattern(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")  # EKS CreateNodegroup `nodegroupName`
+# An EC2 instance type: family (with generation and attributes), ".", size ("g6e.xlarge", "p4d.24xlarge",
+# "u-6tb1.metal"); EKS CreateNodegroup refuses a type that does not exist (InvalidParameterException).
+EC2_INSTANCE_TYPE = go_pattern(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 # An image reference (distribution/reference's grammar): [registry[:port]/]path[:tag][@digest].
 _DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*" \
           r"(?::[0-9]+)?"
 _PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH}(?:/{_PATH})*(?::[\w][\w.-]{{0,127}})?"
+IMAGE_REFERENCE = go_pattern(rf"^(?:{_DOMAIN}/)?{_PATH}(?:/{_PATH})*(?::[\w][\w.-]{{0,127}})?"
                              r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$")
 # What KServe's storage initializer accepts after each scheme (kserve python/kserve/kserve/storage/storage.py).
 _BUCKET = r"[a-z0-9][a-z0-9.\-_]{0,222}"  # S3 and GCS need 3-63; loose so placeholders pass
+# An object path: no whitespace of any kind, Unicode included (an S3 or GCS object key may hold any UTF-8).
+_OBJECT_PATH = r"(?u:\S)*"
 STORAGE_URI = {
-    "s3": re.compile(rf"^s3://{_BUCKET}(/\S*)?$"),
-    "gs": re.compile(rf"^gs://{_BUCKET}(/\S*)?$"),
+    "s3": go_pattern(rf"^s3://{_BUCKET}(/{_OBJECT_PATH})?$"),
+    "gs": go_pattern(rf"^gs://{_BUCKET}(/{_OBJECT_PATH})?$"),
     # hf://<org>/<model>[:<revision>], nothing after: kserve_storage `_download_hf` splits on "/" and refuses
     # anything but exactly two parts (so a trailing "/" fails the download on the cluster)
-    "hf": re.compile(r"^hf://[\w.-]+/[\w.-]+(:[\w.-]+)?$"),
-    "https": re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/\S*)?$"),
-    "http": re.compile(r"^http://[A-Za-z0-9.-]+(:\d+)?(/\S*)?$"),
-    "pvc": re.compile(r"^pvc://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/\S*)?$"),
-    "oci": re.compile(rf"^oci://{IMAGE_REFERENCE.pattern[1:-1]}$"),
+    "hf": go_pattern(r"^hf://[\w.-]+/[\w.-]+(:[\w.-]+)?$"),
+    "https": go_pattern(rf"^https://[A-Za-z0-9.-]+(:[0-9]+)?(/{_OBJECT_PATH})?$"),
+    "http": go_pattern(rf"^http://[A-Za-z0-9.-]+(:[0-9]+)?(/{_OBJECT_PATH})?$"),
+    "pvc": go_pattern(rf"^pvc://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/{_OBJECT_PATH})?$"),
+    "oci": go_pattern(rf"^oci://{IMAGE_REFERENCE.pattern[1:-1]}$"),
 }
 
 
 def check_format(sec: Section, key: str, value: str | None, pattern: re.Pattern, allowed: str) -> None:
-    if isinstance(value, str) and not pattern.match(value):
+    if isinstance(value, str) and not matches(pattern, value):
         sec.problem(key, value, allowed)
 
 
@@ -119,7 +142,7 @@ def check_image(sec: Section, key: str, image: str | None) -> None:
     `pulumi up` had created the node group."""
     if image is None:
         return
-    if not IMAGE_REFERENCE.match(image):
+    if not matches(IMAGE_REFERENCE, image):
         sec.problem(key, image, "expected an image reference such as \"registry.example.com/team/image:v1.2\" "
                     "(lowercase path, optional :tag, optional @sha256:digest)")
     else:
@@ -182,7 +205,7 @@ def check_storage_uri(sec: Section, key: str, uri: str | None) -> None:
     pattern = STORAGE_URI.get(scheme)
     if pattern is None:
         sec.problem(key, uri, "expected an s3://, gs://, hf://, https://, pvc:// or oci:// URI")
-    elif not pattern.match(uri):
+    elif not matches(pattern, uri):
         shape = {"s3": "s3://<bucket>/<prefix>", "gs": "gs://<bucket>/<prefix>",
                  "hf": "hf://<org>/<model>[:<revision>] (no trailing /)", "https": "https://<host>/<path>", "http": "http://<host>/<path>", "pvc": "pvc://<claim>/<path>",
                  "oci": "oci://<registry>/<image>:<tag>"}[scheme]

@@ -16,16 +16,15 @@ deployment-mode names, validation/admission.py `mode_name`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from stackconfig.formats import (DEFAULT_DOMAIN_TEMPLATE, DEFAULT_INGRESS_DOMAIN, DNS_LABEL, DNS_SUBDOMAIN,
-                                 QUALIFIED_NAME, check_format, check_k8s_name)
+                                 QUALIFIED_NAME, check_format, check_k8s_name, go_pattern)
 from validation.fields import Section
 
 
 MIN_KSERVE_VERSION = (0, 15)
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(\.\d+)?$")
+_VERSION = go_pattern(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?$")
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ def _version(sec: Section) -> tuple[int, int]:
     raw = sec.raw("version")
     if raw is None:
         return MIN_KSERVE_VERSION
-    match = _VERSION.match(raw) if isinstance(raw, str) else None
+    match = _VERSION.fullmatch(raw) if isinstance(raw, str) else None
     if match and (int(match[1]), int(match[2])) >= MIN_KSERVE_VERSION:
         return int(match[1]), int(match[2])
     sec.problem("version", raw, "expected the cluster's KServe release as a quoted string such as \"0.15\" or "

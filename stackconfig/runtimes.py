@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from catalog import Model
-from stackconfig.formats import IMAGE_REFERENCE
+from stackconfig.formats import IMAGE_REFERENCE, matches
 from stackconfig.types import InputCaps
 from validation.admission import KNATIVE_RESERVED_ENV, KSERVE_BLOCKED_ENV, kserve_blocked_env, release
 from validation.fields import Section
@@ -106,7 +106,7 @@ def gpu_image_rewrite(image: str, kserve_version: tuple[int, int]) -> str | None
 
 
 def _check_gpu_tag(sec: Section, image: str, kserve_version: tuple[int, int]) -> None:
-    if not (IMAGE_REFERENCE.match(image) and image_pinned(image)):
+    if not (matches(IMAGE_REFERENCE, image) and image_pinned(image)):
         return  # check_image reports it
     runs = gpu_image_rewrite(image, kserve_version)
     if runs is None:

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from stackconfig.autoscaling import initial_scale_problems, traffic_shape
 from stackconfig.catalog_overrides import parse_catalog
 from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
-from stackconfig.formats import SERVICE_NAME, check_raw_host
+from stackconfig.formats import SERVICE_NAME, check_raw_host, matches
 from stackconfig.knative import max_scale_problems, parse_knative
 from stackconfig.kserve import parse_kserve
 from stackconfig.model_credentials import check_one_secret_kind
@@ -52,7 +52,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     services = [parse_service(s, ctx) for s in top.sections("services", required=True)]
     gate = parse_gate(top.section("gate"))
     for i, svc in enumerate(services):  # the predictor host KServe builds in Standard mode (needs both sections)
-        if svc.deployment_mode == "Standard" and SERVICE_NAME.match(svc.name):
+        if svc.deployment_mode == "Standard" and matches(SERVICE_NAME, svc.name):
             check_raw_host(lambda *p: problems.append(Problem(*p)), f"services[{i}].name", svc.name,
                            cluster.namespace, kserve.domain_template, kserve.ingress_domain)
     max_scale_problems(knative, services, problems)

@@ -16,9 +16,10 @@ from stackconfig.autoscaling import check_hpa_behavior, check_keda, parse_annota
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
 from stackconfig.engine_profile import parse_engine_profile
 from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAME, check_format, check_image,
-                                 check_storage_uri)
+                                 check_storage_uri, matches)
 from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import cache_read_mib_s, expected_load_s, first_pods, load_gbps
+from stackconfig.resource_floors import check_serving_resources
 from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_runtime,
                                   default_alloc_conf, health_paths)
 from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
@@ -85,7 +86,7 @@ def _slo(sec: Section) -> Slo | None:
 def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     ng, catalog, cold = ctx.node_group, ctx.catalog, ctx.cold_start
     name = sec.str("name", "", required=True)
-    if name and not SERVICE_NAME.match(name):
+    if name and not matches(SERVICE_NAME, name):
         sec.problem("name", name, "expected a DNS-1035 label: lowercase letters, digits and '-', starting "
                     "with a letter, at most 42 characters (KServe appends '-predictor-…')")
     mode = DEPLOYMENT_MODES.get(sec.choice("deploymentMode", list(DEPLOYMENT_MODES), "Knative"), "Knative")
@@ -170,8 +171,9 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     gpus = res.int("gpus", 1, min=1, max=16)
     cpu, memory = res.str("cpu", "4"), res.str("memory", "24Gi")
     for key, value in (("cpu", cpu), ("memory", memory)):
-        if not QUANTITY.match(value):
+        if not matches(QUANTITY, value):
             res.problem(key, value, "expected a Kubernetes quantity such as \"4\", \"500m\" or \"24Gi\"")
+    check_serving_resources(res, engine, cpu, memory)
     res.done()
     if gpus > ng.gpus_per_node:
         sec.problem("resources.gpus", gpus, f"expected at most {ng.gpus_per_node}: a {ng.instance_types[0]} node has "

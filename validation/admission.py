@@ -225,7 +225,7 @@ def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping 
     obj = f"InferenceService/{name}"
     pred = ((isvc.get("spec") or {}).get("predictor")) or {}
     rule = "inference_service_validation.go "
-    if not ISVC_NAME.match(name):
+    if not ISVC_NAME.fullmatch(name):
         yield Refusal(obj, "metadata.name", rule + "validateInferenceServiceName",
                       f"expected a name matching {ISVC_NAME.pattern}")
     cls = ann.get(CLASS_ANNOTATION)
@@ -343,7 +343,7 @@ def admission_refusals(manifests: Iterable[Mapping], cluster: ClusterAdmission |
 
 def _go_int32(value: Any) -> int | None:
     """`strconv.ParseInt(value, 10, 32)`: None where Go returns an error."""
-    if not isinstance(value, str) or not _GO_INT.match(value):
+    if not isinstance(value, str) or not _GO_INT.fullmatch(value):
         return None
     n = int(value)
     return n if -2**31 <= n < 2**31 else None

@@ -35,10 +35,10 @@ def _sum(metric: str) -> str:
     return rf"sum\s*\(\s*{re.escape(metric)}\s*{_LABELS}\s*\)"
 
 
-_GAUGE_QUERIES = [re.compile(rf"^\s*{_sum(a)}\s*\+\s*{_sum(b)}\s*$")
+_GAUGE_QUERIES = [re.compile(rf"^\s*{_sum(a)}\s*\+\s*{_sum(b)}\s*$", re.ASCII)  # Go's \w and \s: ASCII
                   for first, second in _GAUGES.values() for a, b in ((first, second), (second, first))]
 _RATE_QUERY = re.compile(rf"^\s*sum\s*\(\s*rate\s*\(\s*{_RATE_METRIC}\s*{_LABELS}\s*\[\s*([0-9a-z]+)\s*\]\s*\)"
-                         rf"\s*\)\s*/\s*(?:1e6|1000000)\s*$")
+                         rf"\s*\)\s*/\s*(?:1e6|1000000)\s*$", re.ASCII)
 ALLOWED = ("; ".join(f"sum({a}{{…}}) + sum({b}{{…}}) ({engine})" for engine, (a, b) in _GAUGES.items())
            + f"; sum(rate({_RATE_METRIC}{{…}}[window])) / 1e6 (Triton); label selectors and the window may vary "
            "(manifests/keda.in_flight_query)")
