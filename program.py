@@ -22,13 +22,27 @@ from manifests.admission import admission_failure, check_pods_can_run
 from manifests.common import namespace
 from manifests.model_download import model_download_account
 from validation.cli import unexpected_error_line
-from validation.errors import InputError
+from validation.errors import InputError, Problem
 from gate import gate_failure, gate_warnings, start_check
 from gate.outputs import predictions
-from gate.rollout_capacity import capacity_failure, expected_loads
+from gate.rollout_capacity import capacity_failure, capacity_problems, expected_loads
 from gate.verdict import format_estimate
 from stackconfig.load import load_from_pulumi
 from stackconfig.schema import StackConfig
+
+
+class ConfigRefusal(pulumi.RunError):
+    """The program refusing the stack config: one `error:` line under the CLI, and `problems` (key path, value, what
+    is allowed) for the offline tools that run the program (`preflight check`, `policy.report`), which report them
+    as they are."""
+
+    def __init__(self, message: str, problems: list[Problem]) -> None:
+        super().__init__(message)
+        self.problems = list(problems)
+
+
+def refused(err: InputError) -> ConfigRefusal:
+    return ConfigRefusal(f"invalid stack config: {err}", err.problems)
 
 
 def kubeconfig(cluster: str, endpoint: str, ca_data: str, region: str | None, profile: str | None = None) -> str:
@@ -72,7 +86,7 @@ def load_config() -> StackConfig:
     try:
         return load_from_pulumi()
     except InputError as err:
-        raise pulumi.RunError(f"invalid stack config: {err}") from None
+        raise refused(err) from None
 
 
 def check_rollouts(cfg: StackConfig, verdicts: list) -> None:
@@ -83,7 +97,8 @@ def check_rollouts(cfg: StackConfig, verdicts: list) -> None:
         for name, basis in expected_loads(cfg, verdicts)[1].items():
             pulumi.log.info(f"rollout capacity: fits; expected load of {name}: {basis}")
     if failure and cfg.gate.enforce:
-        raise pulumi.RunError(failure)
+        raise ConfigRefusal(failure, [Problem(f"{cfg.project}:{p.path}", p.value, p.allowed)
+                                      for p in capacity_problems(cfg, verdicts)])
     if failure:
         pulumi.log.warn(failure + "\n(gate.enforce is false: deploying anyway)")
 
@@ -107,7 +122,7 @@ def run_gate(cfg: StackConfig) -> list:
     except SimulatorMismatch as err:   # not the config's fault: workers on another simulator version
         raise pulumi.RunError(f"SLO gate: {err}") from None
     except InputError as err:
-        raise pulumi.RunError(f"invalid stack config: {err}") from None
+        raise refused(err) from None
     finally:
         executor.close()
     for verdict in verdicts:
@@ -128,7 +143,7 @@ def check_cluster_admits(cfg: StackConfig) -> None:
     try:
         check_pods_can_run(cfg)
     except InputError as err:
-        raise pulumi.RunError(f"invalid stack config: {err}") from None
+        raise refused(err) from None
     failure = admission_failure(cfg)
     if failure:
         raise pulumi.RunError(failure)

@@ -65,7 +65,9 @@ def check_stack(stack: str) -> list[Violation]:
     try:  # the gate off: the rules judge resources; the SLO gate is `preflight check`'s stage
         return evaluate(stack_resources(stack))
     except pulumi.RunError as err:
-        raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", "(rejected by the program)", str(err))]) from None
+        from stackconfig.load import program_refusal
+
+        raise program_refusal(stack, err) from None
 
 
 def _close_event_loop() -> None:

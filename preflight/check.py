@@ -33,7 +33,7 @@ from gate import Verdict, start_check
 from gate.verdict import STATUS_MARKUP, identical_runs
 from simulation.executors import add_executor_arguments, make_executor
 from preflight.stages import Timings, in_background
-from stackconfig.load import load_stack, stack_names
+from stackconfig.load import load_stack, program_refusal, stack_names
 from tuner.cli import add_arguments as add_tune_arguments
 
 
@@ -106,8 +106,7 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
         try:  # the gate runs beside, with a progress bar and the full table, so the program skips it here
             run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", {"enabled": False}))
         except pulumi.RunError as err:
-            raise InputError([Problem(f"stacks/Pulumi.{stack}.yaml", "(rejected by the program)", str(err))]) \
-                from None
+            raise program_refusal(stack, err) from None
         result.resources = len(run.resources)
     with timings.stage(f"{stack}: manifest schemas"):
         from validation.kubernetes import validation_errors

@@ -309,23 +309,29 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
     cluster = parse_cluster(top.section("cluster"))
     model = parse_model(top.section("model"))
     server = parse_server(_server_section(top, manifest, serving, cluster), model)
+    before = len(problems)
     duration = top.float("duration_s", 600.0, min=1.0, max=30 * 86400.0, required=True)
+    # A duration_s refused (or missing) reads as the default 600 s: what is checked against it below would name a
+    # figure the user never typed, so it waits for a valid duration.
+    duration_ok = len(problems) == before
+    before = len(problems)
     budget = top.int("max_requests", DEFAULT_REQUEST_BUDGET, min=1, max=10**12)
+    budget_ok = len(problems) == before
     if max_requests is not None:
-        budget = max_requests
-    if duration is not None and not any(p.path.startswith("workload") for p in problems):
+        budget, budget_ok = max_requests, True
+    if duration_ok and budget_ok and not any(p.path.startswith("workload") for p in problems):
         over = budget_problem(workload, duration, budget, "workload", "raise the budget with max_requests "
                               "(or --max-requests)")
         problems.extend(p for p in (over, timing_problem(workload, duration, "workload")) if p)
     warmup = top.float("warmup_s", 0.0, min=0.0)
-    if duration is not None and warmup is not None and warmup >= duration:
+    if duration_ok and warmup is not None and warmup >= duration:
         top.problem("warmup_s", warmup, f"expected less than duration_s ({duration})")
     what_if = top.section("what_if")
     qdf = what_if.int("queue_depth_factor", 10, min=0, max=1000)
     what_if.done()
     initial = top.int("initial_replicas", None, min=0, max=10000)
     interval = top.float("series_interval_s", None, min=0.1)
-    if duration is not None and interval is not None and duration / interval > MAX_SERIES_SAMPLES:
+    if duration_ok and interval is not None and duration / interval > MAX_SERIES_SAMPLES:
         top.problem("series_interval_s", interval, f"expected at least duration_s / {MAX_SERIES_SAMPLES:,} = "
                     f"{duration / MAX_SERIES_SAMPLES:g} s for duration_s {duration:g} (at most {MAX_SERIES_SAMPLES:,} "
                     "timeline samples per run: each is a simulated event and a row of the report); raise "

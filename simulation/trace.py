@@ -70,7 +70,7 @@ def read_trace(path: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[li
                 raise TraceError(f"expected a CSV of at most {MAX_TRACE_BYTES / 2**20:g} MiB; this one is "
                                  f"{size / 2**20:.1f} MiB (cut it to the hours you replay: `start_s`/`limit` still "
                                  "read every row)")
-            fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
             reader = csv.DictReader(fh)
             header = reader.fieldnames or []
             missing = [f"{field} ({names[field]!r})" for field in TRACE_COLUMNS if names[field] not in header]

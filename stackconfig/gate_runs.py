@@ -1,5 +1,6 @@
-"""What the gate will simulate, bounded when the stack loads: each of its runs within `gate.requestBudget`, and a
-rollout's run at most a day past its start.
+"""What the gate will simulate, bounded when the stack loads: each of its runs within `gate.requestBudget`, the
+whole gate (every scenario at `gate.replications.max` runs) within `gate.totalRequestBudget`, and a rollout's run at
+most a day past its start.
 
 The gate (gate/stress.py) runs every service of the stack together in each scenario: `steady` for
 `gate.durationS`, the stress scenarios for STRESS_DURATION_S (600 s), a rollout until past the new revision's
@@ -11,20 +12,31 @@ refused at load naming the stack's own keys, not the gate's internal ones.
 
 from __future__ import annotations
 
+import math
+
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY, progress_deadline_s
 from simulation.budget import expected_requests, run_problem, spike_requests
 from simulation.workload import WorkloadSpec, parse_workload, timing_problem
-from stackconfig.stress import STRESS_DURATION_S, rollout_run_s, settings
+from stackconfig.stress import STRESS_DURATION_S, judged_in, rollout_run_s, settings
 from stackconfig.types import GateConfig, ServiceConfig
 from validation.errors import Problem
 from validation.fields import Section
 
 MAX_ROLLOUT_DEADLINE_S = 86400.0   # simulation/fleet.py: the longest progress deadline a simulated rollout waits
+# The whole gate's simulated requests, every scenario it runs at gate.replications.max replications: each run is
+# within gate.requestBudget, but 1,000 of them (`replications: {min: 1000}`) would run for CPU-days.
+DEFAULT_TOTAL_REQUEST_BUDGET = 50_000_000   # ≈ 13–17 CPU-minutes at the simulator's 50–65k requests/s
+MAX_TOTAL_REQUEST_BUDGET = 1_000_000_000    # gate.totalRequestBudget's own bound: ≈ 5 CPU-hours
+REQUESTS_PER_CPU_S = 50_000                  # for the message's CPU-time figure (simulation/budget.py)
+GATE_STRESS = ("spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py KINDS[1:]
 
 
-def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem], root: str) -> None:
+def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem], root: str, *,
+                    scale_to_zero: bool = True) -> None:
     """Problems for a run the gate could not make: a workload step or spike after the steady run's end, a rollout
-    waiting more than a day, the requests of the largest run over the budget. `root` resolves trace paths."""
+    waiting more than a day, the requests of the largest run over the budget, those of every run the gate may make
+    over the gate's budget. `root` resolves trace paths; `scale_to_zero`: whether config-autoscaler lets a service
+    scale to zero (else the gate runs no scale-from-zero scenario)."""
     if not gate.enabled:
         return
     checked = [(i, svc, parse_workload(Section(svc.workload, "", []), base_dir=root)) for i, svc in enumerate(services)
@@ -68,6 +80,55 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
                        key, "raise gate.requestBudget")
     if over:
         problems.append(over)
+    else:
+        _total_problem(checked, gate, scale_to_zero, problems)
+
+
+def gate_requests(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], gate: GateConfig,
+                  scale_to_zero: bool = True) -> list[tuple[str, float, float]]:
+    """(scenario, seconds, mean requests of one run) for each scenario the gate runs, as gate/stress.py
+    `gate_scenarios` builds them: a stress scenario only when it judges a service (a scale from zero only for a
+    Knative service at minReplicas 0 that config-autoscaler lets scale to zero)."""
+    out = []
+    on = {kind: [(i, svc) for i, svc, _ in checked if judged_in(svc, kind)] for kind in GATE_STRESS}
+    if "steady" in gate.scenarios:
+        out.append(("steady", gate.duration_s, _sum(_parts(checked, gate.duration_s, []))))
+    if "spike" in gate.scenarios and on["spike"]:
+        spiking = [i for i, _ in on["spike"]]
+        out.append(("spike", STRESS_DURATION_S, _sum(_parts(checked, STRESS_DURATION_S, spiking))))
+    if "rollout" in gate.scenarios and on["rollout"]:
+        end = max(rollout_run_s(settings("rollout", svc.stress.rollout.params)["at_s"], _deadline(svc))
+                  for _, svc in on["rollout"])
+        out.append(("rollout", end, _sum(_parts(checked, end, []))))
+    zero = [i for i, svc in on["scaleFromZero"] if svc.min_replicas == 0 and svc.deployment_mode == "Knative"]
+    if "scaleFromZero" in gate.scenarios and zero and scale_to_zero:
+        out.append(("scaleFromZero", STRESS_DURATION_S, _sum(_parts(checked, STRESS_DURATION_S, []))))
+    if "nodeLoss" in gate.scenarios and on["nodeLoss"]:
+        out.append(("nodeLoss", STRESS_DURATION_S, _sum(_parts(checked, STRESS_DURATION_S, []))))
+    return out
+
+
+def _sum(parts: dict[str, tuple[float, str]]) -> float:
+    return math.fsum(n for n, _ in parts.values())
+
+
+def _total_problem(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], gate: GateConfig, scale_to_zero: bool,
+                   problems: list[Problem]) -> None:
+    """The whole gate's requests at most: each scenario's mean requests per run × gate.replications.max (the gate
+    doubles a scenario's replications up to it while a check is undecided, gate/sequential.py)."""
+    runs = gate_requests(checked, gate, scale_to_zero)
+    total = gate.max_replications * math.fsum(n for _, _, n in runs)
+    if total <= gate.total_request_budget:
+        return
+    shown = " + ".join(f"{kind} ({seconds:g} s) {n:,.0f}" for kind, seconds, n in runs)
+    minutes = gate.total_request_budget / REQUESTS_PER_CPU_S / 60
+    problems.append(Problem("gate.replications", {"min": gate.min_replications, "max": gate.max_replications},
+                            f"expected the whole gate to simulate at most gate.totalRequestBudget "
+                            f"{gate.total_request_budget:,} requests (≈ {minutes:,.0f} CPU-minutes at "
+                            f"{REQUESTS_PER_CPU_S:,} requests per CPU-second); it runs each scenario up to "
+                            f"gate.replications.max times: {gate.max_replications} × ({shown}) ≈ {total:,.0f} "
+                            "requests. Lower gate.replications.max, gate.durationS, a rate or gate.scenarios, or "
+                            f"raise gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
 
 
 def _node_loss_times(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], problems: list[Problem]) -> None:

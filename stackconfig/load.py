@@ -7,6 +7,7 @@ to the program as `"<project>:<key>"` → string (JSON for objects). The SDK nev
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from pathlib import Path
@@ -16,6 +17,14 @@ from validation.errors import InputError, Problem
 from validation.yaml_input import MAX_DEPTH, MAX_INT_DIGITS, plain, read_yaml
 from stackconfig.schema import PROJECT_ROOT as ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
+
+
+# The namespaces a config key may have besides the project's: the providers the program reads or creates (aws:
+# region and profile, README "Deploy"; kubernetes) and Pulumi's own (pulumi:tags …). The CLI hands every key to the
+# program whatever its namespace, and nothing else reads one of another (`kserve-prefligth:coldStart`): refused.
+OTHER_NAMESPACES = ("aws", "kubernetes", "pulumi")
+# The top-level keys of a stack settings file (Pulumi docs, "Pulumi stack settings file reference").
+STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 
 
 def read_project(root: Path = ROOT) -> dict:
@@ -57,6 +66,11 @@ def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, A
     if not isinstance(stack_file, dict):
         raise InputError([Problem(str(path), stack_file, "expected a mapping with a `config:` key (a Pulumi stack "
                                   "settings file)")])
+    unknown = [key for key in stack_file if key not in STACK_FILE_KEYS]
+    if unknown:   # `confg:` would leave every key unread and report only "cluster: this key is required"
+        raise InputError([Problem(f"{path}: {key}", key, "expected a key of a Pulumi stack settings file: "
+                                  + ", ".join(STACK_FILE_KEYS) + _did_you_mean(str(key), STACK_FILE_KEYS))
+                          for key in unknown], str(path))
     config = stack_file.get("config") or {}
     if not isinstance(config, dict):
         raise InputError([Problem(f"{path}: config", config, 'expected a mapping of "<namespace>:<key>" to values, '
@@ -78,7 +92,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
+def project_values(values: Mapping[str, Any], project: str, source: str = "") -> dict[str, Any]:
     """The project's own keys, prefix stripped; string values that hold JSON (as the CLI passes objects) decoded."""
     out: dict[str, Any] = {}
     bad = [key for key in values if not isinstance(key, str)]
@@ -87,8 +101,10 @@ def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
                                   f'"{project}:cluster" (quote it)') for k in bad])
     problems: list[Problem] = []
     for key, value in values.items():
-        ns, _, short = key.partition(":")
-        if ns != project:
+        ns, colon, short = key.partition(":")
+        if ns != project or not colon:
+            if ns not in OTHER_NAMESPACES or not colon:
+                problems.append(_namespace_problem(key, project))
             continue
         if isinstance(value, str) and value[:1] in "[{":
             try:
@@ -109,15 +125,56 @@ def project_values(values: Mapping[str, Any], project: str) -> dict[str, Any]:
                 continue
         out[short] = plain(value, f"{project}:{short}", problems)
     if problems:
-        raise InputError(problems)
+        raise InputError(problems, source)
     return out
+
+
+def _did_you_mean(word: str, known: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _namespace_problem(key: str, project: str) -> Problem:
+    """A key no reader takes: a namespace that is neither the project's nor one of OTHER_NAMESPACES (a typo such as
+    `kserve-prefligth:coldStart`, whose section would silently fall back to its defaults), or no namespace."""
+    from stackconfig.schema import SECTIONS
+
+    ns, colon, short = key.partition(":")
+    namespaces = (project, *OTHER_NAMESPACES)
+    if not colon:   # `cluster:` without a namespace: the CLI refuses it (`<namespace>:<name>`)
+        hint = f"; did you mean {f'{project}:{ns}'!r}?" if ns in SECTIONS else ""
+        return Problem(key, key, f'expected a "<namespace>:<key>" key such as "{project}:cluster"{hint}')
+    guess = difflib.get_close_matches(ns, namespaces, n=1)
+    if short in SECTIONS or (guess and guess[0] == project):
+        hint = f"; did you mean {f'{project}:{short}'!r}?"
+    else:
+        hint = f"; did you mean {f'{guess[0]}:{short}'!r}?" if guess else ""
+    return Problem(key, ns, f"expected the namespace {project!r} (this project's keys) or one of "
+                   f"{', '.join(OTHER_NAMESPACES)} (the providers the program uses, and Pulumi's own): no reader "
+                   f"takes a key of another namespace, so it would be ignored{hint}")
+
+
+def stack_file(stack: str, root: Path = ROOT) -> str:
+    """The stack's settings file as a user names it: `<stackConfigDir>/Pulumi.<stack>.yaml`."""
+    return f"{read_project(root).get('stackConfigDir', '.')}/Pulumi.{stack}.yaml"
+
+
+def program_refusal(stack: str, err: Exception, root: Path = ROOT) -> InputError:
+    """The InputError an offline tool reports when the program under mocks refused `stack` (a `pulumi.RunError`):
+    the program's own problems (program.py `ConfigRefusal`: key path, value, what is allowed) against the stack's
+    settings file; a refusal without problems (the admission webhooks' rules, the SLO gate) as one problem naming
+    the file, with the program's message."""
+    problems = getattr(err, "problems", None)
+    if problems:
+        return InputError(problems, stack_file(stack, root))
+    return InputError([Problem(stack_file(stack, root), "(refused by the program)", str(err))])
 
 
 def load_stack(stack: str, root: Path = ROOT) -> StackConfig:
     """Parse a stack's config from its YAML files (for `render`, the simulation gate and tests)."""
     project, values = stack_config_values(stack, root)
-    source = f"{read_project(root).get('stackConfigDir', '.')}/Pulumi.{stack}.yaml"
-    return parse_stack_config(project_values(values, project), project, stack, source)
+    source = stack_file(stack, root)
+    return parse_stack_config(project_values(values, project, source), project, stack, source)
 
 
 def load_from_pulumi() -> StackConfig:
@@ -127,4 +184,5 @@ def load_from_pulumi() -> StackConfig:
 
     project, stack = pulumi.get_project(), pulumi.get_stack()
     values = {**get_config_env(), **CONFIG.get()}
-    return parse_stack_config(project_values(values, project), project, stack, f"stack {stack!r}")
+    return parse_stack_config(project_values(values, project, f"stack {stack!r}"), project, stack,
+                              f"stack {stack!r}")

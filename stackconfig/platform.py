@@ -16,6 +16,7 @@ from validation.errors import Problem
 from validation.fields import Section
 from simulation.analytic import zero_event_trials
 from simulation.budget import DEFAULT_REQUEST_BUDGET, expected_requests
+from stackconfig.gate_runs import DEFAULT_TOTAL_REQUEST_BUDGET, MAX_TOTAL_REQUEST_BUDGET
 from simulation.dists import RATE_KINDS, Dist, parse_dist
 from simulation.estimates import lowest_rate_upper, passable_rate_limit
 from simulation.workload import parse_workload
@@ -265,7 +266,9 @@ def parse_gate(sec: Section) -> GateConfig:
                      duration_s=sec.float("durationS", 900.0, min=60, max=86400),
                      seed=sec.int("seed", 1, min=0, max=2**31 - 1),
                      undecided=sec.choice("undecided", UNDECIDED_POLICIES, UNDECIDED_POLICIES[0]),
-                     request_budget=sec.int("requestBudget", DEFAULT_REQUEST_BUDGET, min=1000, max=10**9))
+                     request_budget=sec.int("requestBudget", DEFAULT_REQUEST_BUDGET, min=1000, max=10**9),
+                     total_request_budget=sec.int("totalRequestBudget", DEFAULT_TOTAL_REQUEST_BUDGET, min=1000,
+                                                  max=MAX_TOTAL_REQUEST_BUDGET))
     reps = sec.section("replications")
     lo = reps.int("min", 5, min=2, max=1000)
     hi = reps.int("max", max(20, lo or 0), min=2, max=MAX_REPLICATIONS)

@@ -33,13 +33,30 @@ __all__ = ["GPU_LABEL", "GPU_RESOURCE", "PROJECT_ROOT", "ClusterConfig", "ColdSt
            "traffic_shape"]
 
 
+ENVIRONMENTS = ("dev", "staging", "prod")
+# The project's top-level keys, as `parse_stack_config` reads them (stackconfig/load.py names them in a hint when
+# one comes under a misspelt namespace).
+SECTIONS = ("environment", "catalog", "cluster", "gpuNodeGroup", "devicePlugin", "modelCache", "coldStart", "knative",
+            "kserve", "services", "gate")
+
+
+def _environment(top: Section, stack: str) -> str:
+    """`environment`, by default the stack's name; required for a stack named otherwise (`production`, `prod-eu`):
+    guessing `dev` there would drop prod's refusals and the node group's `protect` without a word."""
+    if stack not in ENVIRONMENTS and top.raw("environment") is None:
+        top.choice("environment", ENVIRONMENTS)   # marks the key read
+        top.problem("environment", None, f"expected one of {', '.join(ENVIRONMENTS)}: required for a stack named "
+                    f"{stack!r} (the default is the stack's name only for a stack named dev, staging or prod)")
+        return "dev"   # to read on; the problem refuses the config
+    return top.choice("environment", ENVIRONMENTS, stack if stack in ENVIRONMENTS else "dev")
+
+
 def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, source: str = "") -> StackConfig:
     """Parse the project's config values (keys without the `<project>:` prefix, values already decoded)."""
     problems: list[Problem] = []
     top = Section(dict(values), "", problems)
     catalog = parse_catalog(top.section("catalog"))
-    environment = top.choice("environment", ["dev", "staging", "prod"], stack if stack in
-                             ("dev", "staging", "prod") else "dev")
+    environment = _environment(top, stack)
     cluster = parse_cluster(top.section("cluster", required=True), project)
     node_group = parse_node_group(top.section("gpuNodeGroup"), catalog)
     check_node_group_name(cluster, node_group, problems)
@@ -58,7 +75,8 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     max_scale_problems(knative, services, problems)
     initial_scale_problems(knative.autoscaler, services, problems)
     if not problems:  # the workloads parsed cleanly: estimate what the gate would simulate
-        check_gate_runs(services, gate, problems, str(PROJECT_ROOT))
+        check_gate_runs(services, gate, problems, str(PROJECT_ROOT),
+                        scale_to_zero=knative.autoscaler.enable_scale_to_zero)
         check_gate_budget(gate, services, problems)
     names = [s.name for s in services]
     for i, name in enumerate(names):

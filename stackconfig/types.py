@@ -225,6 +225,8 @@ class GateConfig:
     max_replications: int = 20
     undecided: str = "estimate"
     request_budget: int = 2_000_000  # most requests one simulation run may generate (simulation/budget.py)
+    # most requests the whole gate may simulate, every scenario at max_replications (stackconfig/gate_runs.py)
+    total_request_budget: int = 50_000_000
     # The scenarios the gate runs (gate/stress.py); every one by default.
     scenarios: tuple[str, ...] = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")
 

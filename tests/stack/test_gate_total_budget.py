@@ -1,0 +1,101 @@
+"""The whole gate's cost, bounded at load (review rev-fuzz, finding 5): every run was within gate.requestBudget,
+but `gate.replications.min: 1000` (or requestBudget 1e9) made `preflight check` run for CPU-days. The estimate is
+Σ over the scenarios the gate runs of gate.replications.max × one run's mean requests (stackconfig/gate_runs.py),
+held to gate.totalRequestBudget."""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+
+from gate import stack_scenarios
+from simulation.workload import parse_workload
+from stackconfig.gate_runs import DEFAULT_TOTAL_REQUEST_BUDGET, MAX_TOTAL_REQUEST_BUDGET, gate_requests
+from stackconfig.load import ROOT, load_stack, project_values, stack_config_values
+from stackconfig.schema import parse_stack_config
+from validation.errors import InputError
+from validation.fields import Section
+
+PROJECT, VALUES = stack_config_values("dev")
+
+
+def _dev(rate: float, **gate) -> dict:
+    values = project_values(copy.deepcopy(VALUES), PROJECT)
+    values["services"][0]["workload"]["rate"] = rate
+    values["services"][0]["maxReplicas"] = 3
+    values["gate"] = gate
+    return values
+
+
+def _refusal(values: dict):
+    start = time.perf_counter()
+    with pytest.raises(InputError) as err:
+        parse_stack_config(values, PROJECT, "dev")
+    assert time.perf_counter() - start < 5   # refused at load, not after simulating
+    [problem] = [p for p in err.value.problems if p.path == f"{PROJECT}:gate.replications"]
+    return problem
+
+
+def test_a_thousand_day_long_replications_are_refused_at_load():
+    """The reviewer's case: dev at 23 req/s for a day per run (1.99 M requests: within the per-run budget), 1,000
+    replications: ≈ 15 CPU-hours for the steady scenario alone."""
+    problem = _refusal(_dev(23, durationS=86400, replications={"min": 1000, "max": 1000}))
+    assert problem.value == {"min": 1000, "max": 1000}
+    assert "at most gate.totalRequestBudget 50,000,000 requests" in problem.allowed
+    assert "up to gate.replications.max times: 1000 × (steady (86400 s) 1,987,200 + spike (600 s)" in problem.allowed
+    assert "Lower gate.replications.max" in problem.allowed and "raise gate.totalRequestBudget" in problem.allowed
+
+
+def test_a_huge_per_run_budget_does_not_lift_the_gates():
+    problem = _refusal(_dev(10_000, requestBudget=10**9))
+    assert "20 × (steady (900 s) 9,000,000 + " in problem.allowed
+
+
+def test_the_total_is_every_scenarios_runs_at_max_replications():
+    """23 req/s: steady 20,700 + spike 19,320 + rollout (1,020 s) 23,460 + scale from zero and node loss 13,800
+    each = 91,080 per round of scenarios; × 1,000 replications ≈ 91 M."""
+    problem = _refusal(_dev(23, replications={"max": 1000}))
+    assert "≈ 91,080,000 requests" in problem.allowed
+    raised = parse_stack_config(_dev(23, replications={"max": 1000}, totalRequestBudget=100_000_000), PROJECT, "dev")
+    assert raised.gate.total_request_budget == 100_000_000   # raising the budget lets it through
+    assert parse_stack_config(_dev(23, replications={"max": 500}), PROJECT, "dev")   # or fewer replications
+
+
+@pytest.mark.parametrize("budget", [0, 999, MAX_TOTAL_REQUEST_BUDGET + 1, 1.5, "50M"])
+def test_the_total_budget_is_bounded_itself(budget):
+    with pytest.raises(InputError, match=r"gate\.totalRequestBudget: got .*; expected an integer between 1000 and "
+                                         "1000000000"):
+        parse_stack_config(_dev(0.5, totalRequestBudget=budget), PROJECT, "dev")
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_the_shipped_stacks_fit_with_a_wide_margin(stack):
+    cfg = load_stack(stack)
+    assert cfg.gate.total_request_budget == DEFAULT_TOTAL_REQUEST_BUDGET
+    total = cfg.gate.max_replications * sum(n for _, _, n in _requests(cfg))
+    assert 0 < total * 20 < DEFAULT_TOTAL_REQUEST_BUDGET   # staging, the largest, ≈ 1.5 M
+
+
+def _requests(cfg):
+    checked = [(i, s, parse_workload(Section(s.workload, "", []), base_dir=str(ROOT)))
+               for i, s in enumerate(cfg.services) if s.workload is not None and s.slo is not None]
+    return gate_requests(checked, cfg.gate, cfg.knative.autoscaler.enable_scale_to_zero)
+
+
+@pytest.mark.parametrize("stack, edit", [
+    ("dev", None), ("staging", None), ("prod", None),
+    ("dev", lambda v: v.update(knative={"autoscaler": {"enable-scale-to-zero": "false"}})),
+    ("dev", lambda v: v["services"][0].update(stress={"spike": False, "nodeLoss": False})),
+    ("prod", lambda v: v.update(gate={"scenarios": ["steady", "rollout"]})),
+])
+def test_the_estimate_counts_the_scenarios_the_gate_runs(stack, edit):
+    """The same scenarios, each as long, as gate/stress.py builds (a scale from zero only when a service can)."""
+    project, values = stack_config_values(stack)
+    values = project_values(values, project)
+    if edit:
+        edit(values)
+    cfg = parse_stack_config(values, project, stack)
+    assert [(kind, seconds) for kind, seconds, _ in _requests(cfg)] == \
+        [(s.kind, s.fleet["duration_s"]) for s in stack_scenarios(cfg, cfg.gate.scenarios)]
