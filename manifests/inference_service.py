@@ -102,8 +102,9 @@ def stack_args(svc: ServiceConfig) -> list[str]:
 
 
 def engine_env(svc: ServiceConfig) -> list[dict]:
-    """Environment the runtime reads: the CUDA allocator setting and the user's own variables (no caps: no
-    runtime reads a MAX_* variable)."""
+    """Environment the runtime reads: the CUDA allocator setting and the user's own variables. The caps are rendered
+    as flags, never as variables (TGI's launcher also reads each flag from its upper-case variable, the flag
+    winning: the user's variables are checked against the flags at load, simulation/engine_flags.py)."""
     env = {"PYTORCH_CUDA_ALLOC_CONF": svc.pytorch_cuda_alloc_conf, **svc.env}
     return [{"name": k, "value": str(v)} for k, v in env.items() if v is not None]
 

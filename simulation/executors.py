@@ -159,7 +159,7 @@ def _host_port_problem(location: str) -> str | None:
         return "no port (HOST:PORT)"
     if not _HOST.fullmatch(host):
         return f"{host!r} is not a host name or IP address (an IPv6 address goes in brackets: [::1]:8786)"
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         return f"port {port!r} is not an integer between 1 and 65535"
     return None
 

@@ -40,6 +40,7 @@ _exit_2 = exit_2
     ("http://scheduler:8786", "http:// is the dashboard's address"),
     ("tcp://scheduler", "no port"),
     ("tcp://scheduler:99999", "port '99999' is not an integer between 1 and 65535"),
+    ("tcp://scheduler:٨٧٨٦", "is not an integer between 1 and 65535"),  # Arabic-Indic 8786: not a port
     ("inproc://10.0.0.1/1/1", "reaches a scheduler in the same process only"),
     ("", "no port"),  # given, so not the local pool in silence
 ])
