@@ -21,9 +21,12 @@ Knative Serving webhook — KServe copies a Knative-mode predictor's pod spec in
 KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
 - `validateInferenceServiceName` (IsvcNameFmt), `validateInferenceServiceAutoscaler` (AutoscalerAllowedClassList),
   `validateAutoScalingCompExtension` → `validateScalingHPACompExtension` (class hpa: cpu/memory only,
-  AutoscalerAllowedHPAMetricsList; cpu target 1–100), `validateScalingKedaCompExtension` (no scaleMetric; metric
-  sources with a query and a value), `validateScalingKPACompExtension` (concurrency/rps; rps target ≥ 1; no
-  deploymentStrategy), and on update `validateDeploymentMode` (validation/deployment_mode.py).
+  AutoscalerAllowedHPAMetricsList; the target rule `metric == MetricCPU && target < 1 || target > 100` mirrors
+  KServe's Go precedence, && before ||, even though it looks like a bug upstream: a cpu target below 1 and ANY
+  metric's target above 100 are refused, memory's too, although memory's target is in MiB; then a memory target
+  below 1), `validateScalingKedaCompExtension` (no scaleMetric; metric sources with a query and a value),
+  `validateScalingKPACompExtension` (concurrency/rps; rps target ≥ 1; no deploymentStrategy), and on update
+  `validateDeploymentMode` (validation/deployment_mode.py).
 - `pkg/validation/env_policy.go` (KServe ≥ 0.18, `validateBlockedEnvVars`): no container sets `PYTHONPATH`.
 - `pkg/controller/v1alpha1/utils/utils.go: ValidateInitialScaleAnnotation`: `initial-scale: 0` without the
   autoscaler's `allow-zero-initial-scale` is dropped silently — reported here because the intent is lost.
@@ -237,12 +240,18 @@ def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping 
     mode = ann.get(MODE_ANNOTATION, "Serverless")
     if mode in STANDARD_MODES and (cls or "hpa") == "hpa":  # the hpa reconciler is the Standard-mode default
         where = rule + "validateScalingHPACompExtension"
-        if (metric or "cpu") not in HPA_METRICS:
+        hpa_metric = metric or "cpu"
+        if hpa_metric not in HPA_METRICS:
             yield Refusal(obj, "spec.predictor.scaleMetric", where, f"[{metric}] is not a supported metric: "
                           "autoscaler class hpa scales on cpu or memory only (use class keda or external)")
-        elif (metric or "cpu") == "cpu" and target is not None and not 1 <= target <= 100:
+        elif target is not None and (hpa_metric == "cpu" and target < 1 or target > 100):
+            # KServe's `metric == MetricCPU && target < 1 || target > 100`, with Go's precedence (&& before ||)
+            # kept: a target over 100 is refused for memory too, though memory's is in MiB (upstream's rule as
+            # written, perhaps a bug there; the webhook applies it, so this does)
             yield Refusal(obj, "spec.predictor.scaleTarget", where, "the target utilization percentage should be "
                           "a [1-100] integer")
+        elif hpa_metric == "memory" and target is not None and target < 1:
+            yield Refusal(obj, "spec.predictor.scaleTarget", where, "the target memory should be greater than 1 MiB")
         for i, m in enumerate(metrics):
             if (m or {}).get("type") != "Resource":
                 yield Refusal(obj, f"spec.predictor.autoScaling.metrics[{i}].type", where,
