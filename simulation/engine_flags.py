@@ -20,163 +20,29 @@ neutral (it changes neither GPU memory nor scheduling: names, ports, logging, ch
 `--dtype`, `--quantization`, `--kv-cache-dtype`, `--enforce-eager`, `--kv-cache-memory`, TGI's `--quantize` … — is
 refused at load with the allowed ones, since the gate would simulate the default the flag replaces. Tensor
 parallelism is the pod's GPU count (KServe's huggingfaceserver sets it to `torch.cuda.device_count()`,
-`vllm/vllm_model.py`; TGI shards over every visible GPU, `find_num_shards`): a flag may only restate it.
+`vllm/vllm_model.py`; TGI shards over every visible GPU, `find_num_shards`): a flag may only restate it, and so
+may vLLM's chunked-prefill switches (the scheduler the gate simulates: V1 chunks, V0 does not). A switch takes no
+`=value` (argparse: 'ignored explicit argument'; clap: 'unexpected value'). TGI's values are parsed as clap parses
+them (`engine_flag_tables.py`, with the tables: ASCII digits, the type's range); a neutral flag is type-checked too.
 Environment variables are a deny-list, since most (HF_TOKEN, NCCL_DEBUG) are no engine setting: the ones an engine
 reads as a setting are mapped (`ENV_KEYS`) or refused (`REFUSED_ENV`). Triton's arguments are not read here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-VLLM_OPENAI, HF_VLLM, TGI = "vllm-openai", "huggingfaceserver", "tgi"
-HF_TRANSFORMERS = "huggingfaceserver (Transformers)"
-_HRI = re.compile(r"(\d+(?:\.\d+)?)([kmgtKMGT])")
-
-
-def human_readable_int(text: str) -> int:
-    """vLLM's `human_readable_int`: '16k' → 16000, '16K' → 16384, '2048' → 2048; ValueError otherwise."""
-    text = text.strip()
-    match = _HRI.fullmatch(text)
-    if not match:
-        return int(text)
-    number, suffix = match.groups()
-    if suffix.islower():
-        return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
-    return int(number) * 1024 ** ("KMGT".index(suffix) + 1)   # int(): no decimals with a binary suffix
+from simulation.engine_flag_tables import (  # noqa: F401 (names the other modules import from here)
+    ALIASES, CHUNKED_KEY, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM, REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, TGI,
+    TP_KEY, VLLM_OPENAI, human_readable_int)
 
 
-def _tokens(text: str) -> int:
-    value = human_readable_int(text)
-    if value < 1:   # newer vLLM's -1/'auto' fit max_model_len to the KV cache at start-up: not simulated
-        raise ValueError
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 < value <= 1:
-        raise ValueError
-    return value
-
-
-def _wiggle(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise ValueError
-    return value
-
-
-def _v1(text: str) -> str:
-    return "v1" if int(text) else "v0"
-
-
-def _bool(text: str) -> bool:
-    if text.lower() not in ("true", "false"):
-        raise ValueError
-    return text.lower() == "true"
-
-
-@dataclass(frozen=True)
-class Flag:
-    key: str | None = None                          # the `server:` key it sets; None: neutral, or a TP flag
-    parse: Callable[[str], Any] | None = None       # None: a switch that takes no value
-    value: Any = True                               # what a switch sets `key` to
-    expects: str = ""                               # the values it takes, for a message
-
-    @property
-    def takes_value(self) -> bool:
-        return self.parse is not None
-
-
-_TOKENS = Flag(parse=_tokens, expects="a number of tokens such as 8192 or 8k (vLLM's human_readable_int; 'auto' "
-                                      "and -1, which newer vLLM fit to the KV cache, are not simulated)")
-_INT = Flag(parse=_positive_int, expects="a whole number >= 1")
-_VALUE, _SWITCH = Flag(parse=str), Flag()
-TP_KEY, SHARDED_KEY = "tensor_parallel_size", "sharded"
-_TP_KEYS = (TP_KEY, SHARDED_KEY)
-
-# vLLM's engine and server flags (dash spelling), modelled ones first.
-_VLLM = {
-    "--max-model-len": Flag("max_model_len", _TOKENS.parse, expects=_TOKENS.expects),
-    "--max-num-batched-tokens": Flag("max_num_batched_tokens", _TOKENS.parse, expects=_TOKENS.expects),
-    "--max-num-seqs": Flag("max_num_seqs", _positive_int, expects=_INT.expects),
-    "--gpu-memory-utilization": Flag("gpu_memory_utilization", _fraction, expects="a fraction in (0, 1]"),
-    "--block-size": Flag("block_size", _positive_int, expects=_INT.expects),
-    "--disable-custom-all-reduce": Flag("disable_custom_all_reduce"),
-    "--no-disable-custom-all-reduce": Flag("disable_custom_all_reduce", value=False),
-    "--no-enable-prefix-caching": Flag("prefix_cache_hit_ratio", value=0.0),
-    "--tensor-parallel-size": Flag(TP_KEY, _positive_int, expects=_INT.expects),
-    "-tp": Flag(TP_KEY, _positive_int, expects=_INT.expects),
-    **{name: _VALUE for name in ("--model", "--served-model-name", "--port", "--host", "--tokenizer", "--revision",
-                                 "--tokenizer-revision", "--tokenizer-mode", "--chat-template",
-                                 "--chat-template-content-format", "--response-role", "--uvicorn-log-level",
-                                 "--api-key", "--root-path", "--download-dir", "--seed", "--max-log-len",
-                                 "--tool-call-parser", "--reasoning-parser", "--ssl-keyfile", "--ssl-certfile")},
-    **{name: _SWITCH for name in ("--trust-remote-code", "--disable-log-requests", "--enable-log-requests",
-                                  "--disable-log-stats", "--enable-auto-tool-choice", "--disable-fastapi-docs",
-                                  "--enable-prompt-tokens-details", "--enable-prefix-caching")},   # V1's default
-}
-# KServe's huggingfaceserver's own flags (v0.15.2 `__main__.py`, `kserve/model_server.py`), as it spells them.
-_KSERVE = {
-    "--max_length": Flag("max_model_len", _positive_int, expects="a whole number of tokens (argparse type=int)"),
-    "--max_model_len": Flag("max_model_len", _positive_int, expects="a whole number of tokens (argparse type=int)"),
-    **{name: _VALUE for name in ("--model_name", "--model_dir", "--model_id", "--model_revision",
-                                 "--tokenizer_revision", "--backend", "--tensor_input_names", "--http_port",
-                                 "--grpc_port", "--enable_grpc", "--enable_docs_url", "--enable_latency_logging",
-                                 "--configure_logging", "--log_config_file", "--access_log_format")},
-    **{name: _SWITCH for name in ("--trust_remote_code", "--disable_log_requests", "--disable_lower_case",
-                                  "--disable_special_tokens", "--return_token_type_ids", "--return_probabilities")},
-}
-# TGI's launcher flags; NUM_SHARD/SHARDED are its tensor parallelism.
-_TGI = {
-    "--max-batch-size": Flag("max_num_seqs", _positive_int, expects=_INT.expects),
-    "--max-total-tokens": Flag("max_model_len", _positive_int, expects=_INT.expects),
-    "--max-input-tokens": Flag("max_input_tokens", _positive_int, expects=_INT.expects),
-    "--cuda-memory-fraction": Flag("gpu_memory_utilization", _fraction, expects="a fraction in (0, 1]"),
-    "--max-concurrent-requests": Flag("max_concurrent_requests", _positive_int, expects=_INT.expects),
-    "--max-batch-prefill-tokens": Flag("max_num_batched_tokens", _positive_int, expects=_INT.expects),
-    "--num-shard": Flag(TP_KEY, _positive_int, expects=_INT.expects),
-    "--sharded": Flag(SHARDED_KEY, _bool, expects="true or false"),
-    **{name: _VALUE for name in ("--model-id", "--revision", "--port", "--hostname", "--validation-workers",
-                                 "--max-best-of", "--max-stop-sequences", "--max-top-n-tokens", "--otlp-endpoint",
-                                 "--otlp-service-name", "--cors-allow-origin", "--api-key", "--huggingface-hub-cache",
-                                 "--weights-cache-override", "--tokenizer-config-path", "--usage-stats",
-                                 "--payload-limit", "--prometheus-port", "--shard-uds-path", "--master-addr",
-                                 "--master-port", "--graceful-termination-timeout", "--max-client-batch-size")},
-    **{name: _SWITCH for name in ("--trust-remote-code", "--json-output", "--disable-grammar-support",
-                                  "--enable-prefill-logprobs")},
-}
-FLAGS = {VLLM_OPENAI: _VLLM, HF_VLLM: {**_KSERVE, **_VLLM}, HF_TRANSFORMERS: _KSERVE, TGI: _TGI}
-
-# Environment variables an engine reads as a setting: name → (server key, parser, what it takes).
-ENV_KEYS = {
-    "vllm": {"VLLM_USE_V1": ("scheduler", _v1, "0 or 1 (vllm envs.py reads bool(int(...)))")},
-    "tgi": {**{flag[2:].replace("-", "_").upper(): (f.key, f.parse, f.expects) for flag, f in _TGI.items() if f.key},
-            "TGI_WIGGLE_ROOM": ("wiggle_room", _wiggle, "a fraction in (0, 1) (server models/globals.py)")},
-}
-REFUSED_ENV = {
-    "vllm": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "it lets --max-model-len exceed the model's context, which the "
-                                              "simulation caps at the model's",
-             "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "it changes the KV budget; state the measured CUDA-graph "
-                                                         "memory as engineProfile.cudaGraphGib instead"},
-    "tgi": {**{name: "the launcher reads it as its --" + name.lower().replace("_", "-") + ", which changes GPU "
-               "memory or scheduling and is not simulated"
-               for name in ("QUANTIZE", "SPECULATE", "DTYPE", "KV_CACHE_DTYPE", "MAX_INPUT_LENGTH",
-                            "WAITING_SERVED_RATIO", "MAX_BATCH_TOTAL_TOKENS", "MAX_WAITING_TOKENS", "CUDA_GRAPHS",
-                            "ROPE_SCALING", "ROPE_FACTOR", "DISABLE_CUSTOM_KERNELS", "LORA_ADAPTERS")},
-            **{name: "the server reads it (models/globals.py) and it changes the KV cache or the schedule, which "
-               "is not simulated" for name in ("ATTENTION", "PREFIX_CACHING", "PREFILL_CHUNKING")}},
-}
+def image_repository(image: str) -> str:
+    """`ghcr.io/huggingface/text-generation-inference:3.3.4@sha256:…` → `text-generation-inference` (the last path
+    component, without tag or digest): which server an image runs, whatever registry mirrors it."""
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return last.split(":", 1)[0]
 
 
 def server_of(engine: str, image: str | None) -> str | None:
@@ -185,14 +51,16 @@ def server_of(engine: str, image: str | None) -> str | None:
     if engine == "tgi":
         return TGI
     if engine == "vllm":
-        repo = (image or "").split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
-        return VLLM_OPENAI if repo == "vllm-openai" else HF_VLLM
+        return VLLM_OPENAI if image_repository(image or "") == "vllm-openai" else HF_VLLM
     return HF_TRANSFORMERS if engine == "naive" else None
 
 
 def canonical(server: str | None, name: str) -> str:
-    """The flag name as `server` looks it up: vLLM's OpenAI server reads `_` as `-`, the others read it as given."""
-    return name.replace("_", "-") if server == VLLM_OPENAI and name.startswith("--") else name
+    """The flag name as `server` looks it up: vLLM's OpenAI server reads `_` as `-`, TGI's short forms are their
+    long flag (`ALIASES`), the others read it as given."""
+    if server == VLLM_OPENAI and name.startswith("--"):
+        return name.replace("_", "-")
+    return ALIASES.get(server, {}).get(name, name)
 
 
 def setting(server: str | None, name: str) -> str:
@@ -207,7 +75,7 @@ class Reading:
     """What a server reads from its args (and env): `server:` values, tensor-parallel values, and refusals."""
     values: dict = field(default_factory=dict)
     given: dict = field(default_factory=dict)       # `server:` key → the arg as given (the last one)
-    tp: list = field(default_factory=list)          # (TP_KEY or SHARDED_KEY, the arg as given, its value)
+    tp: list = field(default_factory=list)          # (a RESTATED_KEYS key, the arg as given, its value)
     problems: list = field(default_factory=list)    # (the arg as given, why)
 
 
@@ -227,7 +95,14 @@ def read_args(server: str | None, args: list[str] | tuple) -> Reading:
             continue
         flag = table.get(canonical(server, name))
         if flag is None:
+            if not eq and i < len(args) and not args[i].startswith("-"):   # its value, if it takes one: one problem
+                arg, i = f"{arg} {args[i]}", i + 1
             out.problems.append((arg, _unknown(server, name)))
+            continue
+        if eq and not flag.takes_value:
+            out.problems.append((arg, f"expected {name} alone: a switch takes no value (argparse's store_true and "
+                                      "BooleanOptionalAction: 'ignored explicit argument'; clap: 'unexpected "
+                                      "value'), so the server refuses to start"))
             continue
         if flag.takes_value and not eq:
             if i >= len(args):
@@ -235,17 +110,21 @@ def read_args(server: str | None, args: list[str] | tuple) -> Reading:
                 continue
             text, arg = args[i], f"{arg} {args[i]}"
             i += 1
-        if server == TGI and canonical(server, name) in seen:
+        if server == TGI and canonical(server, name) in seen and not flag.repeatable:
             out.problems.append((arg, "expected each flag once: TGI's launcher (clap) refuses a repeated flag"))
+        elif server == TGI and flag.key in out.given:
+            out.problems.append((arg, f"expected one of {out.given[flag.key].split('=')[0].split()[0]} and {name}: "
+                                      "TGI's launcher refuses to start when both are set (main.rs: max_input_length "
+                                      "is the legacy name of max_input_tokens)"))
         seen.add(canonical(server, name))
-        if not flag.key:
-            continue
         try:
             value = flag.parse(text) if flag.takes_value else flag.value
         except ValueError:
             out.problems.append((arg, f"expected {flag.expects}"))
             continue
-        if flag.key in _TP_KEYS:
+        if not flag.key:
+            continue
+        if flag.key in RESTATED_KEYS:
             out.tp.append((flag.key, arg, value))
         else:
             out.values[flag.key], out.given[flag.key] = value, arg
@@ -265,7 +144,7 @@ def read_env(engine: str, env: dict) -> Reading:
             except ValueError:
                 out.problems.append((name, f"expected {expects}"))
                 continue
-            if key in _TP_KEYS:
+            if key in RESTATED_KEYS:
                 out.tp.append((key, f"{name}={text}", value))
             else:
                 out.values[key] = value
@@ -309,4 +188,20 @@ def tensor_parallel_problems(server: str | None, reading: Reading, gpus: int) ->
             out.append((arg, f"expected {str(gpus > 1).lower()} with {gpus} GPU(s), or no such setting: TGI's "
                              "launcher shards over every visible GPU by default (find_num_shards); sharded true needs "
                              "more than one, false runs a single shard"))
+    return out
+
+
+def restated_problems(reading: Reading, scheduler: str, env: dict) -> list[tuple[str, str]]:
+    """Chunked-prefill switches that do not restate the simulated scheduler's (V1 always chunks, the V0 simulation
+    never does), and TGI's `--max-input-length` beside a MAX_INPUT_TOKENS variable (the launcher refuses both)."""
+    out = []
+    for key, arg, value in reading.tp:
+        if key == CHUNKED_KEY and value != (scheduler == "v1"):
+            out.append((arg, f"expected no {arg}: the gate simulates the {scheduler} scheduler "
+                             f"{'with' if scheduler == 'v1' else 'without'} chunked prefill (vLLM V1 chunks by "
+                             "default; simulation/gpu/vllm.py), and the other is not modelled"))
+    given = reading.given.get("max_input_tokens", "")
+    if given.startswith("--max-input-length") and "MAX_INPUT_TOKENS" in env:
+        out.append((given, "expected --max-input-tokens, or no MAX_INPUT_TOKENS in runtime.env: TGI's launcher "
+                           "refuses to start when both max_input_tokens and its legacy max_input_length are set"))
     return out

@@ -26,7 +26,8 @@ from stackconfig.types import InputCaps
 from validation.admission import KNATIVE_RESERVED_ENV, KSERVE_BLOCKED_ENV, kserve_blocked_env, release
 from validation.fields import Section
 from validation.kubernetes import expandable_segments, image_pinned
-from simulation.engine_flags import Reading, read_args, read_env, server_of, tensor_parallel_problems
+from simulation.engine_flags import (Reading, image_repository, read_args, read_env, restated_problems,
+                                     server_of, tensor_parallel_problems)
 
 # The image repository's last path component → what runs it. Matching the name, not the registry, keeps a
 # mirrored copy (e.g. in ECR) working.
@@ -39,12 +40,6 @@ DEFAULT_CUSTOM_IMAGES = {"tgi": "ghcr.io/huggingface/text-generation-inference:3
 MODEL_FORMATS = {"vllm": ("huggingface",), "naive": ("huggingface",), "triton": ("triton", "onnx", "tensorrt"),
                  "tgi": ("huggingface",)}
 MODEL_DIR = "/mnt/models"  # kserve constants.DefaultModelLocalMountPath
-
-
-def image_repository(image: str) -> str:
-    """`ghcr.io/huggingface/text-generation-inference:3.3.4@sha256:…` → `text-generation-inference`."""
-    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
-    return last.split(":", 1)[0]
 
 
 def is_custom_predictor(engine: str, image: str | None) -> bool:
@@ -271,6 +266,8 @@ def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: li
     profile = sec.data.get("engineProfile")
     profile = profile if isinstance(profile, dict) else {}
     scheduler = env_reading.values.get("scheduler")
+    for arg, why in restated_problems(reading, scheduler or profile.get("scheduler") or "v1", env):
+        sec.problem("runtime.args", arg, why)
     if scheduler and profile.get("scheduler", scheduler) != scheduler:
         sec.problem("runtime.env.VLLM_USE_V1", env["VLLM_USE_V1"], f"expected a value that selects "
                     f"engineProfile.scheduler ({profile['scheduler']}), or no engineProfile.scheduler: the engine "

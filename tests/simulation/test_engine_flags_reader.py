@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulation.engine_flags import human_readable_int
+from simulation.engine_flag_tables import rust_float, rust_uint
+from simulation.engine_flags import TGI, VLLM_OPENAI, human_readable_int, read_args
 from simulation.isvc import ServingSpec, server_from_manifest
 
 
@@ -35,3 +36,34 @@ def test_a_raw_manifest_reads_spellings_by_server_and_env_by_engine():
     assert _derived("tgi", env={"MAX_BATCH_SIZE": "4", "CUDA_MEMORY_FRACTION": "0.5"},
                     args=["--max-batch-size=8"]) == {"max_num_seqs": 8, "gpu_memory_utilization": 0.5}
     assert _derived("vllm", gpus=2, args=["-tp", "4"]) == {"tensor_parallel_size": 2}
+
+
+@pytest.mark.parametrize("text, bits", [("1_024", 64), (" 8", 64), ("8 ", 64), ("\u0668", 64), ("-1", 64), ("", 64),
+                                        ("65536", 16), ("4294967296", 32)])
+def test_rust_uint_refuses_what_rusts_fromstr_refuses(text, bits):
+    with pytest.raises(ValueError):
+        rust_uint(text, bits)
+
+
+@pytest.mark.parametrize("text", ["0.9_5", " 0.5", "0,5", "\u0660.5", "1e", "."])
+def test_rust_float_refuses_what_rusts_fromstr_refuses(text):
+    with pytest.raises(ValueError):
+        rust_float(text)
+
+
+def test_rust_numbers_read_what_rust_reads():
+    assert (rust_uint("+8"), rust_uint("65535", 16), rust_float(".5"), rust_float("1."), rust_float("5e-1")) == (
+        8, 65535, 0.5, 1.0, 0.5)
+
+
+def test_tgi_short_flags_are_their_long_flag():
+    """main.rs `#[clap(long, short)]`: -p is --port (the first declared of --port and --prometheus-port), -e --env."""
+    assert read_args(TGI, ["-p", "3001", "-e", "-g=30"]).problems == []
+    problems = read_args(TGI, ["--port=3000", "-p=3001"]).problems
+    assert problems == [("-p=3001", "expected each flag once: TGI's launcher (clap) refuses a repeated flag")]
+    assert [a for a, _ in read_args(TGI, ["-p", "http"]).problems] == ["-p http"]
+
+
+def test_a_switch_with_a_value_sets_nothing():
+    reading = read_args(VLLM_OPENAI, ["--disable-custom-all-reduce=false", "--no-enable-prefix-caching=true"])
+    assert reading.values == {} and len(reading.problems) == 2

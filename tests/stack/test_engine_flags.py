@@ -17,16 +17,10 @@ from gate import scenario_for
 from simulation import load_scenario
 from stackconfig.schema import parse_stack_config
 from validation.errors import InputError
+from runtime_stack import chat_stack, refused
 
 OPENAI = "vllm/vllm-openai:v0.11.0"
-TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:3.3.4"
-BASE = {
-    "cluster": {"name": "c", "subnetIds": ["subnet-0a1b2c3d"], "createNodeRole": True},
-    "gpuNodeGroup": {"instanceTypes": ["g6e.12xlarge"]},   # 4 × L40S
-    "services": [{"name": "chat", "maxReplicas": 2, "resources": {"gpus": 1, "cpu": "4", "memory": "24Gi"},
-                  "model": {"name": "llama-3-8b", "storageUri": "hf://m/l", "public": True},
-                  "workload": {"kind": "poisson", "rate": 1.0}}],
-}
+BASE = chat_stack()
 
 
 def _cfg(runtime: dict, gpus: int = 1, **top) -> dict:
@@ -42,10 +36,7 @@ def _spec(cfg: dict):
     return load_scenario(scenario_for(stack, stack.services[0])).server.spec
 
 
-def _refused(cfg: dict) -> str:
-    with pytest.raises(InputError) as err:
-        parse_stack_config(cfg, "p", "dev")
-    return str(err.value)
+_refused = refused
 
 
 # --- Finding 1: tensor parallelism is the pod's GPU count -----------------------------------------------------
@@ -210,3 +201,106 @@ def test_an_engine_variable_the_simulation_does_not_model_is_refused(engine, nam
     text = _refused(_cfg({"engine": engine, "env": {name: value}}))
     assert f"services[0].runtime.env.{name}: got '{value}'; expected" in text
     _spec(_cfg({"engine": engine, "env": {"HF_HUB_OFFLINE": "1", "NCCL_DEBUG": "WARN"}}))   # control: not settings
+
+
+# --- Review rev-diff findings 1, 2, 6: switches given a value, TGI's number syntax, typed and common neutral flags --
+@pytest.mark.parametrize("runtime, arg", [
+    ({"engine": "vllm"}, "--disable-custom-all-reduce=false"),
+    ({"engine": "vllm", "image": OPENAI}, "--no-enable-prefix-caching=true"),
+    ({"engine": "tgi"}, "--trust-remote-code=false"),
+    ({"engine": "naive"}, "--trust_remote_code=True"),
+], ids=["hf", "vllm-openai", "tgi", "naive"])
+def test_a_switch_given_a_value_is_refused_as_argparse_and_clap_refuse_it(runtime, arg):
+    """argparse: "ignored explicit argument 'false'"; clap (SetTrue): "unexpected value". It was read as ON."""
+    name = arg.split("=")[0]
+    assert f"got '{arg}'; expected {name} alone: a switch takes no value" in _refused(_cfg({**runtime, "args": [arg]}))
+    _spec(_cfg({**runtime, "args": [name]}))                                     # control: the switch alone
+
+
+@pytest.mark.parametrize("where, given", [
+    ("args", "--max-batch-size=1_024"), ("args", "--max-batch-size= 8"), ("args", "--max-batch-size=\u0668"),
+    ("args", "--cuda-memory-fraction=0.9_5"), ("args", "--max-batch-prefill-tokens=4294967296"),
+    ("env", {"MAX_BATCH_SIZE": "1_024"}), ("env", {"CUDA_MEMORY_FRACTION": " 0.5"}),
+])
+def test_tgi_numbers_are_read_as_rusts_fromstr_reads_them(where, given):
+    """clap parses usize/u32/f32 with Rust's FromStr: no '_', no spaces, ASCII digits, the type's range."""
+    runtime = {"engine": "tgi", where: [given] if where == "args" else given}
+    text = _refused(_cfg(runtime))
+    shown = given if where == "args" else next(iter(given.values()))
+    assert f"got '{shown}'; expected" in text and "FromStr" in text
+
+
+def test_tgi_numbers_in_plain_ascii_are_read():
+    spec = _spec(_cfg({"engine": "tgi", "args": ["--max-batch-size=+8", "--cuda-memory-fraction=.5"],
+                       "env": {"MAX_BATCH_PREFILL_TOKENS": "512"}}))
+    assert (spec.max_num_seqs, spec.gpu_memory_utilization, spec.max_num_batched_tokens) == (8, 0.5, 512)
+
+
+@pytest.mark.parametrize("runtime, args, shown", [
+    ({"engine": "vllm", "image": OPENAI}, ["--seed", "abc"], "--seed abc"),
+    ({"engine": "vllm"}, ["--max-log-len=ten"], "--max-log-len=ten"),
+    ({"engine": "tgi"}, ["--prometheus-port", "abc"], "--prometheus-port abc"),
+    ({"engine": "tgi"}, ["--prometheus-port=70000"], "--prometheus-port=70000"),
+    ({"engine": "tgi"}, ["--validation-workers=0"], "--validation-workers=0"),
+    ({"engine": "tgi"}, ["--sharded=True"], "--sharded=True"),
+    ({"engine": "tgi"}, ["--usage-stats=none"], "--usage-stats=none"),
+    ({"engine": "vllm"}, ["--distributed-executor-backend=external_launcher"],
+     "--distributed-executor-backend=external_launcher"),
+])
+def test_a_neutral_flag_with_a_value_its_server_refuses_is_refused(runtime, args, shown):
+    assert f"got '{shown}'; expected" in _refused(_cfg({**runtime, "args": args}, gpus=2))
+
+
+@pytest.mark.parametrize("runtime, args", [
+    ({"engine": "vllm"}, ["--enable-chunked-prefill", "--enable-prefix-caching", "--generation-config", "auto",
+                          "--distributed-executor-backend", "mp", "--disable-uvicorn-access-log",
+                          "--allowed-origins", '["*"]', "--otlp-traces-endpoint", "http://otel:4317", "--seed", "0"]),
+    ({"engine": "vllm", "image": OPENAI}, ["--enable_chunked_prefill", "--max-log-len=100"]),
+    ({"engine": "tgi"}, ["--env", "--max-input-length", "2048", "--prometheus-port=9001", "--validation-workers=4",
+                         "--cors-allow-origin=a", "--cors-allow-origin=b", "--usage-stats=off"]),
+    ({"engine": "tgi"}, ["-e", "-g", "30"]),
+])
+def test_common_flags_that_restate_a_default_or_change_nothing_simulated_are_accepted(runtime, args):
+    _spec(_cfg({**runtime, "args": args}))
+
+
+def test_chunked_prefill_may_only_restate_the_simulated_scheduler():
+    """vLLM V1 chunks by default (the simulation's V1 always does); the V0 simulation never chunks."""
+    text = _refused(_cfg({"engine": "vllm", "args": ["--no-enable-chunked-prefill"]}))
+    assert "got '--no-enable-chunked-prefill'; expected no --no-enable-chunked-prefill: the gate simulates the v1" \
+           in text
+    text = _refused(_cfg({"engine": "vllm", "args": ["--enable-chunked-prefill"], "env": {"VLLM_USE_V1": "0"}}))
+    assert "got '--enable-chunked-prefill'; expected no --enable-chunked-prefill: the gate simulates the v0" in text
+
+
+def test_tgi_max_input_length_is_the_legacy_name_of_max_input_tokens():
+    """v3.3.4 main.rs: (None, Some(max_input_length)) → max_input_tokens; both set → the launcher refuses."""
+    assert _spec(_cfg({"engine": "tgi", "args": ["--max-input-length=2048"]})).max_input_tokens == 2048
+    text = _refused(_cfg({"engine": "tgi", "args": ["--max-input-tokens=1024", "--max-input-length=2048"]}))
+    assert "got '--max-input-length=2048'; expected one of --max-input-tokens and --max-input-length" in text
+    text = _refused(_cfg({"engine": "tgi", "args": ["--max-input-length=2048"], "env": {"MAX_INPUT_TOKENS": "1024"}}))
+    assert "got '--max-input-length=2048'; expected --max-input-tokens, or no MAX_INPUT_TOKENS" in text
+    text = _refused(_cfg({"engine": "tgi", "env": {"MAX_INPUT_LENGTH": "1024"}}))
+    assert "legacy name of MAX_INPUT_TOKENS" in text and "not simulated" not in text
+
+
+def test_the_stack_renders_max_input_tokens_and_the_user_adds_max_input_length():
+    from manifests.admission import check_pods_can_run
+
+    cfg = _cfg({"engine": "tgi", "args": ["--max-input-length=1024"]})
+    cfg["services"][0]["limits"] = {"maxInputTokens": 2048, "maxNewTokens": 1024}
+    with pytest.raises(InputError) as err:
+        check_pods_can_run(parse_stack_config(cfg, "p", "dev"))
+    assert "got '--max-input-length=1024'; expected no flag the stack already renders" in str(err.value)
+
+
+def test_an_unknown_flag_and_its_value_are_one_problem():
+    text = _refused(_cfg({"engine": "vllm", "args": ["--swap-space", "4"]}))
+    assert "got '--swap-space 4'; expected a flag" in text and "got '4'" not in text
+
+
+def test_the_server_and_the_stack_read_an_image_name_with_one_function():
+    from simulation import engine_flags
+    from stackconfig import runtimes
+
+    assert runtimes.image_repository is engine_flags.image_repository

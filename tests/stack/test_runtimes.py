@@ -20,18 +20,10 @@ from simulation import load_scenario
 from stackconfig.schema import parse_stack_config
 from gpu_fakes import make, req
 from validation.admission import admission_refusals
-from validation.errors import InputError
+from runtime_stack import TGI_IMAGE, chat_stack, refused
 from validation.kubernetes import validation_errors
 
-TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:3.3.4"
-BASE = {
-    "cluster": {"name": "c", "subnetIds": ["subnet-0a1b2c3d"], "createNodeRole": True},
-    "gpuNodeGroup": {"instanceTypes": ["g6e.12xlarge"]},   # 4 × L40S
-    "services": [{"name": "chat", "maxReplicas": 2, "resources": {"gpus": 1, "cpu": "4", "memory": "24Gi"},
-                  "model": {"name": "llama-3-8b", "storageUri": "hf://m/l", "public": True},
-                  "limits": {"maxInputTokens": 4096, "maxNewTokens": 1024, "maxBatchSize": 16},
-                  "workload": {"kind": "poisson", "rate": 1.0}}],
-}
+BASE = chat_stack(limits={"maxInputTokens": 4096, "maxNewTokens": 1024, "maxBatchSize": 16})
 
 
 def _cfg(runtime: dict | None = None, **svc) -> dict:
@@ -47,10 +39,7 @@ def _parse(cfg: dict):
     return stack, stack.services[0]
 
 
-def _refused(cfg: dict) -> str:
-    with pytest.raises(InputError) as err:
-        parse_stack_config(cfg, "p", "dev")
-    return str(err.value)
+_refused = refused
 
 
 def _env(container: dict) -> dict:

@@ -1,0 +1,218 @@
+"""The flag tables `simulation/engine_flags.py` reads with: each server's flags, what they set and how their values
+are parsed (sources and rules: that module's docstring).
+
+Value parsers follow the server's own: vLLM and KServe parse with argparse (`type=int` is Python's `int()`, which
+takes '1_024', ' 8' and non-ASCII digits); TGI's launcher parses with clap, which calls Rust's `FromStr`: ASCII
+digits only (an optional leading '+'), no '_', no spaces, and the type's range (`u16` for a port, `u32`, `usize`);
+`f32` takes decimals and exponents, no '_'; a `bool` value is exactly `true` or `false` (clap's BoolValueParser).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+VLLM_OPENAI, HF_VLLM, TGI = "vllm-openai", "huggingfaceserver", "tgi"
+HF_TRANSFORMERS = "huggingfaceserver (Transformers)"
+TP_KEY, SHARDED_KEY, CHUNKED_KEY = "tensor_parallel_size", "sharded", "chunked_prefill"
+RESTATED_KEYS = (TP_KEY, SHARDED_KEY, CHUNKED_KEY)   # flags that may only restate what the gate simulates
+_HRI = re.compile(r"(\d+(?:\.\d+)?)([kmgtKMGT])")
+_RUST_UINT = re.compile(r"\+?[0-9]+")                                    # `[0-9]`: ASCII digits only
+_RUST_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
+                         re.IGNORECASE)
+
+
+def human_readable_int(text: str) -> int:
+    """vLLM's `human_readable_int`: '16k' → 16000, '16K' → 16384, '2048' → 2048; ValueError otherwise."""
+    text = text.strip()
+    match = _HRI.fullmatch(text)
+    if not match:
+        return int(text)
+    number, suffix = match.groups()
+    if suffix.islower():
+        return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
+    return int(number) * 1024 ** ("KMGT".index(suffix) + 1)   # int(): no decimals with a binary suffix
+
+
+def rust_uint(text: str, bits: int = 64) -> int:
+    """Rust's `u16`/`u32`/`u64`/`usize` `FromStr` as clap calls it; ValueError where it errs."""
+    if not _RUST_UINT.fullmatch(text) or int(text) >= 2 ** bits:
+        raise ValueError(text)
+    return int(text)
+
+
+def rust_float(text: str) -> float:
+    """Rust's `f32` `FromStr` (decimal or exponent form, inf/nan); ValueError where it errs."""
+    if not _RUST_FLOAT.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
+
+
+def _at_least(low: int, read: Callable[[str], int]) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = read(text)
+        if value < low:
+            raise ValueError(text)
+        return value
+    return parse
+
+
+def _between(read: Callable[[str], float], low: float, high: float, high_open: bool = False) -> Callable:
+    def parse(text: str) -> float:
+        value = read(text)
+        if not (low < value < high if high_open else low < value <= high):
+            raise ValueError(text)
+        return value
+    return parse
+
+
+def _tokens(text: str) -> int:
+    value = human_readable_int(text)
+    if value < 1:   # newer vLLM's -1/'auto' fit max_model_len to the KV cache at start-up: not simulated
+        raise ValueError
+    return value
+
+
+def _v1(text: str) -> str:
+    return "v1" if int(text) else "v0"
+
+
+def _bool(text: str) -> bool:
+    if text not in ("true", "false"):   # clap's BoolValueParser: no other case or spelling
+        raise ValueError
+    return text == "true"
+
+
+def _choice(*names: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in names:
+            raise ValueError(text)
+        return text
+    return parse
+
+
+@dataclass(frozen=True)
+class Flag:
+    key: str | None = None                          # the `server:` key it sets; None: neutral
+    parse: Callable[[str], Any] | None = None       # None: a switch that takes no value
+    value: Any = True                               # what a switch sets `key` to
+    expects: str = ""                               # the values it takes, for a message
+    repeatable: bool = False                        # TGI: clap appends a repeated Vec flag instead of refusing it
+
+    @property
+    def takes_value(self) -> bool:
+        return self.parse is not None
+
+
+def _typed(parse: Callable[[str], Any], expects: str, key: str | None = None) -> Flag:
+    return Flag(key, parse, expects=expects)
+
+
+_TOKENS = "a number of tokens such as 8192 or 8k (vLLM's human_readable_int; 'auto' and -1, which newer vLLM fit " \
+          "to the KV cache, are not simulated)"
+_PY_INT = _at_least(1, int)
+_INT = "a whole number >= 1"
+_ARGPARSE_INT = _typed(int, "a whole number (argparse type=int)")
+_RUST = "in ASCII digits (TGI's launcher: Rust's FromStr takes no '_', spaces or other digits)"
+_USIZE = _typed(_at_least(0, rust_uint), f"a whole number >= 0 {_RUST}")
+_PORT = _typed(lambda t: rust_uint(t, 16), f"a port, 0 to 65535 {_RUST}")
+_FRACTION = "a fraction in (0, 1] (TGI's launcher: Rust's f32 FromStr takes no '_', spaces or non-ASCII digits)"
+_VALUE, _SWITCH = Flag(parse=str), Flag()
+
+# vLLM's engine and server flags (dash spelling), modelled ones first.
+_VLLM = {
+    "--max-model-len": Flag("max_model_len", _tokens, expects=_TOKENS),
+    "--max-num-batched-tokens": Flag("max_num_batched_tokens", _tokens, expects=_TOKENS),
+    "--max-num-seqs": Flag("max_num_seqs", _PY_INT, expects=_INT),
+    "--gpu-memory-utilization": Flag("gpu_memory_utilization", _between(float, 0, 1), expects="a fraction in (0, 1]"),
+    "--block-size": Flag("block_size", _PY_INT, expects=_INT),
+    "--disable-custom-all-reduce": Flag("disable_custom_all_reduce"),
+    "--no-disable-custom-all-reduce": Flag("disable_custom_all_reduce", value=False),
+    "--no-enable-prefix-caching": Flag("prefix_cache_hit_ratio", value=0.0),
+    "--enable-chunked-prefill": Flag(CHUNKED_KEY), "--no-enable-chunked-prefill": Flag(CHUNKED_KEY, value=False),
+    "--tensor-parallel-size": Flag(TP_KEY, _PY_INT, expects=_INT),
+    "-tp": Flag(TP_KEY, _PY_INT, expects=_INT),
+    **{name: _ARGPARSE_INT for name in ("--port", "--seed", "--max-log-len")},
+    "--distributed-executor-backend": _typed(_choice("mp", "ray"), "mp or ray (one pod, one node: 'uni' runs a "
+                                             "single worker, 'external_launcher' needs torchrun)"),
+    **{name: _VALUE for name in ("--model", "--served-model-name", "--host", "--tokenizer", "--revision",
+                                 "--tokenizer-revision", "--tokenizer-mode", "--chat-template",
+                                 "--chat-template-content-format", "--response-role", "--uvicorn-log-level",
+                                 "--api-key", "--root-path", "--download-dir", "--tool-call-parser",
+                                 "--reasoning-parser", "--ssl-keyfile", "--ssl-certfile", "--allowed-origins",
+                                 "--allowed-methods", "--allowed-headers", "--otlp-traces-endpoint",
+                                 "--generation-config")},
+    **{name: _SWITCH for name in ("--trust-remote-code", "--disable-log-requests", "--enable-log-requests",
+                                  "--disable-log-stats", "--enable-auto-tool-choice", "--disable-fastapi-docs",
+                                  "--enable-prompt-tokens-details", "--enable-prefix-caching",   # V1's default
+                                  "--disable-uvicorn-access-log", "--allow-credentials")},
+}
+# KServe's huggingfaceserver's own flags (v0.15.2 `__main__.py`, `kserve/model_server.py`), as it spells them.
+_KSERVE = {
+    "--max_length": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
+    "--max_model_len": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
+    **{name: _ARGPARSE_INT for name in ("--http_port", "--grpc_port")},
+    **{name: _VALUE for name in ("--model_name", "--model_dir", "--model_id", "--model_revision",
+                                 "--tokenizer_revision", "--backend", "--tensor_input_names", "--enable_grpc",
+                                 "--enable_docs_url", "--enable_latency_logging", "--configure_logging",
+                                 "--log_config_file", "--access_log_format")},
+    **{name: _SWITCH for name in ("--trust_remote_code", "--disable_log_requests", "--disable_lower_case",
+                                  "--disable_special_tokens", "--return_token_type_ids", "--return_probabilities")},
+}
+# TGI's launcher flags (v3.3.4 `launcher/src/main.rs` `struct Args`, types as declared); NUM_SHARD/SHARDED are its
+# tensor parallelism; `--max-input-length` is the legacy name of `--max-input-tokens` (both set: it refuses).
+_TGI_TOKENS = _at_least(1, rust_uint)
+_TGI = {
+    "--max-batch-size": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_num_seqs"),
+    "--max-total-tokens": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_model_len"),
+    "--max-input-tokens": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_input_tokens"),
+    "--max-input-length": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_input_tokens"),
+    "--cuda-memory-fraction": _typed(_between(rust_float, 0, 1), _FRACTION, "gpu_memory_utilization"),
+    "--max-concurrent-requests": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_concurrent_requests"),
+    "--max-batch-prefill-tokens": _typed(_at_least(1, lambda t: rust_uint(t, 32)), f"{_INT}, a u32, {_RUST}",
+                                         "max_num_batched_tokens"),
+    "--num-shard": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", TP_KEY),
+    "--sharded": _typed(_bool, "true or false, in lower case (clap's bool parser)", SHARDED_KEY),
+    **{name: _PORT for name in ("--port", "--prometheus-port")},
+    "--validation-workers": _typed(_TGI_TOKENS, f"{_INT} {_RUST} (main.rs: 'validation_workers must be > 0')"),
+    "--max-top-n-tokens": _typed(lambda t: rust_uint(t, 32), f"a whole number >= 0, a u32, {_RUST}"),
+    **{name: _USIZE for name in ("--max-best-of", "--max-stop-sequences", "--master-port",
+                                 "--graceful-termination-timeout", "--max-client-batch-size", "--payload-limit")},
+    "--usage-stats": _typed(_choice("on", "off", "no-stack"), "on, off or no-stack"),
+    "--cors-allow-origin": Flag(parse=str, repeatable=True),
+    **{name: _VALUE for name in ("--model-id", "--revision", "--hostname", "--otlp-endpoint", "--otlp-service-name",
+                                 "--api-key", "--huggingface-hub-cache", "--weights-cache-override",
+                                 "--tokenizer-config-path", "--shard-uds-path", "--master-addr")},
+    **{name: _SWITCH for name in ("--trust-remote-code", "--json-output", "--disable-grammar-support",
+                                  "--enable-prefill-logprobs", "--env")},
+}
+FLAGS = {VLLM_OPENAI: _VLLM, HF_VLLM: {**_KSERVE, **_VLLM}, HF_TRANSFORMERS: _KSERVE, TGI: _TGI}
+# Short forms (clap `short`: the field's first letter). TGI 3.3.4 gives `-p` to both --port and --prometheus-port;
+# clap's release build (no debug asserts) takes the first declared, --port.
+ALIASES = {TGI: {"-p": "--port", "-e": "--env", "-g": "--graceful-termination-timeout"}}
+
+# Environment variables an engine reads as a setting: name → (server key, parser, what it takes).
+ENV_KEYS = {
+    "vllm": {"VLLM_USE_V1": ("scheduler", _v1, "0 or 1 (vllm envs.py reads bool(int(...)))")},
+    "tgi": {**{flag[2:].replace("-", "_").upper(): (f.key, f.parse, f.expects)
+               for flag, f in _TGI.items() if f.key and flag != "--max-input-length"},
+            "TGI_WIGGLE_ROOM": ("wiggle_room", _between(float, 0, 1, high_open=True),
+                                "a fraction in (0, 1) (server models/globals.py)")},
+}
+REFUSED_ENV = {
+    "vllm": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "it lets --max-model-len exceed the model's context, which the "
+                                              "simulation caps at the model's",
+             "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "it changes the KV budget; state the measured CUDA-graph "
+                                                         "memory as engineProfile.cudaGraphGib instead"},
+    "tgi": {**{name: "the launcher reads it as its --" + name.lower().replace("_", "-") + ", which changes GPU "
+               "memory or scheduling and is not simulated"
+               for name in ("QUANTIZE", "SPECULATE", "DTYPE", "KV_CACHE_DTYPE", "WAITING_SERVED_RATIO",
+                            "MAX_BATCH_TOTAL_TOKENS", "MAX_WAITING_TOKENS", "CUDA_GRAPHS", "ROPE_SCALING",
+                            "ROPE_FACTOR", "DISABLE_CUSTOM_KERNELS", "LORA_ADAPTERS")},
+            "MAX_INPUT_LENGTH": "it is the launcher's legacy name of MAX_INPUT_TOKENS, and the launcher refuses to "
+                                "start when both it and --max-input-tokens (which the stack renders from "
+                                "limits.maxInputTokens) are set; use limits.maxInputTokens or MAX_INPUT_TOKENS",
+            **{name: "the server reads it (models/globals.py) and it changes the KV cache or the schedule, which "
+               "is not simulated" for name in ("ATTENTION", "PREFIX_CACHING", "PREFILL_CHUNKING")}},
+}

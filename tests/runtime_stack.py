@@ -1,0 +1,31 @@
+"""A one-service stack on g6e.12xlarge (4 × L40S) for the runtime tests (tests/stack/test_runtimes.py,
+tests/stack/test_engine_flags.py), and the load-time refusal it gets."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from stackconfig.schema import parse_stack_config
+from validation.errors import InputError
+
+TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:3.3.4"
+
+
+def chat_stack(**service) -> dict:
+    """A fresh config: cluster, one GPU node group and the service `chat` (llama-3-8b on 1 GPU), `service` merged in."""
+    return {
+        "cluster": {"name": "c", "subnetIds": ["subnet-0a1b2c3d"], "createNodeRole": True},
+        "gpuNodeGroup": {"instanceTypes": ["g6e.12xlarge"]},   # 4 × L40S
+        "services": [{"name": "chat", "maxReplicas": 2, "resources": {"gpus": 1, "cpu": "4", "memory": "24Gi"},
+                      "model": {"name": "llama-3-8b", "storageUri": "hf://m/l", "public": True},
+                      "workload": {"kind": "poisson", "rate": 1.0}, **copy.deepcopy(service)}],
+    }
+
+
+def refused(cfg: dict) -> str:
+    """The InputError text the stack's load-time checks give `cfg` (fails when it is accepted)."""
+    with pytest.raises(InputError) as err:
+        parse_stack_config(cfg, "p", "dev")
+    return str(err.value)
