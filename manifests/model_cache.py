@@ -23,6 +23,7 @@ import shlex
 
 from manifests.common import labels, restricted_security_context
 from stackconfig.platform import cache_write_mib_s, slow_rate
+from stackconfig.services import read_from_cache
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import Problem
 
@@ -54,7 +55,7 @@ def cache_key(svc: ServiceConfig) -> str:
 
 
 def _cached(svc: ServiceConfig) -> bool:
-    return not svc.storage_uri.startswith("pvc://")
+    return read_from_cache(svc.storage_uri)
 
 
 def cache_uri(cfg: StackConfig, svc: ServiceConfig) -> str:

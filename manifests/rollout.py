@@ -8,7 +8,8 @@ The pods sit on ceil(pods × GPUs / GPUs per node) new nodes, each with its own 
 on its own: with n independent draws the slowest stays within a level L in a share L^n of rollouts, so node and
 pull are taken at 0.95^(1/nodes), the load at 0.95^(1/pods) (one pod: the p95), every phase at that level at once
 (as if one congested network slowed them all together; above the quantile when they are independent).
-The pods load at once from the model cache, so each reads at most an equal share of the cache's file system read
+The pods load at once from the model cache (at the first `pulumi up` with every other service's first pods:
+`stackconfig.services.readers_together`), so each reads at most an equal share of the cache's file system read
 throughput (`modelCache.throughputMode`; stackconfig/platform.py `load_gbps`): ten pods on an EFS file system in
 Bursting mode (300 MiB/s of reads) take ten times one pod's 300 MiB/s load.
 """
@@ -23,6 +24,7 @@ from stackconfig import platform
 from stackconfig.platform import (COLD_START_QUANTILE, INITIAL_SCALE, cache_read_mib_s, expected_load_s, load_gbps,
                                   slow_rate, slow_s)
 from stackconfig.schema import ServiceConfig, StackConfig
+from stackconfig.services import readers_together
 from validation.kubernetes import parse_duration
 
 READY_MARGIN_S = 120  # webhook, revision creation, route programming
@@ -67,30 +69,36 @@ def first_pods(cfg: StackConfig, svc: ServiceConfig) -> int:
                                cfg.knative.autoscaler.initial_scale)
 
 
-def cold_start(cfg: StackConfig, svc: ServiceConfig, pods: int | None = None) -> ColdStart:
-    """The time by which `pods` new pods (default `first_pods`) are all Ready in COLD_START_QUANTILE of cases."""
+def cold_start(cfg: StackConfig, svc: ServiceConfig, pods: int | None = None,
+               first_deploy: bool = False) -> ColdStart:
+    """The time by which `pods` new pods (default `first_pods`) are all Ready in COLD_START_QUANTILE of cases: in
+    a rollout of `svc` alone, or at the first `pulumi up` (`first_deploy`), where the first pods of every service
+    read the model cache at once (`stackconfig.services.readers_together`)."""
     cold, ng = cfg.cold_start, cfg.node_group
     pods = pods or first_pods(cfg, svc)
+    others = readers_together(cfg.services, svc, cfg.knative.autoscaler.initial_scale,
+                                       first_deploy) - first_pods(cfg, svc)
+    readers = pods + others   # the other services' first pods read with these at the first `pulumi up`
     nodes = max(1, math.ceil(pods * svc.gpus / ng.gpus_per_node))
     node_level, pod_level = COLD_START_QUANTILE ** (1 / nodes), COLD_START_QUANTILE ** (1 / pods)
     pull = cold.image_gib * 2**30 / (slow_rate(cold.image_pull_mbps, node_level) * 1e6)
     mc = cfg.model_cache
     # The pods load at once (as if their nodes and pulls ended together: the bound), each reading the weights
     # from the cache's file system, whose read throughput they share (stackconfig.platform.load_gbps).
-    load = expected_load_s(svc.model, cold, mc.enabled, load_gbps(cold, mc, pods), pod_level,
+    load = expected_load_s(svc.model, cold, mc.enabled, load_gbps(cold, mc, readers), pod_level,
                            storage_uri=svc.storage_uri)
     shared = ""
     if mc.enabled and load > expected_load_s(svc.model, cold, True, load_gbps(cold, mc), pod_level,
                                              storage_uri=svc.storage_uri):
-        shared = (f"{pods} pods share the model cache's {cache_read_mib_s(mc):g} MiB/s of reads: "
+        shared = (f"{readers} pods share the model cache's {cache_read_mib_s(mc):g} MiB/s of reads: "
                   f"modelCache.throughputMode {mc.throughput_mode}")
     return ColdStart(pods, nodes, slow_s(cold.node_provision_s, node_level), pull, load, node_level, pod_level,
                      shared)
 
 
-def cold_start_s(cfg: StackConfig, svc: ServiceConfig) -> float:
-    """`cold_start(cfg, svc).total_s`: the first pods all Ready, in 19 rollouts of 20."""
-    return cold_start(cfg, svc).total_s
+def cold_start_s(cfg: StackConfig, svc: ServiceConfig, first_deploy: bool = False) -> float:
+    """`cold_start(cfg, svc, first_deploy=...).total_s`: the first pods all Ready, in 19 rollouts of 20."""
+    return cold_start(cfg, svc, first_deploy=first_deploy).total_s
 
 
 def progress_deadline_s(svc: ServiceConfig) -> float:
@@ -99,5 +107,7 @@ def progress_deadline_s(svc: ServiceConfig) -> float:
 
 def ready_timeout_s(cfg: StackConfig, svc: ServiceConfig) -> int:
     """How long `pulumi up` waits for the InferenceService to be Ready: twice the cold start, plus a margin,
-    but never less than Knative's progress deadline (a revision still progressing is not yet a failure)."""
-    return math.ceil(max(2 * cold_start_s(cfg, svc), progress_deadline_s(svc)) + READY_MARGIN_S)
+    but never less than Knative's progress deadline (a revision still progressing is not yet a failure). The cold
+    start of the first `pulumi up`, where every service's first pods share the cache's reads: a rollout of one
+    service shares them with fewer and is done sooner."""
+    return math.ceil(max(2 * cold_start_s(cfg, svc, first_deploy=True), progress_deadline_s(svc)) + READY_MARGIN_S)

@@ -35,6 +35,7 @@ from typing import Any
 from simulation.clock import call_later
 from simulation.gpu.crashloop import CrashLoopBackOff
 from simulation.queue_proxy import QueueProxy
+from simulation.shared_reads import begin_load, load_moved
 
 PENDING, STARTING, READY, TERMINATING, GONE = "Pending", "Starting", "Ready", "Terminating", "Gone"
 DRAIN_QUIET_S = 30.0
@@ -83,7 +84,7 @@ class Pod:
         self.backoff = CrashLoopBackOff()   # `on_crash(now) -> delay`; replaceable per pod
         self.startup_phases: dict[str, float] = {}
         self.term_t = -1.0
-        self.loading = None   # while reading shared weights: (pending Call, warm-up s, startup-probe kill time)
+        self.loading = None   # while reading shared weights: (pending Call, warm-up s, kill time): shared_reads.py
 
     # -- load accounting (time-weighted concurrency for the autoscalers) --------------------------------
     def _acc(self) -> None:
@@ -202,8 +203,10 @@ class Pod:
                 self.count_direct - c_d)
 
     # -- start-up pipeline ----------------------------------------------------------------------------
-    def _later(self, delay: float, fn: Any, *args: Any) -> None:
-        self._calls.append(call_later(self.env, delay, fn, *args))
+    def _later(self, delay: float, fn: Any, *args: Any) -> Any:
+        call = call_later(self.env, delay, fn, *args)
+        self._calls.append(call)
+        return call
 
     def start(self) -> None:
         """Warm pods are Ready at once; others go through the cluster (maybe Pending)."""
@@ -262,33 +265,19 @@ class Pod:
         p = self.sim.scenario.cluster
         weights, rate = self.sim.scenario.model.weights_gib, p.load_gib_s.sample(self.rng)
         warm = p.warmup_s.sample(self.rng) + self.server.startup_extra_s()
-        reads = self.sim.cluster.reads
-        load = weights / rate if reads is None else reads.start(self, weights, rate)
-        self.startup_phases["load_s"] = load
-        self.startup_phases["warmup_s"] = warm
         probe = self.sim.scenario.serving.startup_probe
         kill = probe and probe.kill_after_s(now, self.created + self.startup_phases.get("node_s", 0.0))
-        self._schedule_ready(load + warm, kill)
-        if reads is not None and reads.reading(self):
-            self.loading = (self._calls[-1], warm, None if kill is None else now + kill)
+        begin_load(self, weights, rate, warm, kill)   # simulation/shared_reads.py: the cache's shared reads
 
-    def _schedule_ready(self, total: float, kill: float | None) -> None:
+    def _schedule_ready(self, total: float, kill: float | None) -> Any:
         """Loaded and warm `total` s from now, unless the startup probe kills the container first (`kill` s)."""
         if kill is not None and total > kill:
-            self._later(kill, self._restart, "startupProbe failed")
-        else:
-            self._later(total, self._loaded)
+            return self._later(kill, self._restart, "startupProbe failed")
+        return self._later(total, self._loaded)
 
-    def load_moved(self, end: float) -> None:
-        """The shared model reads changed this pod's rate (simulation/shared_reads.py): its weights are in at `end`."""
-        if self.loading is None:
-            return
-        call, warm, kill_at = self.loading
-        call.cancel()
-        now = self.env._now
-        self.startup_phases["load_s"] = end - self.container_start
-        self._schedule_ready(end + warm - now, None if kill_at is None else max(0.0, kill_at - now))
-        self.loading = (self._calls[-1], warm, kill_at)
+    def load_moved(self, end: float | None) -> None:
+        """The shared model reads changed this pod's rate: its weights are in at `end` (None: not known yet)."""
+        load_moved(self, end)
 
     def _loaded(self) -> None:
         self.loading = None

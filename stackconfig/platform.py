@@ -69,17 +69,22 @@ ACCESS_MODES = ["ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany", "ReadWriteOnce
 
 # Amazon EFS throughput (EFS User Guide, "Amazon EFS performance specifications" and "Throughput modes"): each
 # client reads and writes at most 1,500 MiB/s on Elastic, 500 MiB/s on Provisioned and Bursting. The file system
-# as a whole: Elastic reads 20–60 GiB/s and writes 1–5 GiB/s depending on the Region (the lowest is taken here);
+# as a whole: Elastic reads 10–60 GiB/s and writes 1–5 GiB/s depending on the Region (EFS User Guide, "Amazon EFS
+# quotas", "Total default Elastic throughput per file system": 60 GiB/s of reads and 5 of writes in the listed
+# Regions, "All other AWS Regions" 10 GiB/s and 1 GiB/s; earlier editions of that table said 3 GiB/s of reads
+# there): the lowest current row is taken here, for reads and writes alike;
 # Provisioned drives the ProvisionedThroughputInMibps it was given; Bursting drives 100 MiB/s while it has burst
 # credits when it stores under 1 TiB (100 MiB/s per TiB stored above), its baseline of 50 KiB/s per GiB stored once
 # they are spent. Provisioned and Bursting meter a read at one third of its bytes (AWS Storage Blog, "Amazon EFS
 # introduces 3X read-throughput increase", 2021): a file system of T metered MiB/s reads 3 T MiB/s. Bursting is the
 # CreateFileSystem API's default (so of a file system Pulumi, Terraform or the CLI creates without saying); the
 # stack's prerequisite is Elastic (the console's default and AWS's recommendation: EFS User Guide, "Managing file
-# system throughput"), which gives the shipped stacks' figures.
+# system throughput"), which gives the shipped stacks' figures. Simplification: the per-client limit is applied per
+# pod, where EFS applies it per NFS client (a node): pods loading on one node at once are taken to read up to
+# (pods on the node) × the limit together (docs/deploying.md §5).
 THROUGHPUT_MODES = ("elastic", "provisioned", "bursting")
 PER_CLIENT_MIB_S = {"elastic": 1500.0, "provisioned": 500.0, "bursting": 500.0}
-ELASTIC_READ_MIB_S, ELASTIC_WRITE_MIB_S = 20 * 1024.0, 1024.0
+ELASTIC_READ_MIB_S, ELASTIC_WRITE_MIB_S = 10 * 1024.0, 1024.0
 BURST_MIB_S = 100.0   # Bursting's burst rate for a file system storing under 1 TiB
 READ_METERING = 3.0   # Provisioned and Bursting: a MiB read counts as a third
 

@@ -19,7 +19,7 @@ from stackconfig.model_credentials import check_one_secret_kind
 from stackconfig.platform import (check_gate_budget, check_model_cache, expected_load_s, parse_cold_start,
                                   parse_device_plugin, parse_gate, parse_model_cache)
 from stackconfig.gate_runs import check_gate_runs
-from stackconfig.services import PROJECT_ROOT, parse_service
+from stackconfig.services import PROJECT_ROOT, parse_service, startup_at_first_deploy
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, InputCaps,
                                ModelCacheConfig, NodeGroupConfig, Probe, ServiceConfig, Slo, StackConfig,
                                StackConfigContext, Taint, Toleration)
@@ -66,7 +66,8 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     knative = parse_knative(top.section("knative"))  # before the services: their annotations meet its autoscaler
     kserve = parse_kserve(top.section("kserve"))  # and its version decides what KServe does with their runtime
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative, kserve)
-    services = [parse_service(s, ctx) for s in top.sections("services", required=True)]
+    service_secs = top.sections("services", required=True)
+    services = startup_at_first_deploy(service_secs, [parse_service(s, ctx) for s in service_secs], ctx)
     gate = parse_gate(top.section("gate"))
     for i, svc in enumerate(services):  # the predictor host KServe builds in Standard mode (needs both sections)
         if svc.deployment_mode == "Standard" and matches(SERVICE_NAME, svc.name):

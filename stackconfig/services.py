@@ -8,7 +8,9 @@ Knative's autoscaling annotation keys (`pkg/apis/autoscaling/register.go`); defa
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
+from typing import Sequence
 
 from catalog import GIB, Gpu
 
@@ -219,14 +221,11 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         check_context(sec, engine, caps, model)
 
     cache_hit = ctx.model_cache.enabled
-    # The first pods of a revision start and load together, sharing the cache's reads (stackconfig/platform.py).
+    # The first pods of a revision load together, sharing the cache's reads; at the first `pulumi up` with every
+    # other service's (`startup_at_first_deploy` sizes and checks the startup probe for that, once all are read).
     readers = first_pods(mode, min_r or 0, annotations, ctx.knative.autoscaler.initial_scale)
     load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache, readers),
                              storage_uri=storage_uri)
-    shared = "" if load_s <= expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache),
-                                             storage_uri=storage_uri) else (
-        f" ({readers} pods load at once and share the model cache's {cache_read_mib_s(ctx.model_cache):g} MiB/s of "
-        f"reads: modelCache.throughputMode {ctx.model_cache.throughput_mode})")
     # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
     startup_failures = max(6, int(2 * load_s / 10) + 1)
     probes = sec.section("probes")
@@ -240,15 +239,6 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                            "/health: it has no KServe v2 routes, so every probe would be a 404 and the pod never "
                            "Ready")
     probes.done()
-    # The kubelet's probe ticks run from the pod's admission, so the f-th failure can land one period early.
-    budget = startup_budget(startup.initial_delay_s, startup.period_s, startup.failure_threshold)
-    if budget < load_s:
-        sec.problem("probes.startup", {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold},
-                    f"expected a startup budget (initialDelaySeconds + periodSeconds × (failureThreshold − 1) = "
-                    f"{budget} s: the kubelet may kill on the failureThreshold-th probe tick, up to one period "
-                    f"early) of at least the expected model load time {load_s:.0f} s{shared}, or the kubelet "
-                    "restarts the pod before the model is loaded: failureThreshold at least "
-                    f"{startup_failures_needed(startup.initial_delay_s, startup.period_s, load_s)}")
 
     alloc = sec.str("pytorchCudaAllocConf", default_alloc_conf(engine, gpus))
     check_alloc_conf(sec, engine, gpus, alloc, env, args)
@@ -293,6 +283,63 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         engine_profile=engine_profile,
         stress=stress, model_public=public,
     )
+
+
+def read_from_cache(storage_uri: str) -> bool:
+    """Whether a service's model goes through the model cache (when it is enabled): every source but a PVC of
+    the user's own (`pvc://`), which KServe mounts as it is (manifests/model_cache.py)."""
+    return not storage_uri.startswith("pvc://")
+
+
+def readers_together(services: Sequence[ServiceConfig], svc: ServiceConfig, cluster_default: int = 1,
+                     first_deploy: bool = True) -> int:
+    """Pods that read the model cache at the same time as `svc`'s first pods: the `readers` of `load_gbps`.
+
+    In a rollout of `svc` alone (`first_deploy=False`), its new revision's first pods (`first_pods`). At the first
+    `pulumi up` every InferenceService is created at once, after the prefetch DaemonSet is Ready (program.py:
+    `depends_on`), so the first pods of every service read from the cache load together: their sum (the
+    simulation shares the reads fleet-wide the same way: simulation/cluster.py). A service that reads a PVC of
+    its own counts its own pods only."""
+    def pods(s: ServiceConfig) -> int:
+        return first_pods(s.deployment_mode, s.min_replicas, s.annotations, cluster_default)
+    if not first_deploy or not read_from_cache(svc.storage_uri):
+        return pods(svc)
+    return sum(pods(s) for s in services if read_from_cache(s.storage_uri))
+
+
+def startup_at_first_deploy(secs: list[Section], services: list[ServiceConfig],
+                            ctx: StackConfigContext) -> list[ServiceConfig]:
+    """The startup probe against the expected model load of the first `pulumi up`, where the first pods of every
+    service read from the model cache load together (`readers_together`; a rollout of one
+    service shares the reads with fewer): its default failureThreshold (twice the load, in 10 s periods;
+    kserve-vllmserver.yaml uses period 30 × 60) and the refusal of a stated budget below the load."""
+    cold, mc, out = ctx.cold_start, ctx.model_cache, []
+    for sec, svc in zip(secs, services):
+        readers = readers_together(services, svc, ctx.knative.autoscaler.initial_scale)
+        load_s = expected_load_s(svc.model, cold, mc.enabled, load_gbps(cold, mc, readers),
+                                 storage_uri=svc.storage_uri)
+        startup = svc.startup_probe
+        stated = sec.data.get("probes")
+        stated = stated.get("startup") if isinstance(stated, dict) else None
+        if not (isinstance(stated, dict) and "failureThreshold" in stated):
+            startup = replace(startup, failure_threshold=max(6, int(2 * load_s / 10) + 1))
+        svc = replace(svc, startup_probe=startup, expected_load_s=round(load_s, 1))
+        out.append(svc)
+        # The kubelet's probe ticks run from the pod's admission, so the f-th failure can land one period early.
+        budget = startup_budget(startup.initial_delay_s, startup.period_s, startup.failure_threshold)
+        if budget >= load_s:
+            continue
+        shared = "" if load_s <= expected_load_s(svc.model, cold, mc.enabled, load_gbps(cold, mc),
+                                                 storage_uri=svc.storage_uri) else (
+            f" ({readers} pods load at once at the first `pulumi up` and share the model cache's "
+            f"{cache_read_mib_s(mc):g} MiB/s of reads: modelCache.throughputMode {mc.throughput_mode})")
+        sec.problem("probes.startup", {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold},
+                    f"expected a startup budget (initialDelaySeconds + periodSeconds × (failureThreshold − 1) = "
+                    f"{budget} s: the kubelet may kill on the failureThreshold-th probe tick, up to one period "
+                    f"early) of at least the expected model load time {load_s:.0f} s{shared}, or the kubelet "
+                    "restarts the pod before the model is loaded: failureThreshold at least "
+                    f"{startup_failures_needed(startup.initial_delay_s, startup.period_s, load_s)}")
+    return out
 
 
 def _check_startup_utilization(sec: Section, util: float, gpu: Gpu, gpus: int, non_torch_gib: float | None) -> None:
