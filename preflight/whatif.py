@@ -324,6 +324,19 @@ def add_parser(sub: Any) -> None:
     add_executor_arguments(cmd)
 
 
+def _check_replications(replications: int, before: StackConfig, after: StackConfig) -> None:
+    """`--replications` held to each side's gate.totalRequestBudget, as `gate.replications.max` is at load: a
+    side simulates every scenario the gate runs max(--replications, the runs its verdict took) times."""
+    from stackconfig.gate_runs import replications_problem
+
+    problems = [problem for side, cfg in (("the before side", before), ("the after side", after))
+                if (problem := replications_problem(cfg.services, cfg.gate, str(ROOT),
+                                                    cfg.knative.autoscaler.enable_scale_to_zero, replications,
+                                                    "--replications", f"{side} of stack {cfg.stack!r}"))]
+    if problems:
+        raise InputError(problems)
+
+
 def run(args: Any) -> int:
     """The `whatif` subcommand; InputError for a user's mistake (the caller exits 2)."""
     import json
@@ -343,6 +356,7 @@ def run(args: Any) -> int:
     console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 150)
     try:
         before, after = sides(args.stack, args.sets, args.against, args.workload, args.rate_scale, args.service)
+        _check_replications(args.replications, before, after)
         with console.status(f"simulating {args.stack}: before and after × {args.replications} replications"):
             result = compare(before, after, args.replications, executor, args.service, stack=args.stack,
                              against=args.against, sets=args.sets)

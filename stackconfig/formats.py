@@ -183,7 +183,7 @@ def check_eks_key(sec: Section, key: str, name: str | None, what: str) -> None:
         sec.problem(key, name, f"expected a {what} key without the reserved prefixes "
                     f"{', '.join(EKS_RESERVED_KEY_PARTS)} anywhere in it (EKS refuses the node group: \"{what.capitalize()} "
                     f"cannot contain reserved prefixes\"); use your own prefix such as 'example.com/gpu'")
-    if isinstance(name, str) and QUALIFIED_NAME.match(name) and len(name) > EKS_KEY_MAX:
+    if matches(QUALIFIED_NAME, name) and len(name) > EKS_KEY_MAX:
         sec.problem(key, name, f"expected a {what} key of at most {EKS_KEY_MAX} characters in all, prefix "
                     f"included (it has {len(name)}): the EKS API refuses a longer node group {what} key, although "
                     "Kubernetes allows a 253-character prefix; use a shorter prefix such as 'example.com/'")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY, progress_deadline_s
-from simulation.budget import expected_requests, run_problem, spike_requests
+from simulation.budget import DEFAULT_REQUEST_BUDGET, expected_requests, run_problem, spike_requests
 from simulation.workload import WorkloadSpec, parse_workload, timing_problem
 from stackconfig.stress import STRESS_DURATION_S, judged_in, rollout_run_s, settings
 from stackconfig.types import GateConfig, ServiceConfig
@@ -23,12 +23,17 @@ from validation.errors import Problem
 from validation.fields import Section
 
 MAX_ROLLOUT_DEADLINE_S = 86400.0   # simulation/fleet.py: the longest progress deadline a simulated rollout waits
+GATE_STRESS = ("spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py KINDS[1:]
+DEFAULT_MAX_REPLICATIONS = 20   # gate.replications.max's default (stackconfig/platform.py parse_gate)
 # The whole gate's simulated requests, every scenario it runs at gate.replications.max replications: each run is
-# within gate.requestBudget, but 1,000 of them (`replications: {min: 1000}`) would run for CPU-days.
-DEFAULT_TOTAL_REQUEST_BUDGET = 50_000_000   # ≈ 13–17 CPU-minutes at the simulator's 50–65k requests/s
+# within gate.requestBudget, but 1,000 of them (`replications: {min: 1000}`) would run for CPU-days. The default is
+# what the other defaults already allow: every one of the gate's scenarios (steady and GATE_STRESS), each run at
+# most the default gate.requestBudget, at the default replications.max, so a stack whose every run fits the
+# per-run budget at the default replications is never refused by the total (review rev-diff finding 9: 50 M
+# refused a one-service dev stack at 630-1,960 req/s); beyond the defaults the total binds.
+DEFAULT_TOTAL_REQUEST_BUDGET = DEFAULT_REQUEST_BUDGET * DEFAULT_MAX_REPLICATIONS * (1 + len(GATE_STRESS))   # 200 M
 MAX_TOTAL_REQUEST_BUDGET = 1_000_000_000    # gate.totalRequestBudget's own bound: ≈ 5 CPU-hours
 REQUESTS_PER_CPU_S = 50_000                  # for the message's CPU-time figure (simulation/budget.py)
-GATE_STRESS = ("spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py KINDS[1:]
 
 
 def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem], root: str, *,
@@ -120,15 +125,42 @@ def _total_problem(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], gate:
     total = gate.max_replications * math.fsum(n for _, _, n in runs)
     if total <= gate.total_request_budget:
         return
-    shown = " + ".join(f"{kind} ({seconds:g} s) {n:,.0f}" for kind, seconds, n in runs)
-    minutes = gate.total_request_budget / REQUESTS_PER_CPU_S / 60
     problems.append(Problem("gate.replications", {"min": gate.min_replications, "max": gate.max_replications},
-                            f"expected the whole gate to simulate at most gate.totalRequestBudget "
-                            f"{gate.total_request_budget:,} requests (≈ {minutes:,.0f} CPU-minutes at "
-                            f"{REQUESTS_PER_CPU_S:,} requests per CPU-second); it runs each scenario up to "
-                            f"gate.replications.max times: {gate.max_replications} × ({shown}) ≈ {total:,.0f} "
-                            "requests. Lower gate.replications.max, gate.durationS, a rate or gate.scenarios, or "
-                            f"raise gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
+                            f"expected the whole gate to simulate at most {_budget(gate)}; it runs each scenario "
+                            f"up to gate.replications.max times: {_shown(gate.max_replications, runs, total)}. "
+                            "Lower gate.replications.max, gate.durationS, a rate or gate.scenarios, or raise "
+                            f"gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
+
+
+def replications_problem(services: list[ServiceConfig], gate: GateConfig, root: str, scale_to_zero: bool,
+                         replications: int, key: str, what: str) -> Problem | None:
+    """A problem when `replications` runs of every scenario the gate runs (for `whatif --replications`) would
+    simulate more than gate.totalRequestBudget requests; `what` names the side (`the after side`)."""
+    if gate.enabled and replications <= gate.max_replications:   # within what the stack's load check allowed
+        return None
+    checked = [(i, svc, parse_workload(Section(svc.workload, "", []), base_dir=root)) for i, svc in enumerate(services)
+               if svc.workload is not None and svc.slo is not None]
+    runs = gate_requests(checked, gate, scale_to_zero)
+    per_round = math.fsum(n for _, _, n in runs)
+    total = replications * per_round
+    if total <= gate.total_request_budget:
+        return None
+    most = max(gate.max_replications, int(gate.total_request_budget // per_round))
+    return Problem(key, replications, f"expected at most {most} for {what}: it would simulate every scenario the "
+                   f"gate runs that many times, {_shown(replications, runs, total)}, over {_budget(gate)}; lower "
+                   f"{key}, or raise gate.totalRequestBudget (--set gate.totalRequestBudget=N, at most "
+                   f"{MAX_TOTAL_REQUEST_BUDGET:,})")
+
+
+def _budget(gate: GateConfig) -> str:
+    minutes = gate.total_request_budget / REQUESTS_PER_CPU_S / 60
+    return (f"gate.totalRequestBudget {gate.total_request_budget:,} requests (≈ {minutes:,.0f} CPU-minutes at "
+            f"{REQUESTS_PER_CPU_S:,} requests per CPU-second)")
+
+
+def _shown(replications: int, runs: list[tuple[str, float, float]], total: float) -> str:
+    shown = " + ".join(f"{kind} ({seconds:g} s) {n:,.0f}" for kind, seconds, n in runs)
+    return f"{replications} × ({shown}) ≈ {total:,.0f} requests"
 
 
 def _node_loss_times(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], problems: list[Problem]) -> None:

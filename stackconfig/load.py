@@ -19,10 +19,17 @@ from stackconfig.schema import PROJECT_ROOT as ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 
 
-# The namespaces a config key may have besides the project's: the providers the program reads or creates (aws:
-# region and profile, README "Deploy"; kubernetes) and Pulumi's own (pulumi:tags …). The CLI hands every key to the
-# program whatever its namespace, and nothing else reads one of another (`kserve-prefligth:coldStart`): refused.
-OTHER_NAMESPACES = ("aws", "kubernetes", "pulumi")
+# A key of another namespace is another package's config, and the CLI hands every key to the program: the
+# providers the program uses (aws: region and profile, README "Deploy"; kubernetes), Pulumi's own (pulumi:tags …),
+# and whatever an ESC environment the stack imports (`environment:`) carries for other programs (datadog:apiKey,
+# awsx:…, azure-native:…). Those pass. What no reader takes and the project would miss is refused
+# (`_namespace_problem`): a key without a namespace, a namespace close to the project's (`kserve-prefligth:
+# coldStart`: difflib's ratio ≥ 0.6, `get_close_matches`' cutoff), or one of the project's sections under another
+# namespace (`kserve:gpuNodeGroup`), whose section would silently fall back to its defaults.
+# Sections named with a word other packages also use as a key of their own (kubernetes:cluster, the kubeconfig
+# cluster; azure:environment, azure-native:environment, the cloud): under another namespace refused only while the
+# project's own key is missing, i.e. when it looks moved rather than another package's.
+SHARED_SECTION_WORDS = ("cluster", "environment")
 # The top-level keys of a stack settings file (Pulumi docs, "Pulumi stack settings file reference").
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 
@@ -103,8 +110,9 @@ def project_values(values: Mapping[str, Any], project: str, source: str = "") ->
     for key, value in values.items():
         ns, colon, short = key.partition(":")
         if ns != project or not colon:
-            if ns not in OTHER_NAMESPACES or not colon:
-                problems.append(_namespace_problem(key, project))
+            problem = _namespace_problem(key, project, values)
+            if problem:
+                problems.append(problem)
             continue
         if isinstance(value, str) and value[:1] in "[{":
             try:
@@ -134,24 +142,26 @@ def _did_you_mean(word: str, known: tuple[str, ...] | list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _namespace_problem(key: str, project: str) -> Problem:
-    """A key no reader takes: a namespace that is neither the project's nor one of OTHER_NAMESPACES (a typo such as
-    `kserve-prefligth:coldStart`, whose section would silently fall back to its defaults), or no namespace."""
+def _namespace_problem(key: str, project: str, values: Mapping[str, Any]) -> Problem | None:
+    """The problem with a key outside the project's namespace that the project would miss (see SHARED_SECTION_WORDS):
+    no namespace, a namespace close to the project's, or one of the project's sections; None for another
+    package's key."""
     from stackconfig.schema import SECTIONS
 
     ns, colon, short = key.partition(":")
-    namespaces = (project, *OTHER_NAMESPACES)
     if not colon:   # `cluster:` without a namespace: the CLI refuses it (`<namespace>:<name>`)
         hint = f"; did you mean {f'{project}:{ns}'!r}?" if ns in SECTIONS else ""
         return Problem(key, key, f'expected a "<namespace>:<key>" key such as "{project}:cluster"{hint}')
-    guess = difflib.get_close_matches(ns, namespaces, n=1)
-    if short in SECTIONS or (guess and guess[0] == project):
-        hint = f"; did you mean {f'{project}:{short}'!r}?"
-    else:
-        hint = f"; did you mean {f'{guess[0]}:{short}'!r}?" if guess else ""
-    return Problem(key, ns, f"expected the namespace {project!r} (this project's keys) or one of "
-                   f"{', '.join(OTHER_NAMESPACES)} (the providers the program uses, and Pulumi's own): no reader "
-                   f"takes a key of another namespace, so it would be ignored{hint}")
+    hint = f"; did you mean {f'{project}:{short}'!r}?"
+    if difflib.get_close_matches(ns, [project], n=1):
+        return Problem(key, ns, f"expected the namespace {project!r} (this project's keys): {ns!r} is close to it "
+                       "but is another namespace, which no reader of this program takes, so the key would be "
+                       f"ignored{hint}")
+    if short in SECTIONS and not (short in SHARED_SECTION_WORDS and f"{project}:{short}" in values):
+        return Problem(key, ns, f"expected the namespace {project!r} for {short!r}, one of this project's "
+                       f"sections: under {ns!r} (another package's config, passed over by this program) the "
+                       f"section would fall back to its defaults{hint}")
+    return None
 
 
 def stack_file(stack: str, root: Path = ROOT) -> str:

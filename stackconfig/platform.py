@@ -16,7 +16,7 @@ from validation.errors import Problem
 from validation.fields import Section
 from simulation.analytic import zero_event_trials
 from simulation.budget import DEFAULT_REQUEST_BUDGET, expected_requests
-from stackconfig.gate_runs import DEFAULT_TOTAL_REQUEST_BUDGET, MAX_TOTAL_REQUEST_BUDGET
+from stackconfig.gate_runs import DEFAULT_MAX_REPLICATIONS, DEFAULT_TOTAL_REQUEST_BUDGET, MAX_TOTAL_REQUEST_BUDGET
 from simulation.dists import RATE_KINDS, Dist, parse_dist
 from simulation.estimates import lowest_rate_upper, passable_rate_limit
 from simulation.workload import parse_workload
@@ -276,7 +276,7 @@ def parse_gate(sec: Section) -> GateConfig:
                                                   max=MAX_TOTAL_REQUEST_BUDGET))
     reps = sec.section("replications")
     lo = reps.int("min", 5, min=2, max=1000)
-    hi = reps.int("max", max(20, lo or 0), min=2, max=MAX_REPLICATIONS)
+    hi = reps.int("max", max(DEFAULT_MAX_REPLICATIONS, lo or 0), min=2, max=MAX_REPLICATIONS)
     reps.done()
     scenarios = sec.raw("scenarios")
     if scenarios is not None:

@@ -226,7 +226,7 @@ class GateConfig:
     undecided: str = "estimate"
     request_budget: int = 2_000_000  # most requests one simulation run may generate (simulation/budget.py)
     # most requests the whole gate may simulate, every scenario at max_replications (stackconfig/gate_runs.py)
-    total_request_budget: int = 50_000_000
+    total_request_budget: int = 200_000_000
     # The scenarios the gate runs (gate/stress.py); every one by default.
     scenarios: tuple[str, ...] = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")
 

@@ -43,7 +43,7 @@ def test_a_thousand_day_long_replications_are_refused_at_load():
     replications: ≈ 15 CPU-hours for the steady scenario alone."""
     problem = _refusal(_dev(23, durationS=86400, replications={"min": 1000, "max": 1000}))
     assert problem.value == {"min": 1000, "max": 1000}
-    assert "at most gate.totalRequestBudget 50,000,000 requests" in problem.allowed
+    assert "at most gate.totalRequestBudget 200,000,000 requests" in problem.allowed
     assert "up to gate.replications.max times: 1000 × (steady (86400 s) 1,987,200 + spike (600 s)" in problem.allowed
     assert "Lower gate.replications.max" in problem.allowed and "raise gate.totalRequestBudget" in problem.allowed
 
@@ -54,13 +54,42 @@ def test_a_huge_per_run_budget_does_not_lift_the_gates():
 
 
 def test_the_total_is_every_scenarios_runs_at_max_replications():
-    """23 req/s: steady 20,700 + spike 19,320 + rollout (1,020 s) 23,460 + scale from zero and node loss 13,800
-    each = 91,080 per round of scenarios; × 1,000 replications ≈ 91 M."""
-    problem = _refusal(_dev(23, replications={"max": 1000}))
-    assert "≈ 91,080,000 requests" in problem.allowed
-    raised = parse_stack_config(_dev(23, replications={"max": 1000}, totalRequestBudget=100_000_000), PROJECT, "dev")
-    assert raised.gate.total_request_budget == 100_000_000   # raising the budget lets it through
-    assert parse_stack_config(_dev(23, replications={"max": 500}), PROJECT, "dev")   # or fewer replications
+    """60 req/s: steady 54,000 + spike 50,400 + rollout (1,020 s) 61,200 + scale from zero and node loss 36,000
+    each = 237,600 per round of scenarios; × 1,000 replications ≈ 238 M, over the default 200 M."""
+    problem = _refusal(_dev(60, replications={"max": 1000}))
+    assert "≈ 237,600,000 requests" in problem.allowed
+    raised = parse_stack_config(_dev(60, replications={"max": 1000}, totalRequestBudget=300_000_000), PROJECT, "dev")
+    assert raised.gate.total_request_budget == 300_000_000   # raising the budget lets it through
+    assert parse_stack_config(_dev(60, replications={"max": 500}), PROJECT, "dev")   # or fewer replications
+
+
+@pytest.mark.parametrize("rate", [700, 1500, 1950])
+def test_a_stack_whose_every_run_fits_the_per_run_budget_passes_at_the_default_replications(rate):
+    """Review rev-diff finding 9: a one-service dev stack whose largest run (the 1,020-s rollout) is within the
+    default 2 M per-run budget was refused by the old 50 M total from about 630 req/s; at 1,950 req/s the rollout
+    run is 1.99 M."""
+    cfg = parse_stack_config(_dev(rate), PROJECT, "dev")
+    total = cfg.gate.max_replications * sum(n for _, _, n in _requests(cfg))
+    assert max(n for _, _, n in _requests(cfg)) <= cfg.gate.request_budget
+    assert 50_000_000 < total <= cfg.gate.total_request_budget   # over the old default total, within the new one
+    with pytest.raises(InputError, match="expected at most the request budget of 2,000,000 requests per run"):
+        parse_stack_config(_dev(2000), PROJECT, "dev")   # the per-run budget still binds first
+
+
+@pytest.mark.parametrize("stack", ["staging", "prod"])
+def test_every_service_at_the_per_run_limit_passes_the_total(stack):
+    """Every service's rate scaled until the stack's largest run nearly fills the per-run budget: the default
+    total (every scenario × the default replications.max × the per-run budget) still holds it."""
+    project, values = stack_config_values(stack)
+    values = project_values(values, project)
+    cfg = parse_stack_config(copy.deepcopy(values), project, stack)
+    scale = 0.98 * cfg.gate.request_budget / max(n for _, _, n in _requests(cfg))
+    for svc in values["services"]:
+        if svc.get("workload") and "rate" in svc["workload"]:
+            svc["workload"]["rate"] *= scale
+    cfg = parse_stack_config(values, project, stack)
+    assert max(n for _, _, n in _requests(cfg)) > 0.9 * cfg.gate.request_budget
+    assert DEFAULT_TOTAL_REQUEST_BUDGET == cfg.gate.total_request_budget
 
 
 @pytest.mark.parametrize("budget", [0, 999, MAX_TOTAL_REQUEST_BUDGET + 1, 1.5, "50M"])
