@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig import platform
-from stackconfig.platform import (COLD_START_QUANTILE, INITIAL_SCALE, cache_read_mib_s, expected_load_s, load_gbps,
-                                  slow_rate, slow_s)
+from stackconfig.platform import (COLD_START_QUANTILE, cache_read_mib_s, expected_load_s, load_gbps, slow_rate,
+                                  slow_s)
 from stackconfig.schema import ServiceConfig, StackConfig
 from stackconfig.services import readers_together
 from validation.kubernetes import parse_duration

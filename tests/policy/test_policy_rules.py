@@ -141,8 +141,9 @@ def test_startup_probe_missing_and_timeout_below_p99():
 
 
 def test_startup_probe_budget_is_the_kubelets_guaranteed_one_and_the_loaders():
-    """prod chat loads in 73.5 s. The kubelet's ticks run from the pod's admission, so failureThreshold 8 × 10 s
-    may kill at 70 s (d + p·(f − 1)): the rule fires as the loader refuses, and both ask for at least 9."""
+    """prod chat loads in 74.5 s (its first pods share the cache's reads with code's at the first deploy). The
+    kubelet's ticks run from the pod's admission, so failureThreshold 8 × 10 s may kill at 70 s (d + p·(f − 1)): the
+    rule fires as the loader refuses, and both ask for at least 9."""
     from stackconfig.load import project_values, stack_config_values
     from stackconfig.schema import parse_stack_config
     from validation.errors import InputError
@@ -151,7 +152,7 @@ def test_startup_probe_budget_is_the_kubelets_guaranteed_one_and_the_loaders():
     values = project_values(raw, project)
     chat = next(v for v in values["services"] if v["name"] == "chat")
     s = Stack(shipped("prod"))
-    assert s.props("chat-isvc")["metadata"]["annotations"]["preflight.kserve.io/expected-load-seconds"] == "73.5"
+    assert s.props("chat-isvc")["metadata"]["annotations"]["preflight.kserve.io/expected-load-seconds"] == "74.5"
     probe = s.model("chat-isvc")["startupProbe"]
     for failures, fires in ((7, True), (8, True), (9, False)):
         probe.update(periodSeconds=10.0, failureThreshold=float(failures), initialDelaySeconds=0.0)
