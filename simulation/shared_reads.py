@@ -3,11 +3,11 @@
 Every pod that loads its weights from the model cache reads them from one shared file system (an EFS volume
 mounted by every predictor). Each pod reads at its own rate (its `load_gib_s` draw, the storage's per-client
 limit included); the file system as a whole reads at most `total` GiB/s (cluster `load_total_gib_s`: Amazon EFS
-documents per-file-system read limits — Elastic 10–60 GiB/s by Region (EFS quotas), Provisioned three times its provisioned
-MiB/s, Bursting three times its 100 MiB/s burst below 1 TiB stored: EFS User Guide, "Amazon EFS performance
-specifications" and "Throughput modes"). When the pods loading at once ask for more, it is divided max-min fairly
-(processor sharing with per-client caps, "water-filling"): every reader gets an equal share, and one whose own
-rate is below that share keeps its rate and leaves the rest to the others. Rates change only when a reader
+documents per-file-system read limits — Elastic 10–60 GiB/s by Region (EFS quotas), Provisioned three times its
+provisioned MiB/s, Bursting three times its 100 MiB/s burst below 1 TiB stored: EFS User Guide, "Amazon EFS
+performance specifications" and "Throughput modes"). When the pods loading at once ask for more, it is divided
+max-min fairly (processor sharing with per-client caps, "water-filling"): every reader gets an equal share, and one
+whose own rate is below that share keeps its rate and leaves the rest to the others. Rates change only when a reader
 starts or stops. A pod whose rate never changes schedules its own end, `weights / rate` from its start (what the
 simulation computed before the sharing existed, to the bit); once its rate changes its end is not known until it
 comes, so the pod is told `load_moved(None)` then and `load_moved(end)` when the read is done: at most two calls

@@ -149,9 +149,10 @@ def _example(engine: str) -> str:
 def check_context(sec: Section, engine: str, caps: InputCaps, model: Model) -> None:
     """The context the runtime is started with fits the model: vLLM refuses to start when `--max-model-len`
     exceeds the model's `max_position_embeddings` (vllm `config.py: _get_and_verify_max_len`), and TGI's launcher
-    when `--max-input-tokens` is not below `--max-total-tokens` (v3.3.4 default: min(KV pool, the model's context),
-    so below the context is necessary here; the pool's part is the simulation's, `gpu/tgi_launcher.py`). A `--max-model-len`
-    in `runtime.args` is read as vLLM reads it (`engine_flags`: '16k' is 16,000), the value the gate simulates."""
+    when `--max-input-tokens` is not below `--max-total-tokens` (v3.3.4 default: min(KV pool, the model's
+    context), so below the context is necessary here; the pool's part is the simulation's, `gpu/tgi_launcher.py`). A
+    `--max-model-len` in `runtime.args` is read as vLLM reads it (`engine_flags`: '16k' is 16,000), the value the
+    gate simulates."""
     _, image, args, _ = _runtime(sec)
     reading = read_args(server_of(engine, image), args) if engine == "vllm" else Reading()
     given_len = reading.values.get("max_model_len")
