@@ -158,6 +158,24 @@ def engine_settings(engine: str, image: str | None, args: Any, env: dict) -> dic
     return {**read_env(engine, env).values, **read_args(server_of(engine, image), tuple(args)).values}
 
 
+def manifest_problems(engine: str, image: str | None, args: Any, env: dict,
+                      gpus: int) -> list[tuple[str, Any, str]]:
+    """(`args` or `env[NAME]`, the value, why) for what a manifest's server refuses or the simulation would not model:
+    its flags (`read_args`), its engine settings in the environment (`read_env`) and tensor parallelism in either.
+    The stack refuses the same at load (stackconfig/runtimes.py); a scenario's own manifest gets them here, since
+    `engine_settings` leaves them out of the simulation."""
+    server = server_of(engine, image)
+    reading, env_reading = read_args(server, tuple(args)), read_env(engine, env)
+    out: list[tuple[str, Any, str]] = [("args", arg, why) for arg, why in
+                                       reading.problems + tensor_parallel_problems(server, reading, gpus)]
+    for name, why in env_reading.problems:
+        out.append((f"env[{name}]", env[name], why))
+    for arg, why in tensor_parallel_problems(server, env_reading, gpus):
+        name = arg.split("=", 1)[0]
+        out.append((f"env[{name}]", env.get(name), why))
+    return out
+
+
 def _unknown(server: str | None, name: str) -> str:
     table, dashed = FLAGS[server], name.replace("_", "-")
     if server == HF_VLLM and dashed in table:

@@ -81,6 +81,7 @@ class ServingSpec:
     env: dict = field(default_factory=dict)
     args: tuple = ()
     container: dict = field(default_factory=dict)   # the raw predictor container, for model-server plug-ins
+    container_path: str = ""               # where it is in the manifest (for problems with its args and env)
 
     @classmethod
     def from_manifest(cls, manifest: Any, hpa_manifest: Any = None, path: str = "inferenceService",
@@ -229,7 +230,8 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
                        timeout_s=timeout if timeout is not None else DEFAULT_TIMEOUT_S, kpa=kpa, hpa=hpa,
                        gpus=gpus, image=str(image), startup_probe=startup, readiness_period_s=r_period,
                        readiness_initial_delay_s=r_delay, env=env, args=args,
-                       container=dict(container_raw) if isinstance(container_raw, dict) else {})
+                       container=dict(container_raw) if isinstance(container_raw, dict) else {},
+                       container_path=cpath)
 
 
 def _owned_by_kserve(built: HpaSpec) -> str:

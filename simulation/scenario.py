@@ -23,6 +23,7 @@ from validation.yaml_input import plain, read_yaml
 from simulation.autoscaler.cluster_config import parse_config_autoscaler
 from simulation.budget import DEFAULT_REQUEST_BUDGET, budget_problem
 from simulation.dists import RATE_KINDS, Dist, parse_dist
+from simulation.engine_flags import manifest_problems
 from simulation.isvc import ServingSpec, server_from_manifest
 from simulation.server import get_server, server_kinds
 from simulation.workload import WorkloadSpec, parse_workload, timing_problem
@@ -213,6 +214,9 @@ def _server_section(top: Section, manifest: Any, serving: ServingSpec, cluster: 
     derived = server_from_manifest(manifest, serving)
     if not derived or explicit.data.get("kind", derived["kind"]) != derived["kind"]:
         return explicit
+    where = serving.container_path or "inferenceService"
+    for key, value, why in manifest_problems(derived["kind"], serving.image, serving.args, serving.env, serving.gpus):
+        top.problems.append(Problem(f"{where}.{key}", value, why))
     if cluster.instance_type and not {"gpu", "instance_type"} & set(explicit.data):
         derived["instance_type"] = cluster.instance_type
     return Section({**derived, **explicit.data}, explicit.path, explicit.problems)
