@@ -158,22 +158,29 @@ def engine_settings(engine: str, image: str | None, args: Any, env: dict) -> dic
     return {**read_env(engine, env).values, **read_args(server_of(engine, image), tuple(args)).values}
 
 
+def flag_problems(server: str | None, reading: Reading, env_reading: Reading, env: dict,
+                  gpus: int) -> list[tuple[str | None, Any, str]]:
+    """(None for an arg or the variable's name, the value, why): the flags `server` refuses or the simulation does
+    not model, and tensor parallelism in the args or the environment other than the pod's GPU count."""
+    out: list[tuple[str | None, Any, str]] = [(None, arg, why) for arg, why in
+                                              reading.problems + tensor_parallel_problems(server, reading, gpus)]
+    for arg, why in tensor_parallel_problems(server, env_reading, gpus):
+        name = arg.split("=", 1)[0]
+        out.append((name, env.get(name), why))
+    return out
+
+
 def manifest_problems(engine: str, image: str | None, args: Any, env: dict,
                       gpus: int) -> list[tuple[str, Any, str]]:
     """(`args` or `env[NAME]`, the value, why) for what a manifest's server refuses or the simulation would not model:
-    its flags (`read_args`), its engine settings in the environment (`read_env`) and tensor parallelism in either.
-    The stack refuses the same at load (stackconfig/runtimes.py); a scenario's own manifest gets them here, since
-    `engine_settings` leaves them out of the simulation."""
+    `flag_problems` and the engine settings in the environment it refuses (`read_env`). The stack refuses the same
+    at load (stackconfig/runtimes.py); a scenario's own manifest gets them here, since `engine_settings` leaves them
+    out of the simulation."""
     server = server_of(engine, image)
     reading, env_reading = read_args(server, tuple(args)), read_env(engine, env)
-    out: list[tuple[str, Any, str]] = [("args", arg, why) for arg, why in
-                                       reading.problems + tensor_parallel_problems(server, reading, gpus)]
-    for name, why in env_reading.problems:
-        out.append((f"env[{name}]", env[name], why))
-    for arg, why in tensor_parallel_problems(server, env_reading, gpus):
-        name = arg.split("=", 1)[0]
-        out.append((f"env[{name}]", env.get(name), why))
-    return out
+    out = [("args" if name is None else f"env[{name}]", value, why)
+           for name, value, why in flag_problems(server, reading, env_reading, env, gpus)]
+    return out + [(f"env[{name}]", env[name], why) for name, why in env_reading.problems]
 
 
 def _unknown(server: str | None, name: str) -> str:

@@ -26,8 +26,8 @@ from stackconfig.types import InputCaps
 from validation.admission import KNATIVE_RESERVED_ENV, KSERVE_BLOCKED_ENV, kserve_blocked_env, release
 from validation.fields import Section
 from validation.kubernetes import expandable_segments, image_pinned
-from simulation.engine_flags import (Reading, image_repository, read_args, read_env, restated_problems,
-                                     server_of, tensor_parallel_problems)
+from simulation.engine_flags import (Reading, flag_problems, image_repository, read_args, read_env,
+                                     restated_problems, server_of)
 
 # The image repository's last path component → what runs it. Matching the name, not the registry, keeps a
 # mirrored copy (e.g. in ECR) working.
@@ -259,11 +259,8 @@ def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: li
     server = server_of(engine, _runtime(sec)[1])
     reading = read_args(server, args)
     env_reading = read_env(engine, env)
-    for arg, why in reading.problems + tensor_parallel_problems(server, reading, gpus):
-        sec.problem("runtime.args", arg, why)
-    for arg, why in tensor_parallel_problems(server, env_reading, gpus):
-        name = arg.split("=", 1)[0]
-        sec.problem(f"runtime.env.{name}", env[name], why)
+    for name, value, why in flag_problems(server, reading, env_reading, env, gpus):
+        sec.problem("runtime.args" if name is None else f"runtime.env.{name}", value, why)
     profile = sec.data.get("engineProfile")
     profile = profile if isinstance(profile, dict) else {}
     scheduler = env_reading.values.get("scheduler")
