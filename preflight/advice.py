@@ -4,10 +4,19 @@ deploy command.
 Each suggestion is a concrete `--set` edit with a proposed value, printed as the `preflight whatif` command that
 tests it on common random numbers before the stack file is touched. Which knob is read from the run itself, and
 from why requests failed:
-- 502s (in-flight work lost with its process or pod): a CUDA OOM crash (the server's `oom_crashes`) →
-  containerConcurrency 1 in Knative mode (the queue-proxy's hard limit; Standard mode has none, so a smaller
-  batch cap there) and an input cap; a lost node (the nodeLoss scenario, no OOM) → one more warm pod, so a
-  second node still serves; any other restart → its reason, no knob;
+- CUDA OOM, whatever the status code (the server's `oom_events`/`oom_crashes`: 500 when the server fails the
+  batch and keeps serving, `oom: request`, the default for Triton and naive, as KServe's Python server and
+  Triton do; 502 when it crashes) → guide 000 §5/§6's order: containerConcurrency 1 in Knative mode (the
+  queue-proxy's hard limit), a smaller batch cap (for an image model: the largest batch of images at the pixel
+  cap that fits in one GPU's memory, by the simulation's memory model), and an input cap (maxInputTokens, or
+  maxImagePixels for an image model). These come before "more replicas": each pod OOMs on its own batch;
+- other 502s (in-flight work lost with its process or pod): a lost node (the nodeLoss scenario, no OOM) → one
+  more warm pod, so a second node still serves; any other restart → its reason, no knob;
+- a continuous-batching server (vLLM, TGI) saturated with containerConcurrency below a quarter of its batch cap
+  (`limits.maxBatchSize`: vLLM's --max-num-seqs, TGI's --max-batch-size; else the server's default) and no OOM
+  → raise containerConcurrency toward the cap and scaleTarget to about 0.75 of it, before more replicas: the
+  queue-proxy lets that few requests into a pod that could batch many more (the guides' CC 1 / target 1 preset
+  suits one-request-at-a-time servers, not these; ../shared/reference/vllm-v1.md);
 - saturation (the autoscaler wanted maxReplicas a fifth of the time or more) → more replicas, and a bigger node
   group when pods were Pending (a GPU pod without a node: the guides' "GPU pods Pending" failure);
 - cold starts inside the window → keep warm pods (minReplicas, initial-scale);
@@ -62,6 +71,20 @@ def _tip(why: str, path: str, value: object, *also: tuple[str, object]) -> Tip:
     return Tip(why, ((path, value), *also))
 
 
+def oom_counts(report: dict) -> tuple[int, int, int]:
+    """(OOM events, requests failed by them, crashes) from the servers' counters in replication 0's report: with
+    `oom: request` a CUDA OOM fails its batch with 500 and the server keeps serving; with `oom: process` it
+    crashes the pod (502 for its in-flight requests)."""
+    stats = report.get("server_stats") or {}
+    crashes = int(stats.get("oom_crashes") or 0)
+    return max(int(stats.get("oom_events") or 0), crashes), int(stats.get("oom_request_failures") or 0), crashes
+
+
+def oom_seen(v: Verdict) -> bool:
+    """Whether replication 0 had a CUDA OOM, whatever status code its requests got."""
+    return any(oom_counts(v.report)) or bool((v.report.get("restart_reasons") or {}).get(OOM_REASON))
+
+
 def crash_cause(v: Verdict) -> str:
     """Why in-flight requests got 502s in replication 0: "oom" (the server's CUDA OOM crashes), "node loss" (the
     nodeLoss scenario without an OOM), else "restarts" (another container restart, e.g. a failed start)."""
@@ -71,20 +94,72 @@ def crash_cause(v: Verdict) -> str:
     return "node loss" if v.scenario == "nodeLoss" else "restarts"
 
 
+def _largest_image(svc: ServiceConfig) -> int | None:
+    """The largest image (pixels) a pod can be sent: the pixel cap, else the workload's largest input."""
+    if svc.caps.max_image_pixels:
+        return svc.caps.max_image_pixels
+    sizes = (svc.workload or {}).get("input_tokens")
+    top = sizes.get("max") if isinstance(sizes, dict) else sizes
+    return int(top) if isinstance(top, (int, float)) and not isinstance(top, bool) and top > 0 else None
+
+
+def _images_that_fit(cfg: StackConfig, svc: ServiceConfig, pixels: int) -> int:
+    """Images of `pixels` each one GPU holds beside the weights: the simulation's Triton memory model (weights +
+    overhead + per-image activation scaled by pixels, against what the CUDA allocator can have)."""
+    from simulation.gpu.memory import naive_base_bytes, vision_activation_bytes
+
+    free = cfg.node_group.gpu.cuda_total_bytes - naive_base_bytes(svc.model)
+    per_image = vision_activation_bytes(svc.model, pixels)
+    return max(0, free // per_image) if per_image > 0 else 0
+
+
+def _pixels_that_fit(cfg: StackConfig, svc: ServiceConfig) -> int:
+    """The largest image (pixels, two significant figures, rounded down) one GPU holds alone."""
+    from simulation.gpu.memory import naive_base_bytes, vision_activation_bytes
+
+    free = cfg.node_group.gpu.cuda_total_bytes - naive_base_bytes(svc.model)
+    per_pixel = vision_activation_bytes(svc.model, 10**6) / 10**6
+    return _round_down(free / per_pixel) if per_pixel > 0 and free > 0 else 0
+
+
+def _oom_tips(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
+    """Guide 000 §5/§6: cut the OOM first (one request per pod, a batch cap, an input cap), then the rest."""
+    events, failed, crashes = oom_counts(v.report)
+    why = ("502s from CUDA OOM crashes" if crashes or crash_cause(v) == "oom" else
+           f"500s from CUDA OOM ({events} OOM events failed {failed} requests in replication 0; the server "
+           "answers 500 and keeps serving, so no pod restarts)")
+    knative = svc.deployment_mode == "Knative"
+    cc = svc.container_concurrency or 0
+    out: list[Tip | str] = []
+    if knative and cc != 1:
+        out.append(_tip(f"{why}: one request per pod", "containerConcurrency", 1,
+                        *([("scaleTarget", 1)] if svc.scale_target and svc.scale_target > 1 else [])))
+    cap = svc.caps.max_batch_size or (4 if svc.engine == "triton" else None)   # Triton's own default: 4
+    batch = min(cap, cc) if cap and knative and cc else cap    # the queue-proxy lets at most cc into a pod
+    image = _largest_image(svc) if svc.model.kind == "vision" else None
+    fit = _images_that_fit(cfg, svc, image) if image else None
+    if batch and fit is not None and 1 <= fit < batch:
+        out.append(_tip(f"{why}: a batch of at most {fit} images of up to {image:,} pixels fits in one "
+                        f"{cfg.node_group.gpu.name}'s memory (a smaller limits.maxImagePixels lets more fit)",
+                        "limits.maxBatchSize", fit))
+    elif batch and batch > 1 and fit != 0:
+        out.append(_tip(f"{why}: a smaller batch" + ("" if knative else " (Standard mode has no queue-proxy to "
+                                                     "cap requests per pod)"),
+                        "limits.maxBatchSize", max(1, batch // 2)))
+    if svc.model.kind == "vision":
+        alone = _pixels_that_fit(cfg, svc)
+        if (svc.caps.max_image_pixels is None or fit == 0) and alone:
+            out.append(_tip(f"{why}: cap the image size (larger images are answered 400: resize them on the "
+                            f"client); one image of up to {alone:,} pixels fits in one {cfg.node_group.gpu.name}"
+                            "'s memory", "limits.maxImagePixels", alone))
+    elif svc.caps.max_input_tokens is None:
+        out.append(_tip(f"{why}: cap the input", "limits.maxInputTokens", 4096))
+    return out
+
+
 def _crash_tips(svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
-    cause = crash_cause(v)
-    if cause == "oom":
-        out: list[Tip | str] = []
-        if svc.deployment_mode == "Knative" and (svc.container_concurrency or 0) != 1:
-            out.append(_tip("502s from CUDA OOM crashes: one request per pod", "containerConcurrency", 1,
-                            *([("scaleTarget", 1)] if svc.scale_target and svc.scale_target > 1 else [])))
-        elif svc.deployment_mode != "Knative" and (svc.caps.max_batch_size or 0) > 1:
-            out.append(_tip("502s from CUDA OOM crashes: a smaller batch (Standard mode has no queue-proxy to cap "
-                            "requests per pod)", "limits.maxBatchSize", max(1, svc.caps.max_batch_size // 2)))
-        if svc.caps.max_input_tokens is None:
-            out.append(_tip("502s from CUDA OOM crashes: cap the input", "limits.maxInputTokens", 4096))
-        return out
-    if cause == "node loss":
+    """502s without a CUDA OOM (those get `_oom_tips`)."""
+    if crash_cause(v) == "node loss":
         warm = svc.min_replicas + 1
         return [_tip("502s/503s from the lost node (its in-flight requests, then no pod until a new one starts): "
                      "keep one more pod warm so another node still serves", "minReplicas", warm,
@@ -92,6 +167,40 @@ def _crash_tips(svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
     reasons = ", ".join(f"{k} × {n}" for k, n in (v.report.get("restart_reasons") or {}).items())
     return [f"502s from container restarts ({reasons or 'no reason recorded'}): fix what makes the container "
             "exit (see its restart reasons and the plots, --plot DIR); no autoscaling knob prevents them"]
+
+
+def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
+    """How many requests a continuous-batching server (vLLM, TGI) runs at once in one pod: `limits.maxBatchSize`
+    (vLLM's --max-num-seqs, TGI's --max-batch-size), else the server's default (vLLM: by version and GPU,
+    simulation/gpu/vllm_spec.py; TGI: its router's --max-concurrent-requests, which also bounds it); None for
+    the other servers."""
+    if svc.engine == "vllm":
+        if svc.caps.max_batch_size:
+            return svc.caps.max_batch_size
+        from simulation.gpu.vllm_spec import batch_defaults
+
+        return batch_defaults(cfg.node_group.gpu, svc.engine_profile.get("scheduler", "v1"),
+                              svc.model.max_context)[1]
+    if svc.engine == "tgi":
+        from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
+
+        router = svc.caps.max_concurrent_requests or DEFAULT_MAX_CONCURRENT_REQUESTS
+        return min(svc.caps.max_batch_size or router, router)
+    return None
+
+
+def _batching_tip(cfg: StackConfig, svc: ServiceConfig) -> Tip | None:
+    """containerConcurrency far below a continuous-batching server's batch capacity: the queue-proxy holds back
+    requests the server would batch (vLLM serves up to --max-num-seqs sequences per step; vllm-v1.md)."""
+    cc, cap = svc.container_concurrency or 0, batch_capacity(cfg, svc)
+    if svc.deployment_mode != "Knative" or not cc or not cap or 4 * cc >= cap:
+        return None
+    raised = min(cap, max(2 * cc, cap // 4))
+    target = [("scaleTarget", max(1, raised * 3 // 4))] if svc.scale_metric == "concurrency" and svc.scale_target \
+        else []
+    return _tip(f"containerConcurrency {cc} lets {cc} request(s) into a pod whose {svc.engine} batches up to {cap} "
+                "at once (continuous batching), so requests queue while the GPU has room: raise it toward the "
+                "batch cap before buying replicas", "containerConcurrency", raised, *target)
 
 
 def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
@@ -102,13 +211,18 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
     missed = {c.name for c in v.checks if c.status in (FAIL, UNDECIDED)}
     out: list[Tip | str] = []
     ng = cfg.node_group
-    # causes first: crashed pods (CUDA OOM → 502) also show up as saturation and cold starts
-    if "502" in comps and "error rate" in missed:
+    # causes first: CUDA OOM (500 or 502) and crashed pods also show up as saturation and cold starts
+    oom = oom_seen(v)
+    if oom and "error rate" in missed:
+        out += _oom_tips(cfg, svc, v)
+    if "502" in comps and "error rate" in missed and crash_cause(v) != "oom":
         out += _crash_tips(svc, v)
     fixed = fixed_size(report)   # min = max: "at maxReplicas" by construction, not saturation (summary.py)
     saturated = value("time at maxReplicas (fraction)") >= 0.2 and not fixed
     if saturated or (fixed and missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
                                          "error rate"}):
+        if not oom and (batching := _batching_tip(cfg, svc)) is not None:
+            out.append(batching)
         more = svc.max_replicas + max(1, math.ceil(svc.max_replicas / 2))
         pending = value("peak Pending pods")
         nodes = max(ng.max_size + 1,
@@ -174,6 +288,14 @@ def _round_up(x: float) -> float | int:
     step = 10 ** (math.floor(math.log10(x)) - 1)
     out = float(f"{math.ceil(x / step) * step:.6g}")
     return int(out) if out.is_integer() else out
+
+
+def _round_down(x: float) -> int:
+    """`x` rounded down to 2 significant figures (at least 1), for a proposed cap a person would type."""
+    if x < 1:
+        return 1
+    step = 10 ** max(0, math.floor(math.log10(x)) - 1)
+    return max(1, int(x // step * step))
 
 
 def retry_warnings(cfg: StackConfig, verdicts: list[Verdict], values: dict | None) -> list[str]:

@@ -209,7 +209,9 @@ def print_result(result: StackCheck, console: Console) -> None:
                 console.print("  " + line, markup=False, highlight=False)
     for path in result.plots:
         console.print(f"  plot written: {path}", markup=False, highlight=False)
-    console.print(f"{_ok(result.passed)} stack {result.stack}")
+    from preflight.summary import verdict_suffix
+
+    console.print(f"{_ok(result.passed)} stack {result.stack}" + escape(verdict_suffix(result.cfg)))
     from preflight.advice import next_steps
 
     for line in next_steps(result.cfg or load_stack(result.stack), result.verdicts, result.passed):

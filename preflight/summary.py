@@ -2,8 +2,10 @@
 
 Labelled so nothing is silently left out: latency of successful requests and of all requests (failures counted at
 the time they failed), the input-cap 400s the gate's error rate excludes, the GPU-hours of the service's own pods
-(not the node group's), and saturation (time the autoscaler wanted maxReplicas, peak Pending pods; a service
-pinned at minReplicas = maxReplicas is at its maximum by construction, so only its Pending pods count).
+(not the node group's), CUDA OOMs (replication 0's server counters: a server that answers 500 and keeps serving
+shows no restart, so its OOMs are named here), and saturation (time the autoscaler wanted maxReplicas, peak
+Pending pods; a service pinned at minReplicas = maxReplicas is at its maximum by construction, so only its
+Pending pods count). `not_simulated` names the services the SLO gate does not simulate, for the verdict line.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ def service_lines(v: Verdict) -> list[str]:
              f"  GPU-hours of its pods {_e(m('pod GPU-hours'))}; ready replicas (mean) {_e(m('mean ready replicas'))}; "
              f"cold starts {_e(m('cold starts'))}; longest (runs with one) {_e(m('longest cold start (s)'))} s; "
              f"restarts (replication 0) {r['pod_restarts']}"]
+    stats = r.get("server_stats") or {}
+    crashes = int(stats.get("oom_crashes") or 0)
+    events = max(int(stats.get("oom_events") or 0), crashes)
+    failed = int(stats.get("oom_request_failures") or 0)
+    if events:
+        lines.append(f"  CUDA OOM (replication 0): {events} OOM events"
+                     + (f"; {failed} requests failed with 500 (the server kept serving)" if failed else "")
+                     + (f"; {crashes} crashed the server (502s for its in-flight requests)" if crashes else ""))
     at_max, pending = m("time at maxReplicas (fraction)"), m("peak Pending pods")
     fixed = fixed_size(r)
     if not fixed and ((at_max and at_max.value) or (pending and pending.value)):
@@ -47,3 +57,27 @@ def fixed_size(report: dict) -> int | None:
     svc = report.get("service") or {}
     lo, hi = svc.get("min_scale", svc.get("min_replicas")), svc.get("max_scale", svc.get("max_replicas"))
     return int(hi) if hi and lo == hi else None
+
+
+def not_simulated(cfg) -> dict[str, str]:
+    """Service → why the SLO gate did not simulate it (gate.enabled false, or no workload or SLO): a pass says
+    nothing about how these behave under load."""
+    if cfg is None:
+        return {}
+    if not cfg.gate.enabled:
+        return {s.name: "gate.enabled is false" for s in cfg.services}
+    return {s.name: "no workload or SLO" for s in cfg.services if s.workload is None or s.slo is None}
+
+
+def verdict_suffix(cfg) -> str:
+    """What the `pass stack X` / `FAIL stack X` line adds: the services the SLO gate did not simulate."""
+    skipped = not_simulated(cfg)
+    if not skipped:
+        return ""
+    if cfg.services and len(skipped) == len(cfg.services) and not cfg.gate.enabled:
+        return " (SLO gate: off, gate.enabled is false: no service simulated)"
+    reasons: dict[str, list[str]] = {}
+    for name, why in skipped.items():
+        reasons.setdefault(why, []).append(name)
+    return " (SLO gate: " + "; ".join(f"{', '.join(names)} not simulated: {why}"
+                                      for why, names in reasons.items()) + ")"
