@@ -36,6 +36,7 @@ from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
 from simulation.autoscaler.keda import from_scaled_object
 from simulation.autoscaler.kserve_hpa import DEFAULT_CPU_UTILIZATION, kserve_hpa_target
 from simulation.engine_flags import engine_settings
+from simulation.probe_routes import manifest_probe_problems
 
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
@@ -157,6 +158,10 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
     except (TypeError, ValueError):
         limits.problem(GPU_RESOURCE, gpus_raw, "expected a whole number of GPUs")
         gpus = 0
+    # Each httpGet probe's path against the routes the container's server answers (probe_routes.py): a 404 is
+    # never Ready, and the simulation makes a pod Ready only once its model is loaded, whatever the path.
+    for key, value, why in manifest_probe_problems(container_raw, name, annotations.get(ENGINE_ANNOTATION)):
+        problems.append(Problem(f"{cpath}.{key}", value, why))
     startup = None
     if cont.has("startupProbe"):
         sp = cont.section("startupProbe")

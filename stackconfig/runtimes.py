@@ -53,8 +53,10 @@ def health_paths(engine: str, image: str | None) -> tuple[str, str]:
     (`/v2/health/ready`, `/v2/health/live`); a custom predictor serves its own routes only: TGI's router `/health`
     (text-generation-inference router/src/server.rs) and vLLM's OpenAI server `/health` (vllm
     entrypoints/openai/api_server.py; it listens only once the engine is up; KServe's own LLMInferenceService
-    templates probe vLLM there, config/llmisvcconfig/config-llm-decode-template.yaml). A v2 path there is a 404
-    on every probe: the startup probe kills the pod until the revision misses its progress deadline."""
+    templates probe vLLM there, config/llmisvcconfig/config-llm-decode-template.yaml). These are the defaults; a
+    path the stack states is held to the server's routes (simulation/probe_routes.py, from services.py): a path it
+    does not route is a 404 on every probe (the startup probe kills the pod until the revision misses its
+    progress deadline), and a readiness or startup probe on a liveness route is refused too."""
     if is_custom_predictor(engine, image):
         return "/health", "/health"
     return "/v2/health/ready", "/v2/health/live"

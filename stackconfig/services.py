@@ -31,6 +31,7 @@ from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed
 from simulation.gpu.memory import max_startup_utilization
 from simulation.gpu.tensor_parallel import heads_problem, shard_sizes
+from simulation.probe_routes import KSERVE_PYTHON, kserve_model_name, probe_problem, server_for
 from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
 
@@ -233,11 +234,14 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     startup = _probe(probes.section("startup"), ready_path, 10, startup_failures, 0, 5)
     readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
     liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)
+    # Each path against the routes the server that runs answers (simulation/probe_routes.py): a 404 is never
+    # Ready, and a readiness or startup probe on a liveness route can pass while the model cannot serve.
+    server = server_for(engine, image)
+    served_as = kserve_model_name(name, args) if server == KSERVE_PYTHON else None  # `--model_name={name}` + args
     for key, probe in (("startup", startup), ("readiness", readiness), ("liveness", liveness)):
-        if ready_path == "/health" and probe.path.startswith("/v2/"):
-            probes.problem(f"{key}.path", probe.path, f"expected a path {engine}'s own server answers, such as "
-                           "/health: it has no KServe v2 routes, so every probe would be a 404 and the pod never "
-                           "Ready")
+        why = probe_problem(server, key, probe.path, served_as, args, env)
+        if why:
+            probes.problem(f"{key}.path", probe.path, why)
     probes.done()
 
     alloc = sec.str("pytorchCudaAllocConf", default_alloc_conf(engine, gpus))
