@@ -11,6 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+# First, before any of the simulator's modules loads: the size and modification time of each file it is read from,
+# so the on-disk result cache is used only while those files are still the code this process runs
+# (simulation/result_cache.py).
+from simulation import result_cache as _result_cache
+
+_result_cache.note_import()
+
 __all__ = ["load_scenario", "run_simulation", "Scenario", "Report"]
 
 
