@@ -8,6 +8,7 @@ from manifests import knative_features, render_stack, service_manifests
 from manifests.inference_service import repeated_flags
 from manifests.kserve_config import kserve_config_problems
 from manifests.model_cache import capacity_problems
+from stackconfig.load import stack_file
 from stackconfig.schema import StackConfig
 from manifests.node_disk import root_disk_problems
 from manifests.node_fit import node_fit_problems
@@ -51,4 +52,5 @@ def check_pods_can_run(cfg: StackConfig) -> None:
                              "the service's settings (limits, gpuMemoryUtilization, its name and port): set the value "
                              "there, not twice") for arg in repeated_flags(svc)]
     if problems:
-        raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems])
+        raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems],
+                         stack_file(cfg.stack))  # named like the loader's problems: "1 problem in stacks/Pulumi.X.yaml"

@@ -3,7 +3,10 @@
 `--set PATH=VALUE` edits the stack's project keys (`kserve-preflight:` dropped, or kept as the stack file writes
 it). PATH is dot-separated; a list of services is indexed by service name (or position); a key with dots in it
 (an annotation) is written in brackets or matched whole when it exists:
-`services.chat.annotations["autoscaling.knative.dev/window"]=120s`. VALUE is read as YAML (`8` is a number, `"8"`
+`services.chat.annotations["autoscaling.knative.dev/window"]=120s`. Inside one of the stack's string maps
+(`STRING_MAPS`: annotations, labels, nodeSelector, runtime.env, knative features and autoscaler) the rest of the
+path is one key, so `services.chat.annotations.autoscaling.knative.dev/window=120s` works too; everywhere else a
+dot always goes one level down (`gate.replications.max` is `gate: {replications: {max: …}}`). VALUE is read as YAML (`8` is a number, `"8"`
 a string, `{min: 2}` a mapping). The edited values are then parsed by the stack config's own schema, so a misspelt
 key or a bad value gets the same key-path error as in the stack file.
 """
@@ -22,6 +25,13 @@ from simulation.workload import parse_workload
 from validation.errors import InputError, Problem
 from validation.fields import Section
 from validation.yaml_input import MAX_DEPTH, parse_yaml, plain, read_yaml
+
+# The stack schema's mappings of strings to strings (`Section.str_map` and knative.autoscaler's ConfigMap keys), by
+# their path with "*" for a list item: only there is the rest of a --set path one key that may hold dots.
+STRING_MAPS = frozenset({
+    ("services", "*", "annotations"), ("services", "*", "nodeSelector"), ("services", "*", "runtime", "env"),
+    ("gpuNodeGroup", "labels"), ("knative", "features"), ("knative", "autoscaler"),
+})
 
 _TOKEN = re.compile(r'\[\s*"([^"]*)"\s*\]|\[\s*\'([^\']*)\'\s*\]|([^.\[\]]+)')
 
@@ -115,25 +125,28 @@ def apply_set(values: dict, assignment: str) -> None:
         raise InputError([Problem("--set", assignment, f"a YAML value after '=' ({p.allowed})") for p in problems])
     node: Any = values
     done: list[str] = []
+    shape: list[str] = []   # `done` with "*" for a list item: the schema path STRING_MAPS names
     i = 0
     while i < len(tokens) - 1:
         tok = tokens[i]
         if isinstance(node, list):
             node = _item(node, tok, ".".join(done) or "(top)", assignment)
             done.append(tok)
+            shape.append("*")
             i += 1
             continue
         if not isinstance(node, dict):
             raise InputError([Problem("--set", assignment, f"{'.'.join(done)} is a {type(node).__name__}, "
                                       "not a mapping or list")])
         whole = ".".join(tokens[i:])
-        if whole in node or (node and all(isinstance(v, str) for v in node.values()) and tok not in node):
-            tokens[i:] = [whole]  # a key with dots in it (annotations), or a new one in a string map
+        if whole in node or tuple(shape) in STRING_MAPS:
+            tokens[i:] = [whole]  # a key with dots in it (annotations), or any key of a string map
             break
         if tok not in node:
             node[tok] = {}
         node = node[tok]
         done.append(tok)
+        shape.append(tok)
         i += 1
     last = tokens[-1]
     if isinstance(node, list):

@@ -37,7 +37,7 @@ from typing import Any
 
 from gate import trials as gate_trials
 from gate.sequential import Decision
-from gate.verdict import STATUS_MARKUP, Check, Verdict, format_estimate
+from gate.verdict import STATUS_MARKUP, UNDECIDED, Check, Verdict, format_estimate
 from preflight.overrides import apply_set, apply_sets, read_workload, set_workloads, stack_values
 from simulation.estimates import Estimate, independent_difference, paired_difference
 from simulation.replicate import replication_seeds, submit_replications
@@ -263,6 +263,7 @@ def tables(result: WhatIf) -> list:
             out.append(f"{escape(result.stack)}/{escape(c.after.label)}: unchanged by these edits (the same scenario "
                        "on both sides; "
                        f"{'meets' if c.after.passed else 'misses'} its SLO)")
+            out.extend(verdict_lines(c))
             continue
         before = "before" + (f" ({escape(result.against)})" if result.against else "")
         runs = ("on common random numbers" if c.common_random_numbers else
@@ -282,11 +283,26 @@ def tables(result: WhatIf) -> list:
         for name, cb, ca in slo_rows(c.before, c.after):
             limits = {x.limit for x in (cb, ca) if x is not None}
             limit = " / ".join(f"{x:g}" for x in ((cb.limit, ca.limit) if len(limits) > 1 else limits))
-            t.add_row(escape(f"SLO {name} ≤ {limit}"), _status(cb), _status(ca), "", "")
+            t.add_row(escape(f"SLO {name} ≤ {limit}"), _status(cb, c.before.undecided_policy),
+                      _status(ca, c.after.undecided_policy), "", "")
         t.add_row("verdict", "[green]pass[/]" if c.before.passed else "[red]FAIL[/]",
                   "[green]pass[/]" if c.after.passed else "[red]FAIL[/]", "", "")
         out.append(t)
+        out.extend(verdict_lines(c))
     return out
+
+
+def verdict_lines(c: Comparison) -> list[str]:
+    """Under a comparison's table, each side's terms that fail the gate and those `gate.undecided` lets pass
+    with a warning, in the gate's own words (`Verdict.misses`, `Verdict.warnings`: the estimate, its interval and
+    how an undecided term was settled), so a FAIL verdict always has a line saying which term and why. Rich markup,
+    the gate's text escaped."""
+    from rich.markup import escape
+
+    sides = (("both sides", c.after),) if c.unchanged else (("before", c.before), ("after", c.after))
+    return [f"  {side} {kind}: {escape(line)}" for side, v in sides
+            for kind, lines in (("[bold red]misses[/]", v.misses()), ("[yellow]warning[/]", v.warnings()))
+            for line in lines]
 
 
 NOT_A_TERM = "[dim]— not a term here[/]"
@@ -299,8 +315,15 @@ def slo_rows(before: Verdict, after: Verdict) -> list[tuple[str, Check | None, C
     return [(name, b.get(name), a.get(name)) for name in dict.fromkeys([*b, *a])]
 
 
-def _status(check: Check | None) -> str:
-    return NOT_A_TERM if check is None else STATUS_MARKUP[check.status]
+def _status(check: Check | None, policy: str) -> str:
+    """A term's status as the gate settles it: an undecided term shows what `gate.undecided` (`policy`) made of
+    it, FAIL or a pass with a warning, as `Verdict.passed` counts it (the line under the table says why)."""
+    if check is None:
+        return NOT_A_TERM
+    if check.status != UNDECIDED:
+        return STATUS_MARKUP[check.status]
+    settled = "[bold red]FAIL[/]" if check.fails(policy) else "[bold yellow]pass, warning[/]"
+    return f"{settled} (undecided; gate.undecided: {policy})"
 
 
 def add_parser(sub: Any) -> None:

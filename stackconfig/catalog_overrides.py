@@ -25,21 +25,7 @@ def parse_catalog(sec: Section) -> Catalog:
     instances = [InstanceType(name, i.str("gpu", "", required=True), i.int("gpus", 1, min=1, max=16, required=True),
                               i.int("vcpus", 4, min=1, max=4096), i.int("memoryGib", 16, min=1, max=65536))
                  for name, i in named_items(sec.section("instanceTypes"))]
-    models = [Model(name, m.choice("kind", ["llm", "vision"], "llm"), m.float("paramsB", 1.0, min=0.0001,
-                    max=100_000, required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4),
-                    layers=m.int("layers", 0, min=0, max=10_000), kv_heads=m.int("kvHeads", 0, min=0, max=4096),
-                    head_dim=m.int("headDim", 0, min=0, max=65536),
-                    max_context=m.int("maxContext", 0, min=0, max=MAX_TOKENS),
-                    sliding_window=m.int("slidingWindow", 0, min=0, max=MAX_TOKENS),
-                    activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0, max=MAX_GPU_GIB * 1024),
-                    weights_gib_override=m.float("weightsGib", 0.0, min=0, max=1_000_000),
-                    # the whole hf:// repository (an hf:// download fetches every file; catalog.Model.download_bytes)
-                    repo_gib=m.float("repoGib", 0.0, min=0, max=1_000_000),
-                    hidden_size=m.int("hiddenSize", 0, min=0, max=1_000_000),
-                    vocab_size=m.int("vocabSize", 0, min=0, max=MAX_TOKENS),
-                    gflops_per_item=m.float("gflopsPerItem", 0.0, min=0, max=1e9),
-                    intermediate_size=m.int("intermediateSize", 0, min=0, max=10_000_000))
-              for name, m in named_items(sec.section("models"))]
+    models = [_model(name, m) for name, m in named_items(sec.section("models"))]
     sec.done()
     catalog = DEFAULT_CATALOG.extended(gpus, instances, models)
     for inst in instances:
@@ -50,6 +36,32 @@ def parse_catalog(sec: Section) -> Catalog:
             sec.problem(f"instanceTypes.{inst.name}.gpu", inst.gpu,
                         "expected a GPU from the catalog: " + ", ".join(sorted(catalog.gpus)))
     return catalog
+
+
+def _model(name: str, m: Section) -> Model:
+    """One `catalog.models.NAME` entry. It replaces a same-name built-in model whole, except that an unstated
+    `numHeads` keeps the built-in's query heads (config.json `num_attention_heads`): restating gemma-2-9b to give its
+    `repoGib` must not turn its 16 heads into hidden_size // head_dim = 14, which refuses tensor parallelism of 4
+    (`Model.attention_heads`; vLLM `ModelConfig.verify_with_parallel_config`)."""
+    builtin = DEFAULT_CATALOG.models.get(name)
+    num_heads = m.int("numHeads", 0, min=1, max=4096)
+    if m.raw("numHeads") is None and builtin is not None:
+        num_heads = builtin.num_heads
+    return Model(name, m.choice("kind", ["llm", "vision"], "llm"), m.float("paramsB", 1.0, min=0.0001,
+                 max=100_000, required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4),
+                 layers=m.int("layers", 0, min=0, max=10_000), kv_heads=m.int("kvHeads", 0, min=0, max=4096),
+                 head_dim=m.int("headDim", 0, min=0, max=65536),
+                 max_context=m.int("maxContext", 0, min=0, max=MAX_TOKENS),
+                 sliding_window=m.int("slidingWindow", 0, min=0, max=MAX_TOKENS),
+                 activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0, max=MAX_GPU_GIB * 1024),
+                 weights_gib_override=m.float("weightsGib", 0.0, min=0, max=1_000_000),
+                 # the whole hf:// repository (an hf:// download fetches every file; catalog.Model.download_bytes)
+                 repo_gib=m.float("repoGib", 0.0, min=0, max=1_000_000),
+                 hidden_size=m.int("hiddenSize", 0, min=0, max=1_000_000),
+                 vocab_size=m.int("vocabSize", 0, min=0, max=MAX_TOKENS),
+                 gflops_per_item=m.float("gflopsPerItem", 0.0, min=0, max=1e9),
+                 intermediate_size=m.int("intermediateSize", 0, min=0, max=10_000_000),
+                 num_heads=num_heads)
 
 
 def _link(g: Section) -> tuple[str, float]:

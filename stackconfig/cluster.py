@@ -116,7 +116,8 @@ def _taints(sec: Section) -> list[Taint]:
 
 def _other_daemonsets(sec: Section) -> dict[str, str]:
     """What the cluster's own DaemonSets request per node, for the fits-the-node check (manifests/node_fit.py)."""
-    out = {"other_daemonsets_cpu": sec.str("cpu", "200m"), "other_daemonsets_memory": sec.str("memory", "512Mi")}
+    out = {"other_daemonsets_cpu": sec.quantity("cpu", "200m"),
+           "other_daemonsets_memory": sec.quantity("memory", "512Mi")}
     for key, value in zip(("cpu", "memory"), out.values()):
         if not matches(QUANTITY, value):
             sec.problem(key, value, "expected a Kubernetes quantity such as \"200m\" or \"512Mi\"")

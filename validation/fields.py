@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from decimal import Decimal
 from typing import Any, Iterable
 
 from validation.errors import Problem
@@ -46,6 +47,18 @@ def _range_text(kind: str, min: float | None, max: float | None, min_exclusive: 
     if max is not None:
         parts.append(f"<= {max}")
     return f"expected {kind}" + (" " + " and ".join(parts) if parts else "")
+
+
+def quantity_text(value: Any) -> str | None:
+    """An unquoted YAML number as the quantity string it stands for (3 → "3", 3.0 → "3", 0.5 → "0.5", 1e-3 →
+    "0.001": plain decimals, which formats.QUANTITY accepts, never an exponent); None for anything else (a bool, a
+    negative or non-finite number, a non-number)."""
+    if not _is_number(value) or value < 0:
+        return None
+    if _is_int(value):
+        return str(int(value))
+    text = format(Decimal(repr(value)), "f")  # the float's shortest decimal, without an exponent
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 class Section:
@@ -114,6 +127,23 @@ class Section:
             self.problem(key, value, "expected a non-empty string")
             return default
         return value
+
+    def quantity(self, key: str, default: Any = None, *, required: bool = False) -> Any:
+        """A Kubernetes quantity (`cpu`, `memory`) as the string a manifest carries. Kubernetes reads the field as
+        int-or-string (resource.Quantity), so an unquoted YAML number is that quantity: `cpu: 3` is "3", `memory:
+        536870912` is "536870912", `cpu: 0.5` is "0.5", exactly what the quoted form gives. A bool, a negative or
+        a non-finite number is refused; the string's own format is the caller's check (formats.QUANTITY)."""
+        value = self._value(key, required)
+        if value is None:
+            return default
+        if isinstance(value, str) and value.strip():
+            return value
+        text = quantity_text(value)
+        if text is None:
+            self.problem(key, value, 'expected a Kubernetes quantity: a string such as "500m" or "24Gi", or a '
+                         "number of at least 0 (cores or bytes)")
+            return default
+        return text
 
     def bool(self, key: str, default: Any = None, *, required: bool = False) -> Any:
         value = self._value(key, required)
