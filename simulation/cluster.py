@@ -3,7 +3,8 @@
 Placement is first-fit over nodes in creation order, preferring nodes that are already ready (the
 kube-scheduler's scoring is richer; a simplification). A pod needs `gpus` GPUs (a pod without a GPU limit
 takes one slot). No free slot and fewer than `max_nodes` nodes → a node is provisioned (Cluster Autoscaler /
-Karpenter; `node_provision_s`); node group at max → the pod stays Pending until a slot frees up.
+Karpenter; `node_provision_s`); node group at max → the pod stays Pending until a slot frees up, and the Pending pods are retried in
+order whenever one does (a pod too big for the freed GPUs does not hold back smaller ones behind it).
 A node with no pods for `node_idle_timeout_s` is removed (cluster-autoscaler `scale-down-unneeded-time`,
 10 min default), down to the number of warm nodes (treated as the node group's minimum size).
 Pods loading weights from the model cache share its file system's reads (`load_total_gib_s`;
@@ -12,6 +13,7 @@ simulation/shared_reads.py), across every service of a fleet.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Any
 
@@ -178,6 +180,21 @@ class Cluster:
         else:
             node.waiting.append(pod)
 
+    def _retry_pending(self) -> None:
+        """Each Pending pod in turn, in arrival order, as the kube-scheduler retries its unschedulable pods when
+        resources free up (`pkg/scheduler/internal/queue/scheduling_queue.go`: each pod is scheduled on its own,
+        one that does not fit does not hold back the pods behind it; its back-off, 1–10 s, is not modelled: it
+        is retried at once). A pod needing at least the GPUs of one
+        that found no room finds none either, and is not tried."""
+        pending = self.pending
+        no_room = math.inf
+        for _ in range(len(pending)):
+            pod = pending.popleft()
+            if pod.slots >= no_room:
+                pending.append(pod)
+            elif not self.place(pod):                  # place() queued it again, at the tail: order kept
+                no_room = pod.slots
+
     def unpend(self, pod: Any) -> None:
         try:
             self.pending.remove(pod)
@@ -195,16 +212,6 @@ class Cluster:
             node.waiting.remove(pod)
         node.free += pod.slots
         self._hold(pod, -1)
-        while self.pending:
-            nxt = self.pending[0]
-            if nxt.slots > self.p.gpus_per_node:
-                break
-            # place() may provision a node; stop when the head cannot be placed at all
-            self.pending.popleft()
-            if not self.place(nxt):
-                # place() re-queued it at the tail; put it back at the head to keep FIFO order
-                self.pending.pop()
-                self.pending.appendleft(nxt)
-                break
+        self._retry_pending()
         if not node.pods and node.idle_call is None and not node.removed:
             node.idle_call = call_later(self.env, self.p.node_idle_timeout_s, self._remove_if_idle, node)

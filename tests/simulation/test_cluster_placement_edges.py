@@ -113,3 +113,21 @@ def test_snapshot_accumulates_node_and_pod_gpu_seconds_per_owner():
     env.run(until=30)
     assert cluster.snapshot() == (pytest.approx(4 * 30), pytest.approx(2 * 30 + 1 * 10))
     assert cluster.snapshot("s1")[1] == pytest.approx(60) and cluster.snapshot("s2")[1] == pytest.approx(10)
+
+
+def test_a_pending_pod_too_big_for_the_freed_gpus_does_not_hold_back_a_smaller_one():
+    """kube-scheduler schedules each Pending pod on its own (scheduling_queue.go: an unschedulable pod goes back to
+    its queue, the next pod is tried): a 4-GPU pod at the head of the queue, with 1 GPU freed, leaves the 1-GPU pod
+    behind it free to take that GPU. Both stay in arrival order otherwise."""
+    cluster, _ = _cluster(max_nodes=1)
+    node = cluster.add_node(ready=True)
+    held = [_Pod(f"h{i}") for i in range(4)]
+    assert all(cluster.place(p) for p in held)
+    big, small, big2 = _Pod("big", slots=4), _Pod("small"), _Pod("big2", slots=2)
+    assert not cluster.place(big) and not cluster.place(small) and not cluster.place(big2)
+    cluster.release(held[0])
+    assert small.node is node and small.ready_calls == 1
+    assert list(cluster.pending) == [big, big2] and node.free == 0
+    cluster.release(held[1])
+    cluster.release(held[2])
+    assert big2.node is node and list(cluster.pending) == [big]   # 2 GPUs free: the 4-GPU pod still waits
