@@ -3,8 +3,9 @@
 Placement is first-fit over nodes in creation order, preferring nodes that are already ready (the
 kube-scheduler's scoring is richer; a simplification). A pod needs `gpus` GPUs (a pod without a GPU limit
 takes one slot). No free slot and fewer than `max_nodes` nodes → a node is provisioned (Cluster Autoscaler /
-Karpenter; `node_provision_s`); node group at max → the pod stays Pending until a slot frees up, and the Pending pods are retried in
-order whenever one does (a pod too big for the freed GPUs does not hold back smaller ones behind it).
+Karpenter; `node_provision_s`); node group at max → the pod stays Pending until a slot frees up, and the
+Pending pods are retried in order whenever one does (a pod too big for the freed GPUs does not hold back smaller
+ones behind it).
 A node with no pods for `node_idle_timeout_s` is removed (cluster-autoscaler `scale-down-unneeded-time`,
 10 min default), down to the number of warm nodes (treated as the node group's minimum size).
 Pods loading weights from the model cache share its file system's reads (`load_total_gib_s`;

@@ -24,6 +24,15 @@ def chat_stack(**service) -> dict:
     }
 
 
+def with_service(base: dict, runtime: dict | None = None, **service) -> dict:
+    """A copy of `base` whose first service has `service` merged in (and `runtime`, when given)."""
+    cfg = copy.deepcopy(base)
+    cfg["services"][0].update(service)
+    if runtime is not None:
+        cfg["services"][0]["runtime"] = runtime
+    return cfg
+
+
 def refused(cfg: dict) -> str:
     """The InputError text the stack's load-time checks give `cfg` (fails when it is accepted)."""
     with pytest.raises(InputError) as err:

@@ -22,7 +22,8 @@ class _Pod:
         self.ready_calls += 1
 
 
-def _cluster(max_nodes: int = 4, provision_s: float = 300.0, idle_s: float = 600.0) -> tuple[Cluster, simpy.Environment]:
+def _cluster(max_nodes: int = 4, provision_s: float = 300.0,
+             idle_s: float = 600.0) -> tuple[Cluster, simpy.Environment]:
     env = simpy.Environment()
     profile = SimpleNamespace(gpus_per_node=4, max_nodes=max_nodes, node_idle_timeout_s=idle_s, load_total_gib_s=None,
                               node_provision_s=SimpleNamespace(sample=lambda rng: provision_s))

@@ -6,12 +6,11 @@ Triton `src/http_server.cc`."""
 
 from __future__ import annotations
 
-import copy
 
 import pytest
 
 from manifests.inference_service import inference_service
-from runtime_stack import chat_stack, refused
+from runtime_stack import chat_stack, refused, with_service
 from stackconfig.runtimes import health_paths
 from stackconfig.schema import parse_stack_config
 from simulation.probe_routes import LIVE, READY, ROUTES, kserve_model_name, server_for
@@ -23,11 +22,7 @@ GUIDE_PROBES = {"startup": {"path": "/healthz", "periodSeconds": 10, "failureThr
 
 
 def _cfg(runtime: dict | None = None, **svc) -> dict:
-    cfg = copy.deepcopy(BASE)
-    cfg["services"][0].update(svc)
-    if runtime is not None:
-        cfg["services"][0]["runtime"] = runtime
-    return cfg
+    return with_service(BASE, runtime, **svc)
 
 
 def _rendered_paths(cfg: dict) -> dict:

@@ -8,7 +8,6 @@ whole context); vllm-project/vllm#42609 (expandable segments break custom all-re
 
 from __future__ import annotations
 
-import copy
 
 import pytest
 
@@ -20,18 +19,14 @@ from simulation import load_scenario
 from stackconfig.schema import parse_stack_config
 from gpu_fakes import make, req
 from validation.admission import admission_refusals
-from runtime_stack import TGI_IMAGE, chat_stack, refused
+from runtime_stack import TGI_IMAGE, chat_stack, refused, with_service
 from validation.kubernetes import validation_errors
 
 BASE = chat_stack(limits={"maxInputTokens": 4096, "maxNewTokens": 1024, "maxBatchSize": 16})
 
 
 def _cfg(runtime: dict | None = None, **svc) -> dict:
-    cfg = copy.deepcopy(BASE)
-    cfg["services"][0].update(svc)
-    if runtime is not None:
-        cfg["services"][0]["runtime"] = runtime
-    return cfg
+    return with_service(BASE, runtime, **svc)
 
 
 def _parse(cfg: dict):
