@@ -46,7 +46,7 @@ import math
 from dataclasses import dataclass
 
 from gate.verdict import COLD_START_TERM, FAIL, ROLLOUT_TERM, UNDECIDED, Verdict
-from preflight.summary import fixed_size
+from preflight.summary import fixed_size, oom_counts  # noqa: F401 (oom_counts: also this module's)
 from simulation.gpu.server_common import OOM_REASON
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import InputError
@@ -69,15 +69,6 @@ class Tip:
 
 def _tip(why: str, path: str, value: object, *also: tuple[str, object]) -> Tip:
     return Tip(why, ((path, value), *also))
-
-
-def oom_counts(report: dict) -> tuple[int, int, int]:
-    """(OOM events, requests failed by them, crashes) from the servers' counters in replication 0's report: with
-    `oom: request` a CUDA OOM fails its batch with 500 and the server keeps serving; with `oom: process` it
-    crashes the pod (502 for its in-flight requests)."""
-    stats = report.get("server_stats") or {}
-    crashes = int(stats.get("oom_crashes") or 0)
-    return max(int(stats.get("oom_events") or 0), crashes), int(stats.get("oom_request_failures") or 0), crashes
 
 
 def oom_seen(v: Verdict) -> bool:
@@ -103,21 +94,29 @@ def _largest_image(svc: ServiceConfig) -> int | None:
     return int(top) if isinstance(top, (int, float)) and not isinstance(top, bool) and top > 0 else None
 
 
+def _free_beside_weights(cfg: StackConfig, svc: ServiceConfig) -> int:
+    """Bytes the CUDA allocator has on one GPU beside the weights and overhead (the simulation's Triton memory
+    model, simulation/gpu/memory.py `naive_base_bytes`): what activations can use."""
+    from simulation.gpu.memory import naive_base_bytes
+
+    return cfg.node_group.gpu.cuda_total_bytes - naive_base_bytes(svc.model)
+
+
 def _images_that_fit(cfg: StackConfig, svc: ServiceConfig, pixels: int) -> int:
     """Images of `pixels` each one GPU holds beside the weights: the simulation's Triton memory model (weights +
     overhead + per-image activation scaled by pixels, against what the CUDA allocator can have)."""
-    from simulation.gpu.memory import naive_base_bytes, vision_activation_bytes
+    from simulation.gpu.memory import vision_activation_bytes
 
-    free = cfg.node_group.gpu.cuda_total_bytes - naive_base_bytes(svc.model)
+    free = _free_beside_weights(cfg, svc)
     per_image = vision_activation_bytes(svc.model, pixels)
     return max(0, free // per_image) if per_image > 0 else 0
 
 
 def _pixels_that_fit(cfg: StackConfig, svc: ServiceConfig) -> int:
     """The largest image (pixels, two significant figures, rounded down) one GPU holds alone."""
-    from simulation.gpu.memory import naive_base_bytes, vision_activation_bytes
+    from simulation.gpu.memory import vision_activation_bytes
 
-    free = cfg.node_group.gpu.cuda_total_bytes - naive_base_bytes(svc.model)
+    free = _free_beside_weights(cfg, svc)
     per_pixel = vision_activation_bytes(svc.model, 10**6) / 10**6
     return _round_down(free / per_pixel) if per_pixel > 0 and free > 0 else 0
 
@@ -170,23 +169,29 @@ def _crash_tips(svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
 
 
 def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
-    """How many requests a continuous-batching server (vLLM, TGI) runs at once in one pod: `limits.maxBatchSize`
-    (vLLM's --max-num-seqs, TGI's --max-batch-size), else the server's default (vLLM: by version and GPU,
-    simulation/gpu/vllm_spec.py; TGI: its router's --max-concurrent-requests, which also bounds it); None for
-    the other servers."""
+    """How many requests a continuous-batching server (vLLM, TGI) runs at once in one pod: `limits.maxBatchSize`,
+    else vLLM's --max-num-seqs or TGI's --max-batch-size given in `runtime.args`/`env` (read by
+    `engine_flags.engine_settings`, the reader the simulation's server keys come from: the same `max_num_seqs`), else
+    the server's default (vLLM: by version and GPU, simulation/gpu/vllm_spec.py; TGI: its router's
+    --max-concurrent-requests, which also bounds it); None for the other servers."""
+    if svc.engine not in ("vllm", "tgi"):
+        return None
+    from simulation.engine_flags import engine_settings
+
+    given = engine_settings(svc.engine, svc.image, svc.args, svc.env)
+    seqs = svc.caps.max_batch_size or given.get("max_num_seqs")
     if svc.engine == "vllm":
-        if svc.caps.max_batch_size:
-            return svc.caps.max_batch_size
+        if seqs:
+            return int(seqs)
         from simulation.gpu.vllm_spec import batch_defaults
 
         return batch_defaults(cfg.node_group.gpu, svc.engine_profile.get("scheduler", "v1"),
                               svc.model.max_context)[1]
-    if svc.engine == "tgi":
-        from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
+    from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
 
-        router = svc.caps.max_concurrent_requests or DEFAULT_MAX_CONCURRENT_REQUESTS
-        return min(svc.caps.max_batch_size or router, router)
-    return None
+    router = int(svc.caps.max_concurrent_requests or given.get("max_concurrent_requests")
+                 or DEFAULT_MAX_CONCURRENT_REQUESTS)
+    return min(int(seqs or router), router)
 
 
 def _batching_tip(cfg: StackConfig, svc: ServiceConfig) -> Tip | None:

@@ -311,8 +311,9 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     if cache is not None:
         timings.notes.append(f"replications from the cache: {cache.hits} of {cache.hits + cache.misses} "
                              f"({cache.dir}; --no-cache to simulate them all)")
-        if not args.json and cache.note():  # a verdict from cached replications says so, without --timings
-            console.print(escape(cache.note()), soft_wrap=True)
+        note = None if args.json else cache.note()   # one snapshot of the sources, one answer
+        if note:  # a verdict from cached replications says so, without --timings
+            console.print(escape(note), soft_wrap=True)
     if args.json:
         out = {"passed": all(r.passed for r in results), "stacks": [r.to_dict() for r in results],
                "cache": None if cache is None else cache.to_dict()}

@@ -31,10 +31,7 @@ def service_lines(v: Verdict) -> list[str]:
              f"  GPU-hours of its pods {_e(m('pod GPU-hours'))}; ready replicas (mean) {_e(m('mean ready replicas'))}; "
              f"cold starts {_e(m('cold starts'))}; longest (runs with one) {_e(m('longest cold start (s)'))} s; "
              f"restarts (replication 0) {r['pod_restarts']}"]
-    stats = r.get("server_stats") or {}
-    crashes = int(stats.get("oom_crashes") or 0)
-    events = max(int(stats.get("oom_events") or 0), crashes)
-    failed = int(stats.get("oom_request_failures") or 0)
+    events, failed, crashes = oom_counts(r)
     if events:
         lines.append(f"  CUDA OOM (replication 0): {events} OOM events"
                      + (f"; {failed} requests failed with 500 (the server kept serving)" if failed else "")
@@ -48,6 +45,16 @@ def service_lines(v: Verdict) -> list[str]:
         lines.append(f"  SATURATED: fixed at {fixed} replicas (minReplicas = maxReplicas); peak Pending pods "
                      f"{_e(pending)}")
     return lines
+
+
+def oom_counts(report: dict) -> tuple[int, int, int]:
+    """(OOM events, requests failed by them, crashes) from the servers' counters in replication 0's report: with
+    `oom: request` a CUDA OOM fails its batch with 500 and the server keeps serving; with `oom: process` it
+    crashes the pod (502 for its in-flight requests). Here, not in preflight/advice.py (which imports this module),
+    so the summary line and the advice read one count."""
+    stats = report.get("server_stats") or {}
+    crashes = int(stats.get("oom_crashes") or 0)
+    return max(int(stats.get("oom_events") or 0), crashes), int(stats.get("oom_request_failures") or 0), crashes
 
 
 def fixed_size(report: dict) -> int | None:

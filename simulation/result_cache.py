@@ -3,10 +3,13 @@
 A replication is a pure function of (scenario, seed) and of the simulator itself (simulation/replicate.py), so
 its report is stored under the SHA-256 of: the scenario as sorted JSON, the seed, the base directory its
 relative paths resolve against, and a fingerprint of the simulator — the bytes of every file under
-`simulation/`, `catalog/` and `validation/` but compiled and hidden ones (`__pycache__/`, `*.pyc`, `.*`; a
-replication imports nothing else from the project; a test checks this), and the Python, SimPy and NumPy
-versions. Any edit to the simulator or to the stack's InferenceService, workload, cluster or gate settings gives
-new keys; an old entry is never reused for new code.
+`simulation/`, `catalog/` and `validation/` with a suffix in `SOURCE_SUFFIXES` (code and data: `.py`, `.json`,
+`.yaml`, `.csv`, …; not hidden ones, nor `__pycache__/`; a replication imports nothing else from the project; a
+test checks that git tracks no file there outside that list), and the Python, SimPy and NumPy versions. Editor
+backups and autosaves (`engine.py~`, `#engine.py#`, `*.orig`, `*.rej`, `*.bak`, `*.swp`, Vim's `4913`) are not
+sources: hashing them set Dask/Ray workers with a clean checkout apart and turned the cache off mid-run.
+Any edit to the simulator or to the stack's InferenceService, workload, cluster or gate settings gives new keys;
+an old entry is never reused for new code.
 The fingerprint is that of the code this process runs, not of the files on disk when the cache is first used:
 `import simulation` notes each of those files' size and modification time (`snapshot_sources`: ~0.5 ms), and
 the cache is used only while the files are still as noted then. Once one differs (a save, `git checkout` or
@@ -67,11 +70,20 @@ Job = tuple[str, int, str | None]
 Snapshot = tuple[tuple[str, int, int, int], ...]
 
 
+# What the simulator is made of and reads: code, schemas, tables. An allow-list, not a deny-list: an editor's
+# backup or autosave (engine.py~, #engine.py#, engine.py.orig, .rej, .bak, .swp, Vim's all-digit probe 4913) or
+# a .DS_Store would otherwise change the fingerprint while a file is open, turn the cache off and set Dask/Ray
+# workers apart. A test fails when git tracks a file there whose suffix is not listed.
+SOURCE_SUFFIXES = frozenset({".py", ".json", ".yaml", ".yml", ".csv", ".tsv", ".txt", ".toml", ".npz", ".npy"})
+
+
+def _skipped_dir(name: str) -> bool:
+    return name == "__pycache__" or name.startswith(".")
+
+
 def _skipped(name: str) -> bool:
-    """Compiled files, and hidden ones: an editor's swap file (.engine.py.swp) or a .DS_Store would otherwise
-    change the fingerprint while a file is open, turn the cache off and set Dask/Ray workers apart (a test checks
-    that no file git tracks there is skipped)."""
-    return name.endswith(".pyc") or name.startswith(".")
+    """A file that is not a source: hidden, or whose suffix is not in SOURCE_SUFFIXES (compiled, a backup)."""
+    return name.startswith(".") or os.path.splitext(name)[1].lower() not in SOURCE_SUFFIXES
 
 
 def snapshot_sources(root: Path = ROOT) -> Snapshot:
@@ -81,7 +93,7 @@ def snapshot_sources(root: Path = ROOT) -> Snapshot:
     for top in SOURCES:
         base = os.path.join(root, top)
         for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__" and not _skipped(d)]
+            dirnames[:] = [d for d in dirnames if not _skipped_dir(d)]
             rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
             for name in filenames:
                 if _skipped(name):
@@ -136,7 +148,7 @@ def simulator_fingerprint(root: Path = ROOT) -> str:
         sources_changed()
     h = hashlib.sha256(f"{sys.version_info[:3]} simpy {simpy.__version__} numpy {numpy.__version__}".encode())
     for rel, kind, _, _ in snapshot_sources(root):
-        h.update(rel.encode() + b"\0")
+        h.update(os.fsencode(rel) + b"\0")   # a name that is not UTF-8 round-trips (surrogateescape)
         if kind == stat.S_IFREG:
             try:
                 with open_regular(os.path.join(root, rel)) as f:

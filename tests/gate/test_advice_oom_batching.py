@@ -10,7 +10,7 @@ from rich.console import Console
 
 from gate.verdict import Check, Verdict
 from preflight import check as cli
-from preflight.advice import next_steps, oom_seen
+from preflight.advice import batch_capacity, next_steps, oom_seen
 from preflight.summary import service_lines
 from simulation.estimates import Estimate
 from simulation.gpu.memory import naive_base_bytes, vision_activation_bytes
@@ -183,3 +183,58 @@ def test_the_pass_line_names_the_services_the_gate_did_not_simulate():
     off = parse_stack_config(values, project, "dev")
     assert "pass stack dev (SLO gate: off, gate.enabled is false: no service simulated)" in _print(
         cli.StackCheck("dev", resources=12, cfg=off))
+
+
+def _batch_cap_in_args(values: dict, engine: str, args: list[str], cc: int) -> dict:
+    """prod's chat without limits.maxBatchSize, its batch cap given as the engine's own flag instead."""
+    values = _preset(values, cc, cc)
+    chat = values["services"][0]
+    chat["limits"] = {k: v for k, v in chat["limits"].items() if k != "maxBatchSize"}
+    chat["runtime"] = {**chat["runtime"], "engine": engine, "args": args}
+    return values
+
+
+def test_a_batch_cap_given_as_a_runtime_flag_bounds_the_containerconcurrency_raise():
+    """Review 11 (diff), F8: `--max-num-seqs 8` in runtime.args (read by the simulation through
+    engine_flags.engine_settings) was ignored: batch_capacity returned vLLM's default and the tip proposed
+    containerConcurrency 64 for a server that batches 8. With CC 2, 4 × CC ≥ 8: no tip."""
+    for engine, args in (("vllm", ["--max-num-seqs", "8"]), ("vllm", ["--max-num-seqs=8"]),
+                         ("tgi", ["--max-batch-size", "8"])):
+        project, values = _values("prod")
+        values = _batch_cap_in_args(values, engine, args, 2)
+        cfg = parse_stack_config(values, project, "prod")
+        assert batch_capacity(cfg, cfg.services[0]) == 8, (engine, args)
+        lines = next_steps(cfg, [_saturated()], passed=False, values=values)
+        assert not any("continuous batching" in line for line in lines), (engine, args, lines)
+    project, values = _values("prod")          # control: CC 1 is still held back, raised no further than the flag
+    values = _batch_cap_in_args(values, "vllm", ["--max-num-seqs", "8"], 1)
+    cfg = parse_stack_config(values, project, "prod")
+    lines = next_steps(cfg, [_saturated()], passed=False, values=values)
+    [tip] = [line for line in lines if "continuous batching" in line]
+    assert "batches up to 8" in tip and "services.chat.containerConcurrency=2" in _sets(tip)
+
+
+def test_the_summary_and_the_advice_count_ooms_with_one_function(monkeypatch):
+    """Review 11 (diff), F9: preflight/summary.py recomputed advice.oom_counts line for line; one helper (in
+    summary, which advice imports: no cycle), so the summary line and the tip cannot drift apart."""
+    import preflight.advice as advice
+    import preflight.summary as summary
+
+    assert advice.oom_counts is summary.oom_counts
+    v = _verdict("steady", {}, stats={"oom_events": 0, "oom_request_failures": 0, "oom_crashes": 0})
+    v.report.update(requests=10, status_counts={"200": 10})
+    monkeypatch.setattr(summary, "oom_counts", lambda report: (7, 3, 0))
+    assert any("CUDA OOM (replication 0): 7 OOM events; 3 requests failed" in line for line in service_lines(v))
+
+
+def test_images_and_pixels_that_fit_share_one_free_memory_figure(monkeypatch):
+    """Review 11 (diff), F9: both computed cuda_total_bytes - naive_base_bytes(model) themselves."""
+    import preflight.advice as advice
+
+    project, values = _vision_values()
+    cfg = parse_stack_config(values, project, "dev")
+    svc = next(s for s in cfg.services if s.model.kind == "vision")
+    pixels = advice._pixels_that_fit(cfg, svc)
+    assert pixels > 0 and advice._images_that_fit(cfg, svc, pixels) >= 1
+    monkeypatch.setattr(advice, "_free_beside_weights", lambda cfg, svc: 0)
+    assert advice._pixels_that_fit(cfg, svc) == 0 and advice._images_that_fit(cfg, svc, pixels) == 0

@@ -51,3 +51,23 @@ def test_a_check_during_which_the_simulator_changed_says_the_cache_was_not_used(
     off = json.loads(capsys.readouterr().out)["cache"]["off"]
     assert "simulation/engine.py" in off
     clear_cache()
+
+
+def test_the_cache_note_is_taken_once_per_check(tmp_path, capsys, monkeypatch):
+    """Review 11 (diff), F9: `main` called `cache.note()` twice, two snapshots of the sources (a file saved between
+    them could print a line the test for it did not see). Once, and its answer is what is printed."""
+    calls = []
+    real = result_cache.ResultCache.note
+
+    def counted(self):
+        calls.append(1)
+        return real(self)
+
+    monkeypatch.setattr(result_cache.ResultCache, "note", counted)
+    monkeypatch.setattr(result_cache, "_CHANGED", "simulation/engine.py")   # a note to print
+    clear_cache()
+    assert cli.main(["check", "--workers", "1", "--cache-dir", str(tmp_path)]) == 0
+    [line] = _lines(capsys.readouterr().out)
+    assert "(simulation/engine.py)" in line
+    assert len(calls) == 1
+    clear_cache()

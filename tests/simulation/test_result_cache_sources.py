@@ -184,8 +184,8 @@ def test_an_entry_over_the_size_cap_is_a_miss_and_is_not_written(tmp_path, monke
 
 
 @pytest.mark.parametrize("name", ["catalog/gpus.yml", "catalog/prices.csv", "validation/schemas/extra.txt",
-                                  "simulation/gpu/table.npz", "simulation/NOTES"])
-def test_every_file_but_compiled_ones_is_in_the_fingerprint(tmp_path, name):
+                                  "simulation/gpu/table.npz", "simulation/settings.toml"])
+def test_every_code_or_data_file_is_in_the_fingerprint(tmp_path, name):
     """Review 11, finding 6: only .py, .json and .yaml files were hashed."""
     fingerprint = result_cache.simulator_fingerprint
     root = _copy_sources(tmp_path / "copy")
@@ -206,14 +206,53 @@ def test_every_file_but_compiled_ones_is_in_the_fingerprint(tmp_path, name):
 
 
 def test_every_file_git_tracks_in_the_simulators_folders_is_fingerprinted():
-    """Hidden files are skipped (an editor's swap file); so none of the simulator's own may be hidden."""
+    """Only hidden files and suffixes outside SOURCE_SUFFIXES are skipped, so a file the simulator ships with
+    another suffix (a new data format) must be added to the list: this fails until it is."""
     listed = subprocess.run(["git", "ls-files", "-z", *result_cache.SOURCES], cwd=result_cache.ROOT,
                             capture_output=True)
     if listed.returncode != 0:
         pytest.skip("not a git checkout")
     tracked = {name for name in listed.stdout.decode().split("\0") if name}
     assert len(tracked) > 50
+    unlisted = sorted(n for n in tracked if os.path.splitext(n)[1].lower() not in result_cache.SOURCE_SUFFIXES
+                      or os.path.basename(n).startswith("."))
+    assert not unlisted, f"add their suffixes to result_cache.SOURCE_SUFFIXES: {unlisted}"
     assert tracked <= {rel for rel, *_ in result_cache.snapshot_sources()}
+
+
+BACKUPS = ["engine.py~", "#engine.py#", "engine.py.orig", "engine.py.rej", "engine.py.bak", "engine.py.swp",
+           "engine.py.swo", "4913", ".#engine.py", ".DS_Store"]
+
+
+@pytest.mark.parametrize("name", BACKUPS)
+def test_an_editor_backup_changes_neither_the_snapshot_nor_the_fingerprint(tmp_path, name):
+    """Review 11 (diff), F3: Emacs' backup and autosave, merge leftovers and Vim's save probe were hashed, so a
+    Dask/Ray worker on a clean checkout raised SimulatorMismatch and an autosave turned the cache off mid-run."""
+    fingerprint = result_cache.simulator_fingerprint.__wrapped__
+    root = _copy_sources(tmp_path / "copy")
+    snap, same = result_cache.snapshot_sources(root), fingerprint(root)
+    (root / "simulation" / name).write_bytes(b"an editor's copy")
+    (root / "catalog" / name).write_bytes(b"an editor's copy")
+    assert result_cache.snapshot_sources(root) == snap
+    assert fingerprint(root) == same
+
+
+def test_a_file_name_that_is_not_utf8_is_fingerprinted_not_a_crash(tmp_path):
+    """Review 11 (diff), F4: `rel.encode()` raised UnicodeEncodeError on a surrogate-escaped name, from
+    ResultCache.key, so every cached check crashed; the cache is best effort."""
+    fingerprint = result_cache.simulator_fingerprint.__wrapped__
+    root = tmp_path / "copy"
+    for top in result_cache.SOURCES:
+        (root / top).mkdir(parents=True)
+    (root / "simulation" / "a.py").write_text("x = 1\n")
+    before = fingerprint(root)
+    try:
+        with open(os.path.join(os.fsencode(root), b"simulation", b"caf\xe9.txt"), "wb") as f:
+            f.write(b"notes")
+    except (OSError, UnicodeError):
+        pytest.skip("this filesystem refuses a file name that is not UTF-8")
+    first = fingerprint(root)
+    assert first != before and fingerprint(root) == first
 
 
 def _version_folder(cache_dir: Path, name: str, age_s: float) -> Path:
