@@ -29,8 +29,15 @@ Routes, read from upstream source (versions the product runs: KServe 0.15–0.20
   `/healthz`, `/readyz`, `/livez` or `/ping` (docs are off unless `--enable_docs_url`). A model is registered
   under `--model_name` (the runtime's `--model_name={{.Name}}`, the InferenceService's name; KServe's own default
   `model` in a container without it, `model_server.py`), or with the vLLM backend the first
-  `--served-model-name` (huggingfaceserver `__main__.py load_model`). Note: on a predictor `DataPlane.ready`
-  (behind `/v2/health/ready`) asks no model; the route that asks the model itself is `/v2/models/<name>/ready`.
+  `--served-model-name` (huggingfaceserver `__main__.py load_model`). `/v2/health/ready` is a live route here:
+  on a predictor `DataPlane.ready` returns True without asking any model (`protocol/dataplane.py` `ready`), and
+  with the vLLM backend the REST server answers while the model still loads: `VLLMModel.load` only sets
+  `engine` (`vllm/vllm_model.py`), `OpenAIModel.__init__` sets `ready = True` (`openai/openai_model.py`), and
+  `ModelServer._register_and_check_atleast_one_model_is_ready` appends `model.start_engine()` (which builds the
+  engine) to the servers `_serve` runs with `asyncio.gather` beside the REST server (`model_server.py`). The
+  routes that ask the model itself are `/v2/models/<name>/ready`, `/v1/models/<name>` (the model's `healthy()`:
+  with vLLM the engine's `check_health`, failing until `start_engine` has set `engine_client`) and the OpenAI
+  one. The `/openai` prefix is `KSERVE_OPENAI_ROUTE_PREFIX` (`openai/config.py`; empty puts them at `/v1/…`).
 - Triton (`src/http_server.cc HTTPAPIServer::Handle`): `/v2`, `/v2/health/live` (`TRITONSERVER_ServerIsLive`),
   `/v2/health/ready` (`TRITONSERVER_ServerIsReady`: every model ready under the default `--strict-readiness`),
   `/v2/models/<name>[/versions/<v>]` with no suffix (metadata), `/ready` (`HandleModelReady`), `/config`,
@@ -50,8 +57,16 @@ Routes, read from upstream source (versions the product runs: KServe 0.15–0.20
   launcher starts the router once every shard is ready (`launcher/src/main.rs`: `spawn_shards`, then
   `spawn_webserver`).
 
-A route's query string is ignored (the routers match the path). Trailing-slash variants and other spellings are
-refused: the exact paths above are what the servers route.
+vLLM's server and TGI's router answer nothing before their model is loaded, so on them a readiness or startup
+probe may ask any route (`/health` also fails once the engine is dead). KServe's Python server and Triton answer
+HTTP while loading: there a readiness or startup probe on a live route is refused. A built-in ServingRuntime named
+by `predictor.model.runtime` maps to its server (`RUNTIME_SERVERS`, kserve `config/runtimes`); a runtime of the
+user's own is not checked.
+
+A route's query string is ignored (the routers match the path). On the FastAPI servers (KServe's Python server,
+vLLM's) a trailing slash is accepted: Starlette's router (`redirect_slashes`, FastAPI's default) answers `/route/`
+with a 307 to `/route`, and the kubelet counts 200–399 as a pass. Other spellings are refused, and so is a path
+under vLLM's `--root-path` (not verified here: give the bare route).
 """
 
 from __future__ import annotations
@@ -69,9 +84,8 @@ MODEL, VERSION = "<model>", "<version>"
 
 ROUTES: dict[str, dict[str, str]] = {
     KSERVE_PYTHON: {
-        "/v2/health/ready": READY, f"/v2/models/{MODEL}/ready": READY, f"/v1/models/{MODEL}": READY,
-        f"/openai/v1/models/{MODEL}": READY,
-        "/": LIVE, "/v2/health/live": LIVE, "/metrics": LIVE, "/v1/models": LIVE, "/v2": LIVE, "/v2/models": LIVE,
+        f"/v2/models/{MODEL}/ready": READY, f"/v1/models/{MODEL}": READY, f"/openai/v1/models/{MODEL}": READY,
+        "/v2/health/ready": LIVE, "/": LIVE, "/v2/health/live": LIVE, "/metrics": LIVE, "/v1/models": LIVE, "/v2": LIVE, "/v2/models": LIVE,
         f"/v2/models/{MODEL}": LIVE, "/openai/v1/models": LIVE,
     },
     TRITON: {
@@ -98,6 +112,22 @@ SERVER_IMAGES = {"vllm-openai": VLLM_OPENAI, "text-generation-inference": TGI, "
 # format runs a server not in the table, whose probes are not checked.
 FORMAT_SERVERS = {"huggingface": KSERVE_PYTHON, "triton": TRITON, "onnx": TRITON, "tensorrt": TRITON}
 KSERVE_DEFAULT_MODEL_NAME = "model"   # kserve model_server.py: --model_name's default
+# KServe's built-in ServingRuntimes (kserve config/runtimes/*.yaml `metadata.name`) whose server is in the table;
+# kserve-vllmserver runs `python -m vllm.entrypoints.openai.api_server`. A `predictor.model.runtime` naming any
+# other runtime (a user's own ServingRuntime, or a built-in one not in the table) runs a server the table does
+# not know: its probes are not checked.
+RUNTIME_SERVERS = {"kserve-huggingfaceserver": KSERVE_PYTHON, "kserve-huggingfaceserver-multinode": KSERVE_PYTHON,
+                   "kserve-sklearnserver": KSERVE_PYTHON, "kserve-xgbserver": KSERVE_PYTHON,
+                   "kserve-lgbserver": KSERVE_PYTHON, "kserve-pmmlserver": KSERVE_PYTHON,
+                   "kserve-paddleserver": KSERVE_PYTHON, "kserve-tritonserver": TRITON,
+                   "kserve-vllmserver": VLLM_OPENAI}
+# Servers that answer no HTTP before their model is loaded (vLLM's OpenAI server serves its socket only after the
+# engine is built; TGI's launcher starts the router once every shard is ready): any route they serve passes only
+# once the model is loaded, so a readiness or startup probe may ask any of them.
+SERVED_AFTER_LOAD = (VLLM_OPENAI, TGI)
+# FastAPI servers: Starlette's router (`redirect_slashes`, on by default) answers an unrouted `/route/` with a 307
+# to `/route`, which the kubelet counts as a pass and follows.
+REDIRECT_SLASHES = (KSERVE_PYTHON, VLLM_OPENAI)
 
 
 def server_for(engine: str, image: str | None) -> str:
@@ -112,14 +142,18 @@ def server_for(engine: str, image: str | None) -> str:
     return KSERVE_PYTHON
 
 
-def manifest_server(engine: Any, image: Any, model_format: Any) -> str | None:
+def manifest_server(engine: Any, image: Any, model_format: Any, runtime: Any = None) -> str | None:
     """The server an InferenceService's container runs: the stack's engine annotation, else the image, else the
-    auto-selected runtime of `modelFormat`; None when it is none of the table's."""
+    ServingRuntime `runtime` names (`RUNTIME_SERVERS`; None for one not there, a user's own), else the
+    auto-selected runtime of `modelFormat` (KServe picks by format only when `runtime` is absent); None when it is
+    none of the table's."""
     image = image if isinstance(image, str) and image else None
     if engine in ("vllm", "naive", "tgi", "triton"):
         return server_for(engine, image)
     if image is not None:
         return SERVER_IMAGES.get(image_repository(image))
+    if isinstance(runtime, str) and runtime:
+        return RUNTIME_SERVERS.get(runtime)
     return FORMAT_SERVERS.get(model_format) if isinstance(model_format, str) else None
 
 
@@ -151,12 +185,30 @@ def _api_key(args: Any, env: Any) -> bool:
     return _last_value(args, "--api-key")[0] or bool(isinstance(env, dict) and env.get("VLLM_API_KEY"))
 
 
+def openai_prefix(env: Any) -> str:
+    """KServe's OpenAI routes' prefix: `KSERVE_OPENAI_ROUTE_PREFIX` (default `/openai`; a non-empty value without
+    a leading `/` gets one), kserve `protocol/rest/openai/config.py`, used as the `APIRouter` prefix in
+    `endpoints.py register_openai_endpoints`."""
+    value = env.get("KSERVE_OPENAI_ROUTE_PREFIX", "/openai") if isinstance(env, dict) else "/openai"
+    value = "" if value is None else str(value)
+    return value if not value or value.startswith("/") else "/" + value
+
+
 def routes(server: str, args: Any = (), env: Any = None) -> dict[str, str]:
-    """The server's routes (path pattern → READY or LIVE) as this pod serves them: `/v1` paths of vLLM's server
-    are dropped under an API key."""
+    """The server's routes (path pattern → READY or LIVE) as this pod serves them: KServe's `/openai` routes
+    under `KSERVE_OPENAI_ROUTE_PREFIX`; vLLM's `/v1` paths dropped under an API key, and FastAPI's docs routes
+    under `--disable-fastapi-docs` (`build_app`: `FastAPI(openapi_url=None, docs_url=None, redoc_url=None)`)."""
     table = dict(ROUTES[server])
+    flat = [str(a) for a in args] if isinstance(args, (list, tuple)) else []
+    if server == KSERVE_PYTHON:
+        prefix = openai_prefix(env)
+        moved = {prefix + p[len("/openai"):]: k for p, k in table.items() if p.startswith("/openai/")}
+        table = {p: k for p, k in table.items() if not p.startswith("/openai/")}
+        table.update({p: k for p, k in moved.items() if p not in table})
     if server == VLLM_OPENAI and _api_key(args, env):
         table = {p: k for p, k in table.items() if not p.startswith("/v1/")}
+    if server == VLLM_OPENAI and _last_value(flat, "--disable-fastapi-docs")[0]:
+        table = {p: k for p, k in table.items() if p not in ("/docs", "/redoc", "/openapi.json")}
     return table
 
 
@@ -176,11 +228,13 @@ def probe_problem(server: str, probe: str, path: Any, model_name: str | None, ar
     if not isinstance(path, str):
         return None   # the caller reports a wrong type
     table, label = routes(server, args, env), LABELS[server]
-    wants_ready = probe in ("startup", "readiness")
+    wants_ready = probe in ("startup", "readiness") and server not in SERVED_AFTER_LOAD
     allowed = [_shown(t, model_name) for t, kind in table.items()
                if (kind == READY or not wants_ready) and (MODEL not in t or model_name) and VERSION not in t]
     listing = ", ".join(allowed)
     bare = path.split("?", 1)[0]
+    if server in REDIRECT_SLASHES:
+        bare = bare.rstrip("/") or "/"
     for template, kind in table.items():
         hit = _pattern(template).match(bare)
         if hit is None:
@@ -221,7 +275,7 @@ def manifest_probe_problems(container: Any, isvc_name: str, engine: Any) -> list
         return []
     model_format = container.get("modelFormat")
     model_format = model_format.get("name") if isinstance(model_format, dict) else None
-    server = manifest_server(engine, container.get("image"), model_format)
+    server = manifest_server(engine, container.get("image"), model_format, container.get("runtime"))
     if server is None:
         return []
     args = container.get("args") if isinstance(container.get("args"), list) else []

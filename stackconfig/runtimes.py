@@ -47,10 +47,14 @@ def is_custom_predictor(engine: str, image: str | None) -> bool:
     return engine == "tgi" or (image is not None and image_repository(image) == CUSTOM_IMAGES.get(engine))
 
 
-def health_paths(engine: str, image: str | None) -> tuple[str, str]:
+def health_paths(engine: str, image: str | None, model_name: str | None = None) -> tuple[str, str]:
     """(readiness, liveness) paths the server that runs answers 200 on once its model is loaded. KServe's Python
-    servers (huggingfaceserver, vLLM or Transformers backend) and Triton serve the v2 health protocol
-    (`/v2/health/ready`, `/v2/health/live`); a custom predictor serves its own routes only: TGI's router `/health`
+    servers (huggingfaceserver, vLLM or Transformers backend): readiness `/v2/models/<model_name>/ready` (the
+    name `--model_name` registers; `DataPlane.model_ready` asks the model), liveness `/v2/health/live`. Not
+    `/v2/health/ready`: `DataPlane.ready` answers True on a predictor without asking any model, and with the vLLM
+    backend the REST server runs while `start_engine` still loads the model (simulation/probe_routes.py).
+    Triton serves the v2 health protocol (`/v2/health/ready` waits for every model under --strict-readiness);
+    a custom predictor serves its own routes only: TGI's router `/health`
     (text-generation-inference router/src/server.rs) and vLLM's OpenAI server `/health` (vllm
     entrypoints/openai/api_server.py; it listens only once the engine is up; KServe's own LLMInferenceService
     templates probe vLLM there, config/llmisvcconfig/config-llm-decode-template.yaml). These are the defaults; a
@@ -59,6 +63,8 @@ def health_paths(engine: str, image: str | None) -> tuple[str, str]:
     progress deadline), and a readiness or startup probe on a liveness route is refused too."""
     if is_custom_predictor(engine, image):
         return "/health", "/health"
+    if engine != "triton" and model_name:
+        return f"/v2/models/{model_name}/ready", "/v2/health/live"
     return "/v2/health/ready", "/v2/health/live"
 
 

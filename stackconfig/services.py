@@ -232,14 +232,14 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
     startup_failures = max(6, int(2 * load_s / 10) + 1)
     probes = sec.section("probes")
-    ready_path, live_path = health_paths(engine, image)  # what the server that runs answers (runtimes.py)
+    server = server_for(engine, image)
+    served_as = kserve_model_name(name, args) if server == KSERVE_PYTHON else None  # `--model_name={name}` + args
+    ready_path, live_path = health_paths(engine, image, served_as)  # what the server that runs answers (runtimes.py)
     startup = _probe(probes.section("startup"), ready_path, 10, startup_failures, 0, 5)
     readiness = _probe(probes.section("readiness"), ready_path, 10, 3, 0, 5)
     liveness = _probe(probes.section("liveness"), live_path, 15, 4, 0, 5)
     # Each path against the routes the server that runs answers (simulation/probe_routes.py): a 404 is never
     # Ready, and a readiness or startup probe on a liveness route can pass while the model cannot serve.
-    server = server_for(engine, image)
-    served_as = kserve_model_name(name, args) if server == KSERVE_PYTHON else None  # `--model_name={name}` + args
     for key, probe in (("startup", startup), ("readiness", readiness), ("liveness", liveness)):
         why = probe_problem(server, key, probe.path, served_as, args, env)
         if why:

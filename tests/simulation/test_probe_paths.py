@@ -53,7 +53,7 @@ def test_the_cli_exits_2_naming_the_probe(scn, tmp_path, capsys):
 def test_the_model_route_follows_the_isvc_name(scn):
     """kserve-huggingfaceserver runs `--model_name={{.Name}}`: the model is the InferenceService's name ('svc')."""
     load_scenario(_scenario(scn, {"readinessProbe": _probe("/v2/models/svc/ready"),
-                                  "startupProbe": _probe("/v2/health/ready")}))
+                                  "startupProbe": _probe("/v1/models/svc")}))
     assert "registers this model as 'svc', not 'llama'" in _problems(
         _scenario(scn, {"readinessProbe": _probe("/v2/models/llama/ready")}))
 
@@ -83,3 +83,30 @@ def test_other_probe_kinds_and_servers_are_not_checked(scn):
     isvc["spec"]["predictor"]["model"]["modelFormat"] = {"name": "pytorch"}   # TorchServe: not in the table
     isvc["spec"]["predictor"]["model"]["readinessProbe"] = _probe("/ping")
     load_scenario({"inferenceService": isvc, **BASE})
+
+
+def test_a_runtime_of_the_users_own_is_not_checked(scn):
+    """rev11-diff F1: `predictor.model.runtime` picks the ServingRuntime; KServe auto-selects by modelFormat only
+    without it. A runtime that is not one of KServe's built-in ones (kserve config/runtimes) runs a server the
+    table does not know."""
+    for runtime in ("vllm-openai-runtime", "my-triton"):
+        isvc = scn.isvc(cc=1)
+        isvc["spec"]["predictor"]["model"].update({"runtime": runtime, "readinessProbe": _probe("/health")})
+        load_scenario({"inferenceService": isvc, **BASE})
+
+
+@pytest.mark.parametrize("runtime, good, bad", [("kserve-huggingfaceserver", "/v2/models/svc/ready", "/health"),
+                                                ("kserve-vllmserver", "/health", "/v2/models/svc/ready"),
+                                                ("kserve-tritonserver", "/v2/health/ready", "/health")])
+def test_a_built_in_runtime_is_held_to_its_servers_routes(scn, runtime, good, bad):
+    """kserve-vllmserver runs `python -m vllm.entrypoints.openai.api_server` (config/runtimes/kserve-vllmserver.yaml)."""
+    isvc = scn.isvc(cc=1)
+    isvc["spec"]["predictor"]["model"].update({"runtime": runtime, "readinessProbe": _probe(good)})
+    load_scenario({"inferenceService": isvc, **BASE})
+    isvc["spec"]["predictor"]["model"]["readinessProbe"] = _probe(bad)
+    assert "readinessProbe.httpGet.path" in _problems({"inferenceService": isvc, **BASE})
+
+
+def test_v2_health_ready_is_a_liveness_route_in_a_scenario(scn):
+    """rev11-diff F7: on KServe's Python server /v2/health/ready answers 200 before the model is loaded."""
+    assert "is a liveness route" in _problems(_scenario(scn, {"readinessProbe": _probe("/v2/health/ready")}))

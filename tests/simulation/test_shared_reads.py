@@ -96,7 +96,7 @@ def test_a_finished_load_speeds_up_the_others():
 
 def test_a_startup_probe_shorter_than_the_shared_load_restarts_the_pods(scn):
     # 10 pods × 15 GiB at 300 MiB/s: 512 s each; a 300 s startup budget kills every one mid-load, again and again.
-    probe = {"httpGet": {"path": "/v2/health/ready", "port": 8080}, "periodSeconds": 10, "failureThreshold": 30}
+    probe = {"httpGet": {"path": "/v2/models/svc/ready", "port": 8080}, "periodSeconds": 10, "failureThreshold": 30}
     shared = _pods_at_once(scn, 10, {"load_total_gib_s": BURSTING_GIB_S}, probe)
     alone = _pods_at_once(scn, 10, {}, probe)
     assert alone["pod_restarts"] == 0 and alone["cold_starts"] == 10

@@ -86,13 +86,14 @@ def _probe_paths(container: dict) -> dict:
 
 V2_PROBES = {"startupProbe": "/v2/health/ready", "readinessProbe": "/v2/health/ready",
              "livenessProbe": "/v2/health/live"}
+MODEL_PROBES = {**V2_PROBES, "startupProbe": "/v2/models/chat/ready", "readinessProbe": "/v2/models/chat/ready"}
 OWN_HEALTH = dict.fromkeys(V2_PROBES, "/health")
 
 
 @pytest.mark.parametrize("runtime, model, expected", [
-    ({"engine": "vllm"}, None, V2_PROBES),                                          # KServe huggingfaceserver
-    ({"engine": "vllm", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}, None, V2_PROBES),
-    ({"engine": "naive"}, None, V2_PROBES),
+    ({"engine": "vllm"}, None, MODEL_PROBES),                                       # KServe huggingfaceserver
+    ({"engine": "vllm", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}, None, MODEL_PROBES),
+    ({"engine": "naive"}, None, MODEL_PROBES),
     ({"engine": "vllm", "image": "vllm/vllm-openai:v0.11.0"}, None, OWN_HEALTH),    # vLLM's OpenAI server
     ({"engine": "vllm", "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm-openai:v0.11.0"}, None,
      OWN_HEALTH),
@@ -120,7 +121,7 @@ def test_a_v2_probe_path_on_a_custom_predictor_is_refused(runtime):
     assert "services[0].probes.readiness.path: got '/v2/health/ready'; expected a path" in msg
     assert "no KServe v2 routes" in msg
     _parse(_cfg(runtime, probes={"readiness": {"path": "/health"}}))                    # control
-    _parse(_cfg({"engine": "vllm"}, probes={"readiness": {"path": "/v2/health/ready"}}))  # huggingfaceserver
+    _parse(_cfg({"engine": "vllm"}, probes={"readiness": {"path": "/v2/models/chat/ready"}}))  # huggingfaceserver
 
 
 def test_kserve_huggingfaceserver_image_stays_on_the_serving_runtime():
