@@ -65,8 +65,10 @@ user's own is not checked.
 
 A route's query string is ignored (the routers match the path). On the FastAPI servers (KServe's Python server,
 vLLM's) a trailing slash is accepted: Starlette's router (`redirect_slashes`, FastAPI's default) answers `/route/`
-with a 307 to `/route`, and the kubelet counts 200–399 as a pass. Other spellings are refused, and so is a path
-under vLLM's `--root-path` (not verified here: give the bare route).
+with a 307 to `/route`, and the kubelet counts 200–399 as a pass. Under vLLM's `--root-path P` both `P/route` and
+`/route` are routed: `build_app` sets `app.root_path`, `FastAPI.__call__` puts it in the scope's `root_path`, and
+Starlette's `get_route_path` (`_utils.py`) strips it from a path that starts with `P/` and leaves any other path
+as it is. Other spellings are refused.
 """
 
 from __future__ import annotations
@@ -233,6 +235,9 @@ def probe_problem(server: str, probe: str, path: Any, model_name: str | None, ar
                if (kind == READY or not wants_ready) and (MODEL not in t or model_name) and VERSION not in t]
     listing = ", ".join(allowed)
     bare = path.split("?", 1)[0]
+    root = _last_value([str(a) for a in args] if isinstance(args, (list, tuple)) else [], "--root-path")[1]
+    if server == VLLM_OPENAI and root and bare.startswith(root + "/"):
+        bare = bare[len(root):]   # FastAPI sets scope root_path; Starlette's get_route_path strips it
     if server in REDIRECT_SLASHES:
         bare = bare.rstrip("/") or "/"
     for template, kind in table.items():

@@ -176,3 +176,13 @@ def test_a_trailing_slash_redirects_on_fastapi_servers(runtime, path):
 def test_a_trailing_slash_is_still_a_404_on_tgi_and_triton():
     assert "404" in refused(_cfg({"engine": "tgi"}, probes={"readiness": {"path": "/health/"}}))
     assert "404" in refused(_triton(probes={"readiness": {"path": "/v2/health/ready/"}}))
+
+
+def test_vllm_root_path_routes_both_spellings():
+    """rev11-diff F6: vLLM `build_app` sets `app.root_path = args.root_path`; FastAPI puts it in the scope and
+    Starlette's `get_route_path` strips it from a path under it, leaving other paths as they are."""
+    rooted = {**VLLM_OPENAI, "args": ["--root-path", "/llm"]}
+    for path in ("/llm/health", "/health", "/llm/health/"):
+        assert _rendered_paths(_cfg(rooted, probes={"readiness": {"path": path}}))["readinessProbe"] == path
+    assert "404" in refused(_cfg(rooted, probes={"readiness": {"path": "/llmhealth"}}))
+    assert "404" in refused(_cfg(VLLM_OPENAI, probes={"readiness": {"path": "/llm/health"}}))
