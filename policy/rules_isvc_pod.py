@@ -99,7 +99,8 @@ def _readiness_probe(res: Resource, ctx: Context) -> Iterator[str]:
         if not isinstance(c.get("readinessProbe"), Mapping):
             yield (f"{res.label}: no readinessProbe, so requests are routed while the model is still loading "
                    "(503s right after deploys and scale-outs). Add a readinessProbe on the runtime's ready endpoint "
-                   "(e.g. /v2/health/ready) that fails until inference works.")
+                   "(e.g. /v2/models/<name>/ready on KServe's Python runtimes, /health on vLLM and TGI) "
+                   "that fails until inference works.")
 
 
 def _is_pytorch(res: Resource) -> bool:
