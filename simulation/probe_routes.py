@@ -87,7 +87,8 @@ MODEL, VERSION = "<model>", "<version>"
 ROUTES: dict[str, dict[str, str]] = {
     KSERVE_PYTHON: {
         f"/v2/models/{MODEL}/ready": READY, f"/v1/models/{MODEL}": READY, f"/openai/v1/models/{MODEL}": READY,
-        "/v2/health/ready": LIVE, "/": LIVE, "/v2/health/live": LIVE, "/metrics": LIVE, "/v1/models": LIVE, "/v2": LIVE, "/v2/models": LIVE,
+        "/v2/health/ready": LIVE, "/": LIVE, "/v2/health/live": LIVE, "/metrics": LIVE, "/v1/models": LIVE,
+        "/v2": LIVE, "/v2/models": LIVE,
         f"/v2/models/{MODEL}": LIVE, "/openai/v1/models": LIVE,
     },
     TRITON: {

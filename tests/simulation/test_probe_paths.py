@@ -99,7 +99,8 @@ def test_a_runtime_of_the_users_own_is_not_checked(scn):
                                                 ("kserve-vllmserver", "/health", "/v2/models/svc/ready"),
                                                 ("kserve-tritonserver", "/v2/health/ready", "/health")])
 def test_a_built_in_runtime_is_held_to_its_servers_routes(scn, runtime, good, bad):
-    """kserve-vllmserver runs `python -m vllm.entrypoints.openai.api_server` (config/runtimes/kserve-vllmserver.yaml)."""
+    """kserve-vllmserver runs `python -m vllm.entrypoints.openai.api_server`
+    (config/runtimes/kserve-vllmserver.yaml)."""
     isvc = scn.isvc(cc=1)
     isvc["spec"]["predictor"]["model"].update({"runtime": runtime, "readinessProbe": _probe(good)})
     load_scenario({"inferenceService": isvc, **BASE})

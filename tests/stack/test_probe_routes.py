@@ -124,7 +124,8 @@ def test_the_default_readiness_asks_the_model_on_kserve():
     model, and with huggingfaceserver's vLLM backend the REST server runs beside `start_engine` (kserve
     `model_server.py` `_register_and_check_atleast_one_model_is_ready`, `_serve`): 200 before the model is loaded.
     The default readiness and startup path is the model's own `/v2/models/<name>/ready`."""
-    assert _rendered_paths(_cfg()) == {"startupProbe": "/v2/models/chat/ready", "readinessProbe": "/v2/models/chat/ready",
+    assert _rendered_paths(_cfg()) == {"startupProbe": "/v2/models/chat/ready",
+                                       "readinessProbe": "/v2/models/chat/ready",
                                        "livenessProbe": "/v2/health/live"}
     llama = _rendered_paths(_cfg({"engine": "vllm", "args": ["--served-model-name=llama"]}))
     assert llama["readinessProbe"] == llama["startupProbe"] == "/v2/models/llama/ready"
