@@ -12,17 +12,9 @@ import pytest
 from simulation import result_cache
 from simulation.replicate import clear_cache, run_replications
 from simulation.result_cache import ResultCache
+from small_scenario import simple_service
 
-SCENARIO = {
-    "name": "cache-mm2",
-    "inferenceService": {
-        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "mm2"},
-        "spec": {"predictor": {"minReplicas": 2, "maxReplicas": 2, "containerConcurrency": 1,
-                               "model": {"modelFormat": {"name": "sklearn"}}}}},
-    "workload": {"kind": "poisson", "rate": 1.5},
-    "server": {"kind": "simple", "base_s": 1.0, "distribution": "exponential"},
-    "duration_s": 300,
-}
+SCENARIO = simple_service("cache-mm2", "mm2", 2, 1.5, 1.0, 300)
 
 
 def _run(cache, scenario=SCENARIO, seeds=(1, 2, 3)):

@@ -19,17 +19,9 @@ import pytest
 from simulation import result_cache
 from simulation.replicate import clear_cache, run_replications
 from simulation.result_cache import ResultCache
+from small_scenario import simple_service
 
-SCENARIO = {
-    "name": "cache-sources-mm1",
-    "inferenceService": {
-        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "mm1"},
-        "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 1, "containerConcurrency": 1,
-                               "model": {"modelFormat": {"name": "sklearn"}}}}},
-    "workload": {"kind": "poisson", "rate": 1.0},
-    "server": {"kind": "simple", "base_s": 0.5, "distribution": "exponential"},
-    "duration_s": 60,
-}
+SCENARIO = simple_service("cache-sources-mm1", "mm1", 1, 1.0, 0.5, 60)
 
 
 def _copy_sources(root: Path) -> Path:

@@ -14,17 +14,9 @@ from simulation import replicate, result_cache
 from simulation.executors import Later, SerialExecutor
 from simulation.replicate import SimulatorMismatch, clear_cache, replication_seeds, run_replications
 from simulation.result_cache import ResultCache, simulator_fingerprint
+from small_scenario import simple_service
 
-SCENARIO = {
-    "name": "worker-version-mm1",
-    "inferenceService": {
-        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "mm1"},
-        "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 1, "containerConcurrency": 1,
-                               "model": {"modelFormat": {"name": "sklearn"}}}}},
-    "workload": {"kind": "poisson", "rate": 1.0},
-    "server": {"kind": "simple", "base_s": 0.5, "distribution": "exponential"},
-    "duration_s": 120,
-}
+SCENARIO = simple_service("worker-version-mm1", "mm1", 1, 1.0, 0.5, 120)
 OTHER = "0123456789abcdef" * 4
 
 
