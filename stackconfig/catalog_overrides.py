@@ -40,13 +40,7 @@ def parse_catalog(sec: Section) -> Catalog:
 
 def _model(name: str, m: Section) -> Model:
     """One `catalog.models.NAME` entry. It replaces a same-name built-in model whole, except that an unstated
-    `numHeads` keeps the built-in's query heads (config.json `num_attention_heads`): restating gemma-2-9b to give its
-    `repoGib` must not turn its 16 heads into hidden_size // head_dim = 14, which refuses tensor parallelism of 4
-    (`Model.attention_heads`; vLLM `ModelConfig.verify_with_parallel_config`)."""
-    builtin = DEFAULT_CATALOG.models.get(name)
-    num_heads = m.int("numHeads", 0, min=1, max=4096)
-    if m.raw("numHeads") is None and builtin is not None:
-        num_heads = builtin.num_heads
+    `numHeads` keeps the built-in's query heads (`catalog.Catalog.extended`)."""
     return Model(name, m.choice("kind", ["llm", "vision"], "llm"), m.float("paramsB", 1.0, min=0.0001,
                  max=100_000, required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4),
                  layers=m.int("layers", 0, min=0, max=10_000), kv_heads=m.int("kvHeads", 0, min=0, max=4096),
@@ -61,7 +55,7 @@ def _model(name: str, m: Section) -> Model:
                  vocab_size=m.int("vocabSize", 0, min=0, max=MAX_TOKENS),
                  gflops_per_item=m.float("gflopsPerItem", 0.0, min=0, max=1e9),
                  intermediate_size=m.int("intermediateSize", 0, min=0, max=10_000_000),
-                 num_heads=num_heads)
+                 num_heads=m.int("numHeads", 0, min=1, max=4096))
 
 
 def _link(g: Section) -> tuple[str, float]:

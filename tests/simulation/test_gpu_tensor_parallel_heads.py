@@ -59,3 +59,19 @@ def test_a_user_model_without_heads_is_not_checked():
     from dataclasses import replace
     unknown = replace(MODELS["llama-3-8b"], num_heads=0, hidden_size=0)
     assert unknown.attention_heads == 0 and heads_problem(unknown, 3) == "" and shard_sizes(unknown, 3) == [1, 2, 3]
+
+
+def test_a_scenario_restating_a_built_in_model_keeps_its_heads():
+    """A scenario's `server.catalog` entry for gemma-2-9b that gives only its sizes keeps the built-in's 16 query
+    heads (the stack's `catalog` does the same): hidden_size // head_dim would be 14, which 4 GPUs cannot share."""
+    g = MODELS["gemma-2-9b"]
+    entry = {"kind": "llm", "params_b": g.params_b, "layers": g.layers, "kv_heads": g.kv_heads, "head_dim": g.head_dim,
+             "max_context": g.max_context, "hidden_size": g.hidden_size, "vocab_size": g.vocab_size, "repo_gib": 20.0}
+    assert g.hidden_size // g.head_dim % 4 != 0 and g.num_heads % 4 == 0
+    server = {"model": "gemma-2-9b", "instance_type": "g6e.12xlarge", "tensor_parallel_size": 4,
+              "max_model_len": 4096, "catalog": {"models": {"gemma-2-9b": entry}}}
+    spec, problems = gpu_fakes.spec_of("vllm", server)
+    assert problems == [] and spec.profile.model.attention_heads == g.num_heads and spec.profile.model.repo_gib == 20
+    spec, problems = gpu_fakes.spec_of("vllm", {**server, "catalog": {"models": {"gemma-2-9b": {**entry,
+                                                                                              "num_heads": 14}}}})
+    assert [p.path for p in problems] == ["server.tensor_parallel_size"]
