@@ -106,6 +106,14 @@ class Cluster:
             call_later(self.env, self.p.node_provision_s.sample(self.sim.rng_infra), self._node_ready, node)
         return node
 
+    def add_replacement(self) -> None:
+        """The node group's auto-scaling group launches an instance for one that was lost (desired capacity
+        unchanged). Pods already Pending are retried at once: the kube-scheduler binds them to the new node
+        (scheduling_queue.go moves unschedulable pods back to the active queue on a Node add event), before the
+        lost node's pods, which their ReplicaSet re-creates later, ask for room."""
+        self.add_node(ready=False)
+        self._retry_pending()
+
     def _node_ready(self, node: Node) -> None:
         node.ready = True
         waiting, node.waiting = node.waiting, []

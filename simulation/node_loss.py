@@ -154,7 +154,7 @@ def lose_busiest_node(cluster: Any, loss: NodeLoss, rng: random.Random, log: dic
     replace = replace_delay(loss, rng)
     log.update(at_s=env.now, lost_pods=len(pods), node=node.id, replace_s=replace)
     if cluster.node_count < cluster.p.max_nodes:
-        cluster.add_node(ready=False)     # the ASG replaces the instance (desired capacity unchanged)
+        cluster.add_replacement()
     for pod in pods:
         _pod_died(pod)
     call_later(env, loss.not_ready_s, _pods_not_ready, pods)

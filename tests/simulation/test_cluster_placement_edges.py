@@ -132,3 +132,18 @@ def test_a_pending_pod_too_big_for_the_freed_gpus_does_not_hold_back_a_smaller_o
     cluster.release(held[1])
     cluster.release(held[2])
     assert big2.node is node and list(cluster.pending) == [big]   # 2 GPUs free: the 4-GPU pod still waits
+
+
+def test_a_pod_pending_at_the_node_limit_takes_the_replacement_of_a_lost_node():
+    """Node loss at max nodes: the ASG's replacement instance is where the kube-scheduler binds a pod that was
+    already Pending (it used to sit empty until its idle timer removed it, the pod Pending on)."""
+    cluster, env = _cluster(max_nodes=1, idle_s=100.0)
+    lost = cluster.add_node(ready=True)
+    a, b = _Pod("a", slots=4), _Pod("b", slots=4)
+    assert cluster.place(a) and not cluster.place(b)
+    assert cluster.lose(lost) == [a]
+    cluster.add_replacement()
+    new = cluster.nodes[-1]
+    assert new is not lost and b.node is new and not cluster.pending and b.ready_calls == 0   # waits for its boot
+    env.run(until=1_000)
+    assert new.ready and not new.removed and b.ready_calls == 1
