@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Iterator
 
+from catalog.allocatable import quantity
 from policy.registry import rule
-from policy.resources import (ANN, MANDATORY, PREDICTOR_CONTAINER_KEYS, PYTORCH_ENGINES, PYTORCH_FORMATS, Context,
+from policy.resources import (ADVISORY, ANN, MANDATORY, PREDICTOR_CONTAINER_KEYS, PYTORCH_ENGINES, PYTORCH_FORMATS, Context,
                               Resource, _has_flag, _list, _map, all_args_env, annotations, containers, gpu_limit,
                               is_device_plugin, is_gpu_isvc, is_model_cache_daemonset, isvc_gpus, num, pod_spec,
                               predictor, tolerations)
+from stackconfig.resource_floors import KSERVE_RUNTIME_MEMORY
 from validation.kubernetes import (GPU_RESOURCE, expandable_segments, startup_budget, startup_failures_needed,
                                    tolerates)
 
@@ -101,6 +103,27 @@ def _readiness_probe(res: Resource, ctx: Context) -> Iterator[str]:
                    "(503s right after deploys and scale-outs). Add a readinessProbe on the runtime's ready endpoint "
                    "(e.g. /v2/models/<name>/ready on KServe's Python runtimes, /health on vLLM and TGI) "
                    "that fails until inference works.")
+
+
+@rule("isvc-serving-memory", ADVISORY,
+      "The serving container's memory is at least the 2Gi KServe's runtimes ship with", "000 §3.2, §9-2",
+      is_gpu_isvc)
+def _serving_memory(res: Resource, ctx: Context) -> Iterator[str]:
+    """Below 2Gi (kserve/kserve config/runtimes/*.yaml) the CUDA context, torch and the tokenizer are not expected
+    to fit the cgroup, and the kernel OOM-kills the server as it starts (OOMKilled, CPU memory: guide 000 §3.2).
+    The stack refuses below 1Gi (stackconfig/resource_floors.py); between the two it starts or not by engine and
+    model, so this only warns."""
+    for c in _serving_containers(res):
+        res_ = _map(c.get("resources"))
+        memory = _map(res_.get("limits")).get("memory", _map(res_.get("requests")).get("memory"))
+        try:
+            size = quantity(memory) if memory is not None else None
+        except ValueError:
+            size = None
+        if size is not None and size < KSERVE_RUNTIME_MEMORY:
+            yield (f"{res.label}: memory {memory} is below the 2Gi KServe's runtimes ship with, which the CUDA "
+                   "context, torch and the tokenizer are expected to need: the server may be OOMKilled as it "
+                   "starts and the revision never becomes Ready. Raise it to at least 2Gi (stack: resources.memory).")
 
 
 def _is_pytorch(res: Resource) -> bool:

@@ -95,6 +95,8 @@ BAD: dict[str, tuple[Mutation, str]] = {
                           "node group holds at most 28"),
     "isvc-gpu-limit": (lambda s: s.model("code-isvc")["resources"]["limits"].pop("nvidia.com/gpu"),
                        "no container has resources.limits[\"nvidia.com/gpu\"]"),
+    "isvc-serving-memory": (lambda s: s.model("code-isvc")["resources"]["limits"].update(memory="1536Mi"),
+                            "memory 1536Mi is below the 2Gi"),
     "gpu-taint-tolerated": (lambda s: s.pred("chat-isvc").update(tolerations=[]),
                             "does not tolerate the GPU node taint nvidia.com/gpu=true:NoSchedule"),
     "isvc-gpu-node-selector": (lambda s: s.pred("chat-isvc").update(nodeSelector={}), "no GPU node selector"),

@@ -49,7 +49,7 @@ def test_every_rule_module_registers_its_rules():
     from collections import Counter
 
     assert Counter(r.check.__module__ for r in RULES) == {
-        "policy.rules_scaling": 5, "policy.rules_isvc_pod": 6, "policy.rules_server": 4, "policy.rules_platform": 14}
+        "policy.rules_scaling": 5, "policy.rules_isvc_pod": 7, "policy.rules_server": 4, "policy.rules_platform": 14}
 
 
 def test_one_bad_stack_breaks_every_rule():
