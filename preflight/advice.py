@@ -172,8 +172,9 @@ def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
     """How many requests a continuous-batching server (vLLM, TGI) runs at once in one pod: `limits.maxBatchSize`,
     else vLLM's --max-num-seqs or TGI's --max-batch-size given in `runtime.args`/`env` (read by
     `engine_flags.engine_settings`, the reader the simulation's server keys come from: the same `max_num_seqs`), else
-    the server's default (vLLM: by version and GPU, simulation/gpu/vllm_spec.py; TGI: its router's
-    --max-concurrent-requests, which also bounds it); None for the other servers."""
+    the server's default (vLLM: by engine and GPU as the simulation resolves it, `vllm_spec.resolve_batch`, the engine
+    from `engineProfile.scheduler` over `VLLM_USE_V1`; TGI: its router's --max-concurrent-requests, which also bounds
+    it); None for the other servers."""
     if svc.engine not in ("vllm", "tgi"):
         return None
     from simulation.engine_flags import engine_settings
@@ -183,10 +184,11 @@ def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
     if svc.engine == "vllm":
         if seqs:
             return int(seqs)
-        from simulation.gpu.vllm_spec import batch_defaults
+        from simulation.gpu.vllm_spec import resolve_batch
 
-        return batch_defaults(cfg.node_group.gpu, svc.engine_profile.get("scheduler", "v1"),
-                              svc.model.max_context)[1]
+        scheduler = svc.engine_profile.get("scheduler") or given.get("scheduler") or "v1"
+        return resolve_batch(cfg.node_group.gpu, scheduler, svc.model.max_context,
+                             given.get("max_num_batched_tokens"), None)[1]
     from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
 
     router = int(svc.caps.max_concurrent_requests or given.get("max_concurrent_requests")

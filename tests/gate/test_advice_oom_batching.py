@@ -238,3 +238,18 @@ def test_images_and_pixels_that_fit_share_one_free_memory_figure(monkeypatch):
     assert pixels > 0 and advice._images_that_fit(cfg, svc, pixels) >= 1
     monkeypatch.setattr(advice, "_free_beside_weights", lambda cfg, svc: 0)
     assert advice._pixels_that_fit(cfg, svc) == 0 and advice._images_that_fit(cfg, svc, pixels) == 0
+
+
+def test_the_batch_capacity_follows_the_engine_vllm_use_v1_selects():
+    """`VLLM_USE_V1=0` in runtime.env runs the V0 engine in the simulation (engine_flags reads it), whose default
+    max_num_seqs on an H100 is 256, not V1's 1,024: the advice read only engineProfile.scheduler and said 1,024."""
+    from runtime_stack import chat_stack, with_service
+
+    base = chat_stack()
+    base["gpuNodeGroup"] = {"instanceTypes": ["p5.48xlarge"]}       # 8 × H100 (80 GiB: V1 batches 1,024)
+    runtime = {"engine": "vllm", "modelFormat": "huggingface", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}
+    caps = {}
+    for env in ({}, {"VLLM_USE_V1": "0"}, {"VLLM_USE_V1": "1"}):
+        cfg = parse_stack_config(with_service(base, {**runtime, "env": env}), "p", "dev")
+        caps[env.get("VLLM_USE_V1")] = batch_capacity(cfg, cfg.services[0])
+    assert caps == {None: 1024, "0": 256, "1": 1024}
