@@ -10,10 +10,12 @@ against the 95th percentile of the time the new revision's first pods are all Re
 quantile that makes the slowest of them a p95; manifests/rollout.py), not the mean, since a cold start varies
 (node launch, registry and download throughput).
 
-Expected load of the old revision: its initial scale (what the operator sized for the expected traffic) or, when
-the gate simulated the service, the upper end of the 95 % interval of the steady scenario's mean ready replicas
-across its replications if higher (`expected_loads`; `pulumi up` and `preflight check` both use
-`capacity_problems`). Simplification: a simulated stress
+Expected load of the old revision: when the gate simulated the service, the upper end of the 95 % interval of the
+steady scenario's mean ready replicas across its replications, rounded up, and at least its minReplicas (Knative
+applies initial-scale only until a revision first reaches it, knative/serving `kpa/scaler.go`: a running revision
+is where its load and min-scale put it); otherwise its initial scale, what the operator sized for the expected
+traffic (`expected_loads`; `pulumi up` and `preflight check` both use `capacity_problems`). Simplification: a
+simulated stress
 rollout (gate scenarios) catches what this bound does not, e.g. a burst during the rollout.
 """
 
@@ -39,13 +41,17 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
     for i, svc in enumerate(cfg.services):
         others = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
         initial = initial_scale(svc, cfg.knative.autoscaler.initial_scale)
-        expected = max(initial, math.ceil((simulated_replicas or {}).get(svc.name, 0.0)))
+        simulated = (simulated_replicas or {}).get(svc.name)
         if svc.deployment_mode == "Knative":
             new = initial
-            how = (f"old revision at its expected load {expected} + new revision at its initial scale {new} "
-                   f"(max(minReplicas, initial-scale))")
+            if simulated is None:
+                expected, old = initial, f"its initial scale {initial}"
+            else:
+                expected = max(svc.min_replicas, math.ceil(simulated))
+                old = f"{expected} pod(s) (its expected load {simulated:.4g} rounded up, at least minReplicas)"
+            how = f"old revision at {old} + new revision at its initial scale {new} (max(minReplicas, initial-scale))"
         else:
-            expected = max(svc.min_replicas, math.ceil((simulated_replicas or {}).get(svc.name, 0.0)))
+            expected = max(svc.min_replicas, math.ceil(simulated or 0.0))
             new = math.ceil(expected * DEPLOYMENT_MAX_SURGE)
             how = f"{expected} running + {new} surge pod(s) (Deployment maxSurge 25 %)"
         needed = (expected + new) * svc.gpus + others

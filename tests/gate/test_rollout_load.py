@@ -119,3 +119,44 @@ def test_a_passing_check_still_names_its_figure(monkeypatch):
     console = Console(record=True, width=400)
     cli.print_result(result, console)
     assert "rollout capacity: pass\n    expected load of chat: 2.5, the upper end of …" in console.export_text()
+
+
+def _initial_scale_3(c: dict, max_size: int = 5) -> None:
+    """dev's chat at 0.2 req/s (about 1.1 pods), minReplicas 1, initial-scale 3, on `max_size` 1-GPU nodes."""
+    c[f"{P}:gpuNodeGroup"]["maxSize"] = max_size
+    chat = c[f"{P}:services"][0]
+    chat.update(maxReplicas=max_size, minReplicas=1)
+    chat["workload"]["rate"] = 0.2
+    chat["annotations"] = {**(chat.get("annotations") or {}), "autoscaling.knative.dev/initial-scale": "3"}
+    c[f"{P}:gate"] = {**(c.get(f"{P}:gate") or {}), "seed": 1, "scenarios": ["steady"]}
+
+
+def _config(max_size: int = 5):
+    project, values = stack_config_values("dev")
+    values = copy.deepcopy(values)
+    _initial_scale_3(values, max_size)
+    return parse_stack_config(project_values(values, project), project, "dev", "test")
+
+
+def test_a_running_revision_is_held_at_its_load_not_its_initial_scale(monkeypatch):
+    """Review 12 (journey, F8): Knative applies initial-scale only until a revision first reaches it
+    (kpa/scaler.go), so during a rollout the old revision holds its load, ⌈1.1⌉ = 2 pods, and the new one 3: 5 GPUs
+    fit. The check held the old one at its initial scale 3 (6 > 5), and `preflight check` refused in its program
+    run, whose gate is off, before the gate's estimate was used."""
+    cfg = _config()
+    [v] = start_check(cfg, SerialExecutor())()
+    assert 1 < v.metrics["mean ready replicas"].hi <= 2
+    assert capacity_problems(cfg, [v]) == []
+    [problem] = capacity_problems(cfg, [])             # not simulated: the initial scale, 3 + 3 = 6 > 5
+    assert "old revision at its initial scale 3" in str(problem) and "= 6 GPUs > 5" in str(problem)
+    [problem] = capacity_problems(_config(max_size=4), [v])
+    assert "old revision at 2 pod(s) (its expected load" in str(problem) and "= 5 GPUs > 4" in str(problem)
+
+    import offline
+
+    real = offline.run_program
+    monkeypatch.setattr(offline, "run_program",
+                        lambda stack, edit: real(stack, edit=lambda c: (_initial_scale_3(c), edit(c))))
+    monkeypatch.setattr(cli, "load_stack", lambda stack, *a, **k: cfg)
+    result = cli.check("dev", executor=SerialExecutor())
+    assert result.rollout == [] and result.resources > 0
