@@ -65,6 +65,9 @@ class AutoscalerConfig:
     tick_interval_s: float = 2.0                # multiscaler.go tickInterval
     progress_deadline_s: float = DEFAULT_PROGRESS_DEADLINE_S   # serving.knative.dev/progress-deadline
     bucket_s: float = 1.0                       # fixed: not a Knative setting (no annotation sets it)
+    # annotation `metric-aggregation-algorithm` (no config-autoscaler key): "linear" or "weighted-exponential",
+    # the window averages' (`aggregation.make_window`)
+    aggregation: str = "linear"
 
     def __post_init__(self) -> None:
         # The KPA loop adds scrape k (at t = k s) to bucket k (`WindowBuckets.add`) and its lazy scrapes run on
@@ -300,9 +303,16 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
                 "(annotation_validation.go validateMinMaxScale)" if hi or lo > 2 else ""))
         else:
             upd["activation_scale"] = int(v)
-    if "metric-aggregation-algorithm" in ann and \
-            ann["metric-aggregation-algorithm"] not in ("linear", "weighted-exponential", "weightedExponential"):
-        bad("metric-aggregation-algorithm", "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')")
+    if "metric-aggregation-algorithm" in ann:
+        # metric_lifecycle.go AggregationAlgorithm: the alternate casing reads as weighted-exponential
+        v = {"linear": "linear", "weighted-exponential": "weighted-exponential",
+             "weightedExponential": "weighted-exponential"}.get(ann["metric-aggregation-algorithm"]) \
+            if isinstance(ann["metric-aggregation-algorithm"], str) else None
+        if v is None:
+            bad("metric-aggregation-algorithm",
+                "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')")
+        else:
+            upd["aggregation"] = v
     deadline = _progress_deadline((annotations or {}).get(PROGRESS_DEADLINE_KEY), path, problems)
     if deadline is not None:
         upd["progress_deadline_s"] = deadline

@@ -5,8 +5,9 @@ KPA (knative/serving, reference knative-kserve.md §1–§3):
   n = N if N ≤ 3 else ceil(N·X/(N+X−1)), X = 15.3664 (`metrics/sample_size.go`), total = Σsample/n·N; each pod
   reports its time-weighted concurrency over the last second minus the activator-proxied part
   (`collection.record`); the activator adds its own (queued + proxied) concurrency; no ready pods → no scrape.
-- 1 s buckets, stable window 60 s and panic window 6 s (`aggregation.WindowBuckets`); no record for a whole
-  stable window → no data → the decider's result is invalid and the scale is left alone.
+- 1 s buckets, stable window 60 s and panic window 6 s (`aggregation.WindowBuckets`, or `WeightedWindowBuckets` for
+  `metric-aggregation-algorithm: weighted-exponential`); no record for a whole stable window → no data → the
+  decider's result is invalid and the scale is left alone.
 - decider tick every 2 s (`multiscaler.go: tickInterval`) and on a poke from the activator's first request.
 - PA reconcile (`pkg/reconciler/autoscaling/kpa/scaler.go: scale, handleScaleToZero`): clamp to
   [min-scale, max-scale], initial scale until first reached; scale to zero only after the PA has been Active for
@@ -32,7 +33,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simulation.autoscaler.aggregation import WindowBuckets, add_pair
+from simulation.autoscaler.aggregation import add_pair, make_window
 from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
 from simulation.autoscaler.quiet import settled, signature, skip_bookkeeping
 from simulation.autoscaler.sampling import sample_size, sorted_sample
@@ -57,8 +58,9 @@ class KpaLoop:
         # newAutoscaler reads the Ready count when the decider is made: a warm start's pods (Ready at once, an
         # autoscaler starting without metric history) → panic holding them; a new revision's none → no panic.
         self.decider = KpaDecider(spec, ready_pods=len(sim.endpoints), now=self.env.now)
-        self.stable = WindowBuckets(cfg.stable_window_s, cfg.bucket_s)
-        self.panic = WindowBuckets(cfg.panic_window_s, cfg.bucket_s)
+        # newCollection: both windows linear, or both weighted (metric-aggregation-algorithm).
+        self.stable = make_window(cfg.stable_window_s, cfg.bucket_s, cfg.aggregation)
+        self.panic = make_window(cfg.panic_window_s, cfg.bucket_s, cfg.aggregation)
         self.want = initial
         tbc = cfg.target_burst_capacity
         self.ebc = 0 if tbc == 0 else (-1 if tbc < 0 else int(math.floor(initial * cfg.total_value - tbc)))

@@ -7,7 +7,8 @@ them, and `KpaLoop._past_idle` moves the tick event past those before the next e
 - scaled to zero with no data (`tick`: no record for a whole stable window, the decider's result is invalid):
   nothing changes until a request pokes the autoscaler or a pod turns Ready;
 - pods Ready with nothing to do (pinned by min-scale, or waiting out a scale-down): every bucket of both windows
-  is 0.0 and the windows span all they can (the averages stay the same as zeros come in: x − 0.0 + 0.0 = x), no
+  is 0.0 and the windows span all they can (the averages stay the same as zeros come in: x − 0.0 + 0.0 = x; a
+  weighted window's is 0.0), no
   panic (its end is a time), the scale-down-delay window holds one value, the one recorded (the same comes in each
   tick: `skip_bookkeeping` records it), the desired scale > 0 (a scale to zero is a sequence of timers) and
   reached.
@@ -21,16 +22,24 @@ from __future__ import annotations
 from math import ceil as _ceil, floor as _floor
 from typing import Any
 
+from simulation.autoscaler.aggregation import WeightedWindowBuckets
+
 
 def _still(window: Any, now: float) -> bool:
     """The average read at `now` stays the same as zeros come in. The last write is the scrape just before `now`
     (second ⌈now⌉ − 1, as at every skipped tick: d = 1 s before a tick on a whole second, 0 for a revision
     ticking off them), and the window spans all it can, so the divisor n − d stays: (total − 0.0) / (n − d),
-    or 0.0 for a 1-bucket window."""
+    or 0.0 for a 1-bucket window. A weighted window (`WeightedWindowBuckets`) reads its buckets, not the total,
+    and weighs each by its age: it is still only when every bucket is 0.0 (its average 0.0, whatever the span),
+    its 1-bucket panic window too."""
     n = window.n
     last = _ceil(now - 1e-9) - 1
     d = _floor(now + 1e-9) - last
-    return window.last == last and (n == 1 or (last - window.first + 1 + d >= n and not any(window.buckets)))
+    if window.last != last:
+        return False
+    if n == 1 and not isinstance(window, WeightedWindowBuckets):
+        return True
+    return last - window.first + 1 + d >= n and not any(window.buckets)
 
 
 def signature(loop: Any) -> tuple:

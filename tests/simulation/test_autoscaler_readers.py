@@ -73,8 +73,9 @@ ACCEPTED = [
     ("metric", "rps", {"metric": "rps"}),
     ("metric", "concurrency", {}),
     ("metric-aggregation-algorithm", "linear", {}),
-    ("metric-aggregation-algorithm", "weighted-exponential", {}),
-    ("metric-aggregation-algorithm", "weightedExponential", {}),     # register.go: the alternate casing
+    ("metric-aggregation-algorithm", "weighted-exponential", {"aggregation": "weighted-exponential"}),
+    ("metric-aggregation-algorithm", "weightedExponential",            # register.go: the alternate casing,
+     {"aggregation": "weighted-exponential"}),                         # read as the other (metric_lifecycle.go)
     ("min-scale", "+2", {"min_scale": 2}),                              # strconv.ParseInt takes a sign
 ]
 
@@ -135,6 +136,8 @@ REJECTED = [
     ("class", "kpa", f"expected {KPA_CLASS!r} or {HPA_CLASS!r}"),
     ("metric", "latency", "expected one of 'concurrency', 'rps', 'cpu', 'memory'"),
     ("metric-aggregation-algorithm", "ewma", "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')"),
+    ("metric-aggregation-algorithm", ["linear"],
+     "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')"),
 ]
 # Wrong types for every numeric and duration annotation: Kubernetes annotation values are strings.
 NUMERIC = {"target": "expected a number >= 0.01 (as a string)", "target-utilization-percentage": BETWEEN_1_100,
@@ -202,14 +205,15 @@ def test_every_annotation_at_once_lands_in_its_own_attribute():
            "target-burst-capacity": "13", "window": "14s", "panic-window-percentage": "15",
            "panic-threshold-percentage": "116", "scale-down-delay": "19s", "scale-to-zero-pod-retention-period": "20s", "min-scale": "21",
            "max-scale": "24", "initial-scale": "23", "activation-scale": "22",
-           "metric-aggregation-algorithm": "linear"}
+           "metric-aggregation-algorithm": "weighted-exponential"}
     c, problems = read({P + k: v for k, v in ann.items()}, cc=9)
     assert problems == []
     assert changed(c) == {
         "autoscaler_class": HPA_CLASS, "metric": "rps", "container_concurrency": 9, "target": 11.0,
         "target_utilization": 0.12, "target_burst_capacity": 13.0, "stable_window_s": 14.0,
         "panic_window_percentage": 15.0, "panic_threshold_percentage": 116.0, "scale_down_delay_s": 19.0, "scale_to_zero_pod_retention_s": 20.0,
-        "min_scale": 21, "max_scale": 24, "initial_scale": 23, "activation_scale": 22}
+        "min_scale": 21, "max_scale": 24, "initial_scale": 23, "activation_scale": 22,
+        "aggregation": "weighted-exponential"}
 
 
 def test_no_annotations_gives_knatives_defaults():
@@ -230,7 +234,8 @@ LEGACY = [("minScale", "min_scale", 2), ("maxScale", "max_scale", 7), ("initialS
           ("targetBurstCapacity", "target_burst_capacity", 50.0),
           ("panicWindowPercentage", "panic_window_percentage", 20.0),
           ("panicThresholdPercentage", "panic_threshold_percentage", 300.0),
-          ("targetUtilizationPercentage", "target_utilization", 0.5)]
+          ("targetUtilizationPercentage", "target_utilization", 0.5),
+          ("metricAggregationAlgorithm", "aggregation", "weighted-exponential")]
 
 
 @pytest.mark.parametrize("key,attribute,value", LEGACY, ids=[k for k, _, _ in LEGACY])
