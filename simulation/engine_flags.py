@@ -25,7 +25,8 @@ may vLLM's chunked-prefill switches (the scheduler the gate simulates: V1 chunks
 `=value` (argparse: 'ignored explicit argument'; clap: 'unexpected value'). TGI's values are parsed as clap parses
 them (`engine_flag_tables.py`, with the tables: ASCII digits, the type's range); a neutral flag is type-checked too.
 Environment variables are a deny-list, since most (HF_TOKEN, NCCL_DEBUG) are no engine setting: the ones an engine
-reads as a setting are mapped (`ENV_KEYS`) or refused (`REFUSED_ENV`). Triton's arguments are not read here.
+reads as a setting are mapped (`ENV_KEYS`) or refused (`REFUSED_ENV`). Triton's arguments (tritonserver's
+getopt_long command line, version-dependent) are read by `engine_flags_triton.py`: refusals only, no `server:` key.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 from simulation.engine_flag_tables import (  # noqa: F401 (names the other modules import from here)
     ALIASES, CHUNKED_KEY, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM, REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, TGI,
     TP_KEY, VLLM_OPENAI, human_readable_int)
+from simulation.engine_flags_triton import TRITON, triton_problems
 
 
 def image_repository(image: str) -> str:
@@ -46,12 +48,14 @@ def image_repository(image: str) -> str:
 
 
 def server_of(engine: str, image: str | None) -> str | None:
-    """The server that reads the args: TGI's launcher, vLLM's OpenAI server (image `vllm-openai`) or KServe's
-    huggingfaceserver; None for Triton (not read)."""
+    """The server that reads the args: TGI's launcher, vLLM's OpenAI server (image `vllm-openai`), KServe's
+    huggingfaceserver or Triton."""
     if engine == "tgi":
         return TGI
     if engine == "vllm":
         return VLLM_OPENAI if image_repository(image or "") == "vllm-openai" else HF_VLLM
+    if engine == "triton":
+        return TRITON
     return HF_TRANSFORMERS if engine == "naive" else None
 
 
@@ -79,9 +83,12 @@ class Reading:
     problems: list = field(default_factory=list)    # (the arg as given, why)
 
 
-def read_args(server: str | None, args: list[str] | tuple) -> Reading:
-    """The flags `server` reads from `args` (argparse: the last of a repeated flag; clap: one refusal)."""
+def read_args(server: str | None, args: list[str] | tuple, image: str | None = None) -> Reading:
+    """The flags `server` reads from `args` (argparse: the last of a repeated flag; clap: one refusal); Triton's
+    (`image` says which release) give refusals only."""
     out, table, seen = Reading(), FLAGS.get(server), set()
+    if server == TRITON:
+        return Reading(problems=triton_problems(args, image))
     if table is None:
         return out
     args, i = list(args), 0
@@ -155,7 +162,7 @@ def engine_settings(engine: str, image: str | None, args: Any, env: dict) -> dic
     """The `server:` keys the runtime's environment and flags set (a flag over its variable, as clap resolves
     them); refused or unreadable entries are left out (the stack refuses them at load), and so is tensor parallelism
     (the pod's GPU count)."""
-    return {**read_env(engine, env).values, **read_args(server_of(engine, image), tuple(args)).values}
+    return {**read_env(engine, env).values, **read_args(server_of(engine, image), tuple(args), image).values}
 
 
 def flag_problems(server: str | None, reading: Reading, env_reading: Reading, env: dict,
@@ -177,7 +184,7 @@ def manifest_problems(engine: str, image: str | None, args: Any, env: dict,
     at load (stackconfig/runtimes.py); a scenario's own manifest gets them here, since `engine_settings` leaves them
     out of the simulation."""
     server = server_of(engine, image)
-    reading, env_reading = read_args(server, tuple(args)), read_env(engine, env)
+    reading, env_reading = read_args(server, tuple(args), image), read_env(engine, env)
     out = [("args" if name is None else f"env[{name}]", value, why)
            for name, value, why in flag_problems(server, reading, env_reading, env, gpus)]
     return out + [(f"env[{name}]", env[name], why) for name, why in env_reading.problems]

@@ -264,8 +264,9 @@ def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: li
     """`runtime.args` flags the server reads (`engine_flags`): an allow-list of modelled and neutral flags, values
     that parse, tensor parallelism (args or env) equal to `resources.gpus`, and no contradiction with
     `engineProfile` (it overrides what the manifest states in the gate's simulation)."""
-    server = server_of(engine, _runtime(sec)[1])
-    reading = read_args(server, args)
+    image = _runtime(sec)[1]
+    server = server_of(engine, image)
+    reading = read_args(server, args, image)
     env_reading = read_env(engine, env)
     for name, value, why in flag_problems(server, reading, env_reading, env, gpus):
         sec.problem("runtime.args" if name is None else f"runtime.env.{name}", value, why)
