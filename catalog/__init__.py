@@ -13,9 +13,11 @@ Sources:
   out keeps a same-name built-in GPU's link, and is otherwise taken as PCIe Gen4 x16 (`Catalog.extended`).
 - Model shapes (layers, KV heads, head dim): the models' published `config.json`, the same values as
   microsoft/vidur `vidur/config/model_config.py`; see ../shared/reference/gpu-memory-and-models.md. Query heads
-  (`num_heads`) are config.json `num_attention_heads`, stated for every built-in LLM because a tensor-parallel
-  size must divide them (simulation/gpu/tensor_parallel.py); tests/test_catalog_models.py checks that heads,
-  widths and vocabularies add up to each model's published parameter count.
+  (`num_heads`) are config.json `num_attention_heads`, stated for every built-in LLM, as are its KV heads
+  (`num_key_value_heads`) and MLP width (`intermediate_size`), because a tensor-parallel size must split all
+  three (simulation/gpu/tensor_parallel.py; a user model that leaves one at 0 skips that rule);
+  tests/test_catalog_models.py checks that heads, widths and vocabularies add up to each model's published
+  parameter count.
 
 Users add or override entries in the stack config (`catalog:` key) or a scenario; `Catalog.extended()` merges.
 """

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from catalog import GIB, Gpu
+from catalog import GIB, Gpu, Model
 
 from stackconfig.autoscaling import check_hpa_behavior, check_keda, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
@@ -29,8 +29,10 @@ from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfig
 from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed
+from simulation.engine_flags import CHUNKED_KEY, read_args, read_env, server_of
 from simulation.gpu.memory import max_startup_utilization
 from simulation.gpu.tensor_parallel import heads_problem, shard_sizes
+from simulation.gpu.vllm_spec import v0_chunks
 from simulation.probe_routes import KSERVE_PYTHON, kserve_model_name, probe_problem, server_for
 from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
@@ -183,12 +185,13 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     if gpus > ng.gpus_per_node:
         sec.problem("resources.gpus", gpus, f"expected at most {ng.gpus_per_node}: a {ng.instance_types[0]} node has "
                     f"{ng.gpus_per_node} GPU(s) and a pod cannot span nodes")
-    if engine in ("vllm", "tgi") and model_name in catalog.models and (bad_tp := heads_problem(model, gpus)):
+    if engine in ("vllm", "tgi") and model_name in catalog.models and (bad_tp := heads_problem(model, gpus, engine)):
         # KServe runs vLLM (huggingfaceserver, or vLLM's own server given --tensor-parallel-size) and TGI (one
         # shard per visible GPU) with tensor parallelism = the pod's GPUs (simulation/gpu/tensor_parallel.py).
-        sec.problem("resources.gpus", gpus, f"expected a GPU count that divides the attention heads of service "
-                    f"{name or '?'}'s model: {', '.join(map(str, shard_sizes(model, ng.gpus_per_node)))} on a "
-                    f"{ng.instance_types[0]} node. {engine} runs one tensor-parallel shard per GPU and {bad_tp}")
+        sizes = ", ".join(map(str, shard_sizes(model, ng.gpus_per_node, engine)))
+        sec.problem("resources.gpus", gpus, f"expected a GPU count that evenly splits the query heads, KV heads "
+                    f"and MLP of service {name or '?'}'s model: {sizes} on a {ng.instance_types[0]} node. "
+                    f"{engine} runs one tensor-parallel shard per GPU and {bad_tp}")
     if max_r * gpus > ng.gpu_capacity:
         sec.problem("maxReplicas", max_r, f"expected at most {ng.gpu_capacity // gpus}: the node group holds "
                     f"maxSize {ng.max_size} × {ng.gpus_per_node} GPU(s) = {ng.gpu_capacity} GPUs and each replica "
@@ -270,6 +273,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     engine_profile = parse_engine_profile(sec.section("engineProfile"), engine)
     if engine == "vllm":
         _check_startup_utilization(sec, util, ng.gpu, gpus, engine_profile.get("overhead_gib"))
+        _check_v0_chunking(sec, image, args, env, caps, model, engine_profile.get("scheduler"))
     stress = parse_stress(sec.section("stress"))
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
     if min_r == 0 and not allow_zero:
@@ -346,6 +350,29 @@ def startup_at_first_deploy(secs: list[Section], services: list[ServiceConfig],
                     "restarts the pod before the model is loaded: failureThreshold at least "
                     f"{startup_failures_needed(startup.initial_delay_s, startup.period_s, load_s)}")
     return out
+
+
+def _check_v0_chunking(sec: Section, image: str | None, args: list[str], env: dict, caps: InputCaps, model: Model,
+                       profile_scheduler: str | None) -> None:
+    """On vLLM's V0 engine a chunked-prefill switch in `runtime.args` may only restate what the gate simulates for
+    the service's context: V0 chunks by default above 32,768 tokens (`vllm_spec.v0_chunks`), so there
+    `--no-enable-chunked-prefill` would run an engine the gate does not simulate (whole-context prefill and
+    profiling). The context is the one the manifest renders: `--max-model-len` in the args, else the caps'
+    total, else the model's (manifests/inference_service.py `stack_args`)."""
+    scheduler = read_env("vllm", env).values.get("scheduler") or profile_scheduler
+    if scheduler != "v0" or model.kind != "llm":
+        return
+    reading = read_args(server_of("vllm", image), tuple(args))
+    both = caps.max_input_tokens + caps.max_new_tokens if caps.max_input_tokens and caps.max_new_tokens else None
+    max_len = reading.values.get("max_model_len") or both or caps.max_input_tokens or model.max_context
+    chunked = v0_chunks(model, max_len)
+    for key, arg, value in reading.tp:
+        if key == CHUNKED_KEY and not value and chunked:
+            sec.problem("runtime.args", arg, f"expected no {arg}: vLLM's V0 engine chunks prefills by default "
+                        f"above a 32,768-token context ({model.name} at {max_len}; "
+                        "EngineArgs._set_default_args_v0), which is what the gate simulates; without chunking it "
+                        "prefills and profiles the whole context at once, which is not modelled. Lower the context "
+                        "(limits.maxInputTokens + maxNewTokens) to 32768 or less to run V0 unchunked")
 
 
 def _check_startup_utilization(sec: Section, util: float, gpu: Gpu, gpus: int, non_torch_gib: float | None) -> None:

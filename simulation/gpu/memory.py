@@ -21,8 +21,8 @@ Two server behaviours (issue 4, item 2):
   tokens, vLLM raises at start-up ("The model's max seq len (…) is larger than the maximum number of
   tokens that can be stored in KV cache (…)") — modelled as a start-up failure, never a runtime OOM.
   A sliding-window model needs less than max_model_len, but under V1 more than the window (`blocks_to_start`).
-  A tensor-parallel size that does not divide the model's attention heads is refused before any of this
-  (`tensor_parallel.heads_problem`).
+  A tensor-parallel size the engine cannot split the model's query heads, KV heads or MLP over is refused before
+  any of this (`tensor_parallel.heads_problem`).
 
 * **Naive server** (plain PyTorch / Transformers / TorchServe handler). Nothing is reserved: memory grows
   with what is in flight — the KV cache of every sequence (prompt + tokens generated so far) plus, while a
@@ -169,14 +169,15 @@ def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAU
                 max_model_len: int | None = None, activation_gib: float | None = None,
                 overhead_gib: float | None = None, block_size: int = BLOCK_SIZE, tp: int = 1,
                 max_num_batched_tokens: int | None = None, max_num_seqs: int = 256,
-                cuda_graph_gib: float = 0.0, window_rule: str = "v1") -> VllmBudget:
+                cuda_graph_gib: float = 0.0, window_rule: str = "v1", engine: str = "vllm") -> VllmBudget:
     """The KV-cache budget vLLM computes at start-up, and whether it starts at all (see module docstring).
 
     `activation_gib` / `overhead_gib` (measured, e.g. from a start-up log) replace the shape priors; None
     uses them (the profiling pass over `max_num_batched_tokens`, default max(max_model_len, 2048)).
     `cuda_graph_gib` is subtracted too, for versions that profile CUDA graphs before sizing the KV cache
     (older ones capture them afterwards, inside the 1 − gpu_memory_utilization headroom). `window_rule`: what a
-    sliding-window model needs to start (`blocks_to_start`; the step budget is the same `max_num_batched_tokens`)."""
+    sliding-window model needs to start (`blocks_to_start`; the step budget is the same `max_num_batched_tokens`).
+    `engine` ("vllm" or "tgi"): whose tensor-parallel rules apply (`tensor_parallel.heads_problem`)."""
     max_len = max_model_len or model.max_context
     total = gpu.cuda_total_bytes
     weights = model.weights_bytes // tp  # each tensor-parallel worker holds 1/tp of every weight matrix
@@ -195,7 +196,7 @@ def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAU
     need_blocks = blocks_to_start(model, max_len, block_size, max_num_batched_tokens=tokens,
                                   window_rule=window_rule)
     reason = ""
-    if bad_tp := heads_problem(model, tp):  # vLLM verifies the parallel config before it loads a weight
+    if bad_tp := heads_problem(model, tp, engine):  # the engine stops before it sizes the KV cache
         reason = bad_tp
     elif weights + activation + overhead > total * gpu_memory_utilization:
         reason = (f"weights {weights / GIB:.2f} GiB + activation {activation / GIB:.2f} GiB + overhead "

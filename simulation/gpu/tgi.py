@@ -94,7 +94,7 @@ class TgiServer(ModelServer):
         fraction = section.float("gpu_memory_utilization", DEFAULT_CUDA_MEMORY_FRACTION, min=0.05, max=1.0)
         wiggle = section.float("wiggle_room", DEFAULT_WIGGLE_ROOM, min=0.0, min_exclusive=True, max=0.999)
         given = section.data
-        spec = VllmServer.parse_spec(section, model)
+        spec = VllmServer.parse_spec(section, model, engine="tgi")
         if spec is None:
             return None
         prof = spec.profile
@@ -110,7 +110,7 @@ class TgiServer(ModelServer):
                                max_model_len=max_total, activation_gib=spec.activation_gib,
                                overhead_gib=spec.overhead_gib, block_size=spec.block_size, tp=prof.tp,
                                max_num_batched_tokens=warm_tokens, max_num_seqs=warm_requests,
-                               cuda_graph_gib=spec.cuda_graph_gib, window_rule="window")
+                               cuda_graph_gib=spec.cuda_graph_gib, window_rule="window", engine="tgi")
 
         max_total, budget = spec.max_model_len, pool(spec.max_model_len)
         if "max_model_len" not in given and 0 < budget.kv_tokens < max_total:

@@ -3,9 +3,13 @@
 
 Defaults by GPU class (`vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults`, OpenAI API server):
 a GPU with ≥ 70 GiB that is not an A100 (H100, H200) gets `max_num_batched_tokens` 8192 and `max_num_seqs`
-1024; others 2048 and 256. V0 keeps 256 and max(max_model_len, 2048). V1 fits an unset one to the other
-(`_set_default_max_num_seqs_and_batched_tokens_args`, `resolve_batch`); vLLM refuses a budget below an explicit
-`max_num_seqs` (`SchedulerConfig` validation), and so does this reader.
+1024; others 2048 and 256. V1 fits an unset one to the other (`_set_default_max_num_seqs_and_batched_tokens_args`,
+`resolve_batch`). V0 keeps 256 sequences and, without chunked prefill, a budget of max(max_model_len, 2048)
+(`SchedulerConfig.__post_init__`). V0 turns chunked prefill on by itself above a 32,768-token context (`v0_chunks`),
+and then its budget is 2048 tokens.
+
+Start-up refusals (`batch_problems`; `SchedulerConfig._verify_args`, vllm/config.py, the same from 0.6 to 0.10):
+a budget below `max_num_seqs` (both engines), and, without chunked prefill (V0), a budget below `max_model_len`.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from catalog import Gpu
+from catalog import Gpu, Model
 from simulation.gpu.llm_engine import LlmSpec
 from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, VllmBudget
 from simulation.gpu.server_common import BAD_REQUEST
 
 SCHEDULERS = ("v1", "v0")
+V0_LONG_CONTEXT = 32768  # V0 chunks prefills by default above this max_model_len (`v0_chunks`)
+CHUNKED_BUDGET = 2048  # V0's default max_num_batched_tokens with chunked prefill (SchedulerConfig.__post_init__)
 
 
 @dataclass(frozen=True)
@@ -34,23 +40,34 @@ class VllmSpec(LlmSpec):
     scheduler: str = "v1"
     prefix_cache_hit_ratio: float = 0.0  # share of each prompt found in the prefix cache (v1)
     budget: VllmBudget | None = None  # derived
+    chunked_prefill: bool = True  # derived: V1 always; V0 above a 32K context (`v0_chunks`)
 
 
-def batch_defaults(gpu: Gpu, scheduler: str, max_model_len: int) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) the vLLM version picks on this GPU when not given."""
+def v0_chunks(model: Model, max_model_len: int) -> bool:
+    """Whether vLLM's V0 engine runs chunked prefill without being asked. `EngineArgs._set_default_args_v0`
+    (vllm/engine/arg_utils.py, 0.8 to 0.10; the same rule inside `create_engine_config` in 0.7) turns it on
+    when `--enable-chunked-prefill` is unset and max_model_len > 32768, on CUDA, unless the model has a
+    sliding window (`get_sliding_window()`), is multimodal or MLA, or speculative decoding, LoRA, prompt adapters
+    or a pooling runner are in use; of those the catalog states only the window (the others are not modelled)."""
+    return model.kind == "llm" and max_model_len > V0_LONG_CONTEXT and not model.sliding_window
+
+
+def batch_defaults(gpu: Gpu, scheduler: str, max_model_len: int, chunked: bool = False) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) the vLLM version picks on this GPU when not given; `chunked`: V0
+    with chunked prefill (`v0_chunks`)."""
     if scheduler == "v0":
-        return max(max_model_len, 2048), 256
+        return (CHUNKED_BUDGET if chunked else max(max_model_len, 2048)), 256
     if gpu.memory_gib >= 70 and "a100" not in gpu.name.lower():
         return 8192, 1024
     return 2048, 256
 
 
-def resolve_batch(gpu: Gpu, scheduler: str, max_model_len: int, batched: int | None, seqs: int | None
-                  ) -> tuple[int, int]:
+def resolve_batch(gpu: Gpu, scheduler: str, max_model_len: int, batched: int | None, seqs: int | None,
+                  chunked: bool = False) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM runs with, given the user's (None or 0: unset). V1
     (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`): an unset budget is at most max_num_seqs ×
-    max_model_len, an unset max_num_seqs at most the budget."""
-    default_batched, default_seqs = batch_defaults(gpu, scheduler, max_model_len)
+    max_model_len, an unset max_num_seqs at most the budget. `chunked`: V0 with chunked prefill (`v0_chunks`)."""
+    default_batched, default_seqs = batch_defaults(gpu, scheduler, max_model_len, chunked)
     out_batched, out_seqs = batched or default_batched, seqs or default_seqs
     if scheduler == "v1":
         if not batched:
@@ -58,6 +75,21 @@ def resolve_batch(gpu: Gpu, scheduler: str, max_model_len: int, batched: int | N
         if not seqs:
             out_seqs = min(out_seqs, out_batched)
     return out_batched, out_seqs
+
+
+def batch_problems(batched: int, seqs: int, max_model_len: int, chunked: bool) -> list[str]:
+    """Why vLLM refuses to start with this step budget ([] when it starts): `SchedulerConfig._verify_args`
+    (vllm/config.py) raises ValueError when max_num_batched_tokens < max_num_seqs, and, without chunked prefill
+    (V0 below a 32K context, `v0_chunks`), when max_num_batched_tokens < max_model_len: a prompt must fit one pass."""
+    out = []
+    if not chunked and batched < max_model_len:
+        out.append(f"expected at least max_model_len ({max_model_len}): vLLM's V0 engine without chunked prefill "
+                   f"refuses to start ('max_num_batched_tokens ({batched}) is smaller than max_model_len "
+                   f"({max_model_len})', SchedulerConfig._verify_args); raise it or lower max_model_len")
+    if batched < seqs:
+        out.append(f"expected at least max_num_seqs ({seqs}); vLLM refuses a smaller step budget "
+                   "(SchedulerConfig._verify_args)")
+    return out
 
 
 def check_request(server: Any, request: Any) -> int | None:

@@ -1,5 +1,7 @@
 """`vllm` with `scheduler: v0`: the vLLM V0 scheduler without chunked prefill (whole-request KV reservation
-at admission, prefill passes alone, no preemption). For users on vLLM < 0.8 or with `VLLM_USE_V1=0`."""
+at admission, prefill passes alone, no preemption). For users on vLLM < 0.8 or with `VLLM_USE_V1=0`, up to a
+32,768-token `max_model_len`: above it V0 chunks prefills by default and `vllm.VllmServer` runs the V1 engine with
+V0's budget instead (`vllm_spec.v0_chunks`)."""
 
 from __future__ import annotations
 

@@ -47,3 +47,29 @@ def test_the_naive_engine_is_not_held_to_the_rule():
         parse_stack_config(values, project, "prod")
     except InputError as err:
         assert "attention heads" not in str(err)
+
+
+@pytest.mark.parametrize("engine, why", [
+    ("vllm", "qwen2.5-14b has num_key_value_heads 8, which 5 GPUs can neither split nor replicate evenly"),
+    ("tgi", "qwen2.5-14b has num_key_value_heads 8, which 5 shards cannot share evenly"),
+])
+def test_five_gpus_for_a_model_with_8_kv_heads_are_refused_at_load(engine, why):
+    """qwen2.5-14b's 40 query heads split over 5 GPUs, its 8 KV heads (and 13,824-wide MLP) do not (review
+    rev12-runtimes F3, r1_kv_heads_tp.py): vLLM's QKVParallelLinear and TGI's Qwen2 loader stop the worker."""
+    from runtime_stack import chat_stack, with_service
+
+    cfg = chat_stack()
+    cfg["gpuNodeGroup"] = {"instanceTypes": ["p4de.24xlarge"]}
+    for gpus in (5, 8):
+        cfg = with_service(cfg, runtime={"engine": engine}, maxReplicas=1,
+                           resources={"gpus": gpus, "cpu": "4", "memory": "64Gi"},
+                           model={"name": "qwen2.5-14b", "storageUri": "hf://m/l", "public": True})
+        if gpus == 8:
+            assert parse_stack_config(cfg, "p", "dev").services[0].gpus == 8   # control: 8 splits all three
+            continue
+        with pytest.raises(InputError) as err:
+            parse_stack_config(cfg, "p", "dev")
+        text = str(err.value)
+        assert "services[0].resources.gpus: got 5" in text and why in text
+        assert "service chat's model: 1, 2, 4, 8 on a p4de.24xlarge node" in text
+        assert "intermediate_size 13824" in text and "attention heads" not in text
