@@ -24,6 +24,7 @@ from manifests.model_download import model_download_account
 from validation.cli import unexpected_error_line
 from validation.errors import InputError, Problem
 from gate import gate_failure, gate_warnings, start_check
+from gate.startup import check_servers_start
 from gate.outputs import predictions
 from gate.rollout_capacity import capacity_failure, capacity_problems, expected_loads
 from gate.verdict import format_estimate
@@ -142,6 +143,7 @@ def check_cluster_admits(cfg: StackConfig) -> None:
     """Pods that fit no node, and what the webhooks would refuse, before any resource is registered."""
     try:
         check_pods_can_run(cfg)
+        check_servers_start(cfg)
     except InputError as err:
         raise refused(err) from None
     failure = admission_failure(cfg)

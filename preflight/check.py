@@ -88,10 +88,12 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
     """
     timings = timings if timings is not None else Timings()
     with timings.stage(f"{stack}: config, node fit, admission"):
+        from gate.startup import check_servers_start
         from manifests.admission import admission_problems, check_pods_can_run
 
         cfg = load_stack(stack)
         check_pods_can_run(cfg)
+        check_servers_start(cfg)
         result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)], cfg=cfg)
     if result.admission:  # the program would stop here too, before registering anything
         return result
@@ -103,10 +105,12 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
 
         from offline import run_program
 
-        try:  # the gate runs beside, with a progress bar and the full table, so the program skips it here, and
-            # its rollout check, which rests on the gate's loads, only warns: `result.rollout` below decides
-            run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate",
-                                                                  {"enabled": False, "enforce": False}))
+        # The gate runs beside, with a progress bar and the full table, so the program skips it here; with the gate
+        # on, the program's rollout check (at the static load) only warns: `result.rollout` below decides, on the
+        # gate's estimate of each service's load, as `pulumi up` does.
+        program_gate = {"enabled": False, "enforce": not cfg.gate.enabled}
+        try:
+            run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", program_gate))
         except pulumi.RunError as err:
             raise program_refusal(stack, err) from None
         result.resources = len(run.resources)

@@ -1,0 +1,61 @@
+"""Does each LLM server start on the GPUs it gets? vLLM sizes its KV cache at start-up and exits when one request of
+`max_model_len` tokens does not fit it, or the weights and the profiling pass leave no room at all
+(vllm/v1/core/kv_cache_utils.py `check_enough_kv_cache_memory`: "To serve at least one request with the models's
+max seq len …, … KV cache is needed, which is larger than the available KV cache memory"); TGI's launcher does the
+same with its `--max-total-tokens` and its warm-up batch. The pod crash-loops and the revision never becomes Ready,
+so the stack refuses it at load, gate on or off, with the simulation's own start-up plan (`VllmBudget`, read from
+the same rendered InferenceService and `engineProfile` as the gate: `scenario_for`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stackconfig.load import stack_file
+from stackconfig.schema import ServiceConfig, StackConfig
+from validation.errors import InputError, Problem
+
+ENGINES = ("vllm", "tgi")
+# Any workload: the server's start-up plan does not depend on it, and a service the gate does not check has none.
+_PLACEHOLDER_WORKLOAD = {"kind": "poisson", "rate": 1.0}
+
+
+def _server_spec(cfg: StackConfig, svc: ServiceConfig) -> Any:
+    from gate import ROOT, scenario_for
+    from simulation.scenario import load_scenario
+
+    scenario = scenario_for(cfg, svc)
+    scenario["workload"] = scenario.get("workload") or _PLACEHOLDER_WORKLOAD
+    try:
+        return load_scenario(scenario, base_dir=ROOT).server.spec
+    except InputError:   # a problem the gate reports at its own keys when it runs
+        return None
+
+
+def start_problems(cfg: StackConfig) -> list[Problem]:
+    """One problem per vLLM or TGI service whose server would exit at start-up on its GPUs."""
+    problems = []
+    for i, svc in enumerate(cfg.services):
+        if svc.engine not in ENGINES:
+            continue
+        budget = getattr(_server_spec(cfg, svc), "budget", None)
+        if budget is None or budget.can_start:
+            continue
+        context = budget.num_blocks and budget.blocks_per_max_request > budget.num_blocks
+        key = "limits" if context else "resources.gpus"
+        value = ({"maxInputTokens": svc.caps.max_input_tokens, "maxNewTokens": svc.caps.max_new_tokens} if context
+                 else svc.gpus)
+        problems.append(Problem(f"services[{i}].{key}", value, (
+            f"expected a server that starts: {svc.engine} on {svc.gpus} GPU(s) would exit at start-up "
+            f"({budget.reason}), so the pod crash-loops and the revision never becomes Ready. "
+            + ("Lower limits.maxInputTokens + maxNewTokens (the max_model_len), " if context else "")
+            + ("raise gpuMemoryUtilization, " if svc.engine == "vllm" else "")
+            + "give each replica more GPUs (resources.gpus) or use a GPU with more memory")))
+    return problems
+
+
+def check_servers_start(cfg: StackConfig) -> None:
+    """Raise InputError (key paths under the project namespace, as the loader's) when a server would not start."""
+    problems = start_problems(cfg)
+    if problems:
+        raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems],
+                         stack_file(cfg.stack))
