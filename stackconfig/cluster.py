@@ -10,6 +10,7 @@ from stackconfig.formats import (DNS_LABEL, EKS_CLUSTER_NAME, EKS_NODE_GROUP_NAM
                                  check_k8s_name, check_labels, matches)
 from stackconfig.resource_floors import check_daemonsets_memory
 from stackconfig.types import ClusterConfig, NodeGroupConfig, Taint
+from validation.cluster_admission import DEFAULT_KNATIVE, release
 from validation.errors import Problem
 from validation.fields import Section
 from validation.kubernetes import GPU_RESOURCE
@@ -67,15 +68,36 @@ def parse_cluster(sec: Section, project: str) -> ClusterConfig:
 
 # cluster.kubernetesVersion: the schema version every manifest is validated against (kubernetes-validate ships
 # 1.25-1.37), so it should be the cluster's. Knative Serving's controllers and webhooks refuse to start on an older
-# API server (knative/pkg version/version.go, CheckMinimumVersion): v1.32.0 on release-1.19 and -1.20, v1.33.0 on
-# release-1.21, v1.34.0 on release-1.22 and -1.23. The stack supports Knative 1.2x, and records no Knative version,
-# so 1.32 is the floor; EKS has also ended every older version (1.31's extended support ended 26 November 2026).
+# API server (knative/pkg version/version.go, CheckMinimumVersion, at the commit each release's go.mod pins):
+# v1.32.0 on release-1.20, v1.33.0 on release-1.21, v1.34.0 on release-1.22 and -1.23. So below 1.32 is refused
+# (no supported Knative starts below it; EKS has also ended every older version: 1.31's extended support ended
+# 26 November 2026), and `check_knative_floor` holds the version to the floor of `knative.version`.
 # The default is the newest EKS version verified: 1.36 (on EKS since June 2026, standard support to August 2027;
 # amazon-eks-ami v20260714 builds 1.36 AMIs). 1.37 is accepted, as kubernetes-validate has its schemas.
-KNATIVE_FLOOR_MINOR = 32  # Kubernetes 1.32: the oldest any Knative 1.2x starts on
+KNATIVE_KUBERNETES_FLOOR: dict[tuple[int, int], int] = {(1, 20): 32, (1, 21): 33, (1, 22): 34, (1, 23): 34}
+KNATIVE_FLOOR_MINOR = min(KNATIVE_KUBERNETES_FLOOR.values())  # Kubernetes 1.32: the oldest any Knative 1.2x starts on
 KUBERNETES_VERSIONS = [f"1.{v}" for v in range(KNATIVE_FLOOR_MINOR, 38)]
 DEFAULT_KUBERNETES_VERSION = "1.36"
-KNATIVE_MINIMUM = "1.32 for Knative Serving 1.19 and 1.20, 1.33 for 1.21, 1.34 for 1.22 and 1.23"
+KNATIVE_MINIMUM = "1.32 for Knative Serving 1.20, 1.33 for 1.21, 1.34 for 1.22 and 1.23"
+
+
+def check_knative_floor(cluster: ClusterConfig, knative_version: tuple[int, int], problems: list[Problem]) -> None:
+    """cluster.kubernetesVersion against the floor of the cluster's Knative Serving (`knative.version`, parsed after
+    the cluster section). Skipped when either key was refused already: its default would stand in for it."""
+    if any(p.path in ("cluster", "cluster.kubernetesVersion", "knative", "knative.version") for p in problems):
+        return
+    floor, minor = KNATIVE_KUBERNETES_FLOOR[knative_version], int(cluster.kubernetes_version.split(".")[1])
+    if minor < floor:
+        knative = release(knative_version)
+        default = " (the default when unset)" if knative_version == DEFAULT_KNATIVE else ""
+        fits = [f'"{release(v)}"' for v, f in KNATIVE_KUBERNETES_FLOOR.items() if f <= minor]
+        problems.append(Problem("cluster.kubernetesVersion", cluster.kubernetes_version,
+                                f"expected at least 1.{floor} with knative.version \"{knative}\"{default}: Knative "
+                                f"Serving {knative}'s controllers and webhooks refuse to start on an older API server "
+                                f"(knative/pkg version/version.go, minimum Kubernetes version {KNATIVE_MINIMUM}). Set "
+                                f"knative.version to the release the cluster runs ({' or '.join(fits)} "
+                                f"{'starts' if len(fits) == 1 else 'start'} on "
+                                f"{cluster.kubernetes_version}), or upgrade the cluster and set its version here"))
 
 
 def _kubernetes_version(sec: Section) -> str:

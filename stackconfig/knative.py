@@ -12,6 +12,14 @@ as Knative's `validate()` does (simulation/autoscaler/cluster_config.py), read b
 default too: the admin may have changed it). With `manageAutoscaler: false` they must say what the cluster has;
 keys not given must be at Knative's defaults.
 `allowZeroInitialScale` is the older spelling of `autoscaler: {allow-zero-initial-scale: "true"}`.
+
+`version` is the cluster's Knative Serving release, a quoted string ("1.22", "v1.21.1"; the patch is dropped), one
+of 1.20-1.23, by default 1.23: the release the upstream citations were checked against, the newest, and the one
+with the strictest Kubernetes floor. It decides what changed between those releases and nothing else: the
+Kubernetes version its controllers start on (stackconfig/cluster.py `check_knative_floor`), whether config-features
+has `kubernetes.podspec-volumes-ephemeral` (1.23 on) and the values of `secure-pod-defaults`
+(validation/cluster_admission.py). The autoscaler, activator, queue-proxy and timeout defaults the simulation reads
+are the same in all of them, so the simulation does not depend on it.
 """
 
 from __future__ import annotations
@@ -20,9 +28,14 @@ from dataclasses import dataclass, field
 
 from simulation.autoscaler.cluster_config import DEFAULT as AUTOSCALER_DEFAULT, ClusterAutoscaler, \
     parse_config_autoscaler
-from validation.cluster_admission import FEATURE_VALUES, KNATIVE_FEATURE_DEFAULTS
+from stackconfig.formats import go_pattern
+from validation.cluster_admission import (DEFAULT_KNATIVE, FEATURE_VALUES, KNATIVE_FEATURE_DEFAULTS,
+                                          KNATIVE_FEATURE_SINCE, KNATIVE_VERSIONS, SECURE_POD_DEFAULTS,
+                                          SECURE_POD_DEFAULTS_VALUES, feature_value, knative_feature_keys, release)
 from validation.errors import Problem
 from validation.fields import Section
+
+_VERSION = go_pattern(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?$")
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,7 @@ class KnativeConfig:
     features: dict[str, str] = field(default_factory=dict)  # config-features keys the cluster sets itself
     manage_autoscaler: bool = True
     autoscaler: ClusterAutoscaler = AUTOSCALER_DEFAULT      # config-autoscaler as the services will meet it
+    version: tuple[int, int] = DEFAULT_KNATIVE             # the cluster's Knative Serving (major, minor)
 
     @property
     def allow_zero_initial_scale(self) -> bool:
@@ -38,13 +52,8 @@ class KnativeConfig:
 
 
 def parse_knative(sec: Section) -> KnativeConfig:
-    features = sec.str_map("features", {})
-    for key, value in features.items():
-        if key not in KNATIVE_FEATURE_DEFAULTS:
-            sec.problem(f"features.{key}", value, "expected a knative-serving/config-features key checked by the "
-                        "admission rules: " + ", ".join(sorted(KNATIVE_FEATURE_DEFAULTS)))
-        elif value not in FEATURE_VALUES:
-            sec.problem(f"features.{key}", value, "expected one of " + ", ".join(FEATURE_VALUES))
+    version = _version(sec)
+    features = _features(sec, version)
     raw = sec.raw("autoscaler")
     allow_zero = sec.bool("allowZeroInitialScale")
     if allow_zero is not None and (raw is None or isinstance(raw, dict)):  # else parse_config_autoscaler refuses raw
@@ -55,9 +64,48 @@ def parse_knative(sec: Section) -> KnativeConfig:
             raw = {**(raw or {}), "allow-zero-initial-scale": allow_zero}
     autoscaler = parse_config_autoscaler(raw, sec.key_path("autoscaler"), sec.problems)
     out = KnativeConfig(manage_features=sec.bool("manageFeatures", True), features=features,
-                        manage_autoscaler=sec.bool("manageAutoscaler", True), autoscaler=autoscaler)
+                        manage_autoscaler=sec.bool("manageAutoscaler", True), autoscaler=autoscaler,
+                        version=version)
     sec.done()
     return out
+
+
+def _version(sec: Section) -> tuple[int, int]:
+    """`version` as a string: unquoted, YAML would read 1.20 as the number 1.2."""
+    raw = sec.raw("version")
+    if raw is None:
+        return DEFAULT_KNATIVE
+    match = _VERSION.fullmatch(raw) if isinstance(raw, str) else None
+    if match and (int(match[1]), int(match[2])) in KNATIVE_VERSIONS:
+        return int(match[1]), int(match[2])
+    allowed = ", ".join(f'"{release(v)}"' for v in KNATIVE_VERSIONS)
+    sec.problem("version", raw, f"expected the cluster's Knative Serving release as a quoted string, one of "
+                f"{allowed} (a leading v and a patch are fine: \"v1.21.1\"): the releases the stack supports")
+    return DEFAULT_KNATIVE
+
+
+def _features(sec: Section, version: tuple[int, int]) -> dict[str, str]:
+    """`features`, each value as the stack spells it; a key or value Knative Serving `version` does not parse is
+    refused (Knative would ignore it and keep its default)."""
+    features = sec.str_map("features", {})
+    known = knative_feature_keys(version)
+    for key, value in features.items():
+        if key in KNATIVE_FEATURE_DEFAULTS and key not in known:
+            sec.problem(f"features.{key}", value, f"expected a config-features key Knative Serving "
+                        f"{release(version)} (knative.version) has: `{key}` comes with Knative "
+                        f"{release(KNATIVE_FEATURE_SINCE[key])}; before it the field it gates is never admitted")
+        elif key not in known:
+            sec.problem(f"features.{key}", value, "expected a knative-serving/config-features key checked by the "
+                        "admission rules: " + ", ".join(sorted(known)))
+        elif feature_value(key, value) is None and key == SECURE_POD_DEFAULTS:
+            sec.problem(f"features.{key}", value, "expected one of " + ", ".join(SECURE_POD_DEFAULTS_VALUES)
+                        + " (in any case: Knative 1.20 on reads no other value, `allowed` neither, and leaves the "
+                        "flag disabled; features.go asSecurePodDefaultsFlag)")
+        elif feature_value(key, value) is None:
+            sec.problem(f"features.{key}", value, "expected one of " + ", ".join(FEATURE_VALUES))
+        else:
+            features[key] = feature_value(key, value)
+    return features
 
 
 def max_scale_problems(knative: KnativeConfig, services: list, problems: list[Problem]) -> None:

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 from stackconfig.autoscaling import initial_scale_problems, traffic_shape
 from stackconfig.catalog_overrides import parse_catalog
-from stackconfig.cluster import GPU_LABEL, check_node_group_name, node_group_name_prefix, parse_cluster, parse_node_group
+from stackconfig.cluster import (GPU_LABEL, check_knative_floor, check_node_group_name, node_group_name_prefix,
+                                 parse_cluster, parse_node_group)
 from stackconfig.formats import SERVICE_NAME, check_raw_host, matches
 from stackconfig.knative import max_scale_problems, parse_knative
 from stackconfig.kserve import parse_kserve
@@ -64,6 +65,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     model_cache = parse_model_cache(top.section("modelCache"), cluster.namespace)
     cold_start = parse_cold_start(top.section("coldStart"))
     knative = parse_knative(top.section("knative"))  # before the services: their annotations meet its autoscaler
+    check_knative_floor(cluster, knative.version, problems)  # the Kubernetes its release starts on
     kserve = parse_kserve(top.section("kserve"))  # and its version decides what KServe does with their runtime
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative, kserve)
     service_secs = top.sections("services", required=True)

@@ -15,9 +15,11 @@ Knative Serving webhook — KServe copies a Knative-mode predictor's pod spec in
   `validateEnvValueFrom` (fieldRef behind `kubernetes.podspec-fieldref`), `validateEnvVar` (`reservedEnvVars`:
   PORT, K_SERVICE, K_CONFIGURATION, K_REVISION are the revision's own).
 - `fieldmask.go: PodSecurityContextMask` (pod-level securityContext behind `kubernetes.podspec-securitycontext`;
-  only seccompProfile with `secure-pod-defaults`), `SecurityContextMask` (no privileged, seLinuxOptions,
-  procMount), `CapabilitiesMask` (capabilities.add behind `kubernetes.containerspec-addcapabilities`),
-  `ContainerMask` (no lifecycle, stdin, tty …).
+  only a RuntimeDefault or Unconfined seccompProfile with `secure-pod-defaults` Enabled or, from Knative 1.20,
+  AllowRootBounded), `SecurityContextMask` (no privileged, seLinuxOptions, procMount), `CapabilitiesMask`
+  (capabilities.add behind `kubernetes.containerspec-addcapabilities`; just NET_BIND_SERVICE with
+  `secure-pod-defaults` Enabled or AllowRootBounded), `ContainerMask` (no lifecycle, stdin, tty …).
+  `VolumeSourceMask` has no ephemeral volumes before Knative 1.23 (`ClusterAdmission.knative_version`).
 KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
 - `validateInferenceServiceName` (IsvcNameFmt), `validateInferenceServiceAutoscaler` (AutoscalerAllowedClassList),
   `validateAutoScalingCompExtension` → `validateScalingHPACompExtension` (class hpa: cpu/memory only,
@@ -48,7 +50,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
-from validation.cluster_admission import ClusterAdmission, Refusal, release
+from validation.cluster_admission import KNATIVE_FEATURE_SINCE, ClusterAdmission, Refusal, release
 from validation.deployment_mode import (MODE_ANNOTATION, STANDARD_MODES, deployment_mode_update_refusals,
                                         mode_name_refusals)
 
@@ -79,6 +81,8 @@ VOLUME_FEATURES = {"emptyDir": "kubernetes.podspec-volumes-emptydir",
                    "hostPath": "kubernetes.podspec-volumes-hostpath", "csi": "kubernetes.podspec-volumes-csi",
                    "ephemeral": "kubernetes.podspec-volumes-ephemeral", "image": "kubernetes.podspec-volumes-image"}
 VOLUME_ALWAYS = ("name", "secret", "configMap", "projected")
+# PodSecurityContextMask: the seccompProfile types secure-pod-defaults lets a pod-level securityContext carry.
+SECURE_DEFAULT_SECCOMP = ("RuntimeDefault", "Unconfined")
 # ContainerMask's allowed fields, plus the fields of KServe's ModelSpec that KServe consumes itself.
 CONTAINER_ALLOWED = {"name", "args", "command", "env", "workingDir", "envFrom", "image", "imagePullPolicy",
                      "livenessProbe", "ports", "readinessProbe", "resources", "securityContext", "startupProbe",
@@ -127,6 +131,10 @@ _GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
 def _feature_off(cluster: ClusterAdmission, flag: str) -> str:
+    if not cluster.knows(flag):  # no flag to enable on this release (cluster_admission.KNATIVE_FEATURE_SINCE)
+        return (f"Knative Serving {release(cluster.knative_version)} never admits it: its config-features has no "
+                f"`{flag}` (that key and the field it admits come with Knative "
+                f"{release(KNATIVE_FEATURE_SINCE[flag])}; knative.version says which release the cluster runs)")
     return (f"Knative refuses it: `{flag}` is {cluster.knative_features.get(flag, 'disabled')!r} in "
             f"knative-serving/config-features; enable it there (or let the stack manage it: knative.features)")
 
@@ -154,7 +162,10 @@ def knative_pod_refusals(obj: str, pred: Mapping, cluster: ClusterAdmission) -> 
                       "Knative admits only `false` here; leave it unset for the default")
     sc = pred.get("securityContext")
     if isinstance(sc, Mapping) and sc and not cluster.admits("kubernetes.podspec-securitycontext"):
-        seccomp_only = set(sc) == {"seccompProfile"} and cluster.admits("secure-pod-defaults")
+        # PodSecurityContextMask keeps only a RuntimeDefault or Unconfined seccompProfile when secure-pod-defaults
+        # is Enabled or AllowRootBounded (cluster.admits)
+        seccomp_only = (set(sc) == {"seccompProfile"} and cluster.admits("secure-pod-defaults")
+                        and (sc.get("seccompProfile") or {}).get("type") in SECURE_DEFAULT_SECCOMP)
         if not seccomp_only:
             yield Refusal(obj, f"{p}.securityContext", "fieldmask.go PodSecurityContextMask",
                           _feature_off(cluster, "kubernetes.podspec-securitycontext")
@@ -175,7 +186,8 @@ def _volume_refusals(obj: str, path: str, vol: Mapping, cluster: ClusterAdmissio
                           "Knative admits only secret, configMap, projected and flag-gated volume sources")
         elif not cluster.admits(flag):
             rule = ("k8s_validation.go validatePersistentVolumeClaims" if key == "persistentVolumeClaim"
-                    else "k8s_validation.go validateVolume")
+                    else "k8s_validation.go validateVolume" if cluster.knows(flag)
+                    else "fieldmask.go VolumeSourceMask")  # a source this release's mask does not have
             yield Refusal(obj, f"{path}.{key}", rule, _feature_off(cluster, flag))
         elif key == "persistentVolumeClaim" and not (vol[key] or {}).get("readOnly") \
                 and not cluster.admits("kubernetes.podspec-persistent-volume-write"):

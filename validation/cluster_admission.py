@@ -1,6 +1,15 @@
 """What the offline admission checks share: the cluster settings the webhooks read (`ClusterAdmission`) and one
 refused object (`Refusal`). The rules: validation/admission.py (Knative's and KServe's webhooks) and
-validation/deployment_mode.py (KServe's deployment-mode names)."""
+validation/deployment_mode.py (KServe's deployment-mode names).
+
+Knative Serving's release (`knative.version`, 1.20-1.23) changes two things here (knative/serving
+pkg/apis/config/features.go and pkg/apis/serving/fieldmask.go, knative-v1.19.0 → knative-v1.23.0): the
+`kubernetes.podspec-volumes-ephemeral` key exists only from 1.23 (#16590; before, VolumeSourceMask drops every
+ephemeral volume, so none is admitted), and `secure-pod-defaults` is read by `asSecurePodDefaultsFlag` from 1.20:
+`Disabled`, `AllowRootBounded` or `Enabled`, matched case-insensitively; `Allowed` is no longer parsed (the flag
+stays at its default, Disabled), and AllowRootBounded admits what Enabled admits (PodSecurityContextMask,
+CapabilitiesMask).
+"""
 
 from __future__ import annotations
 
@@ -39,6 +48,30 @@ KNATIVE_FEATURE_DEFAULTS: dict[str, str] = {
 }
 FEATURE_VALUES = ("enabled", "disabled", "allowed")
 OLDEST_KSERVE = (0, 15)  # the oldest release the stack supports (stackconfig/kserve.py)
+# The Knative Serving releases the stack supports ("1.2x"; `knative.version`, stackconfig/knative.py). The default
+# is 1.23: the release every upstream citation was checked against (../shared/reference/knative-kserve.md).
+KNATIVE_VERSIONS = ((1, 20), (1, 21), (1, 22), (1, 23))
+DEFAULT_KNATIVE = (1, 23)
+# config-features keys newer than the oldest supported release → the first release whose features.go parses it.
+KNATIVE_FEATURE_SINCE: dict[str, tuple[int, int]] = {"kubernetes.podspec-volumes-ephemeral": (1, 23)}
+# features.go asSecurePodDefaultsFlag (knative-v1.20.0 on): the values it parses, spelt as the stack writes them.
+SECURE_POD_DEFAULTS = "secure-pod-defaults"
+SECURE_POD_DEFAULTS_VALUES = ("enabled", "disabled", "AllowRootBounded")
+
+
+def knative_feature_keys(version: tuple[int, int]) -> dict[str, str]:
+    """The config-features keys (with their shipped defaults) that Knative Serving `version` parses."""
+    return {k: v for k, v in KNATIVE_FEATURE_DEFAULTS.items() if version >= KNATIVE_FEATURE_SINCE.get(k, (0, 0))}
+
+
+def feature_value(flag: str, raw: object) -> str | None:
+    """`raw` as the stack spells it, or None when the stack refuses it. `secure-pod-defaults` takes what Knative
+    1.20 on parses there (asSecurePodDefaultsFlag, in any case: strings.EqualFold; anything else, `allowed` too,
+    leaves the flag at Disabled); the other flags take the stack's lower-case enabled, disabled, allowed."""
+    values = SECURE_POD_DEFAULTS_VALUES if flag == SECURE_POD_DEFAULTS else FEATURE_VALUES
+    if flag != SECURE_POD_DEFAULTS:
+        return raw if raw in values else None
+    return next((v for v in values if isinstance(raw, str) and raw.casefold() == v.casefold()), None)
 
 
 def release(version: tuple[int, int]) -> str:
@@ -49,20 +82,31 @@ def release(version: tuple[int, int]) -> str:
 @dataclass(frozen=True)
 class ClusterAdmission:
     """The cluster settings the webhooks read: Knative's `config-features` and `config-autoscaler`, KServe's
-    release."""
+    release and Knative Serving's."""
 
     knative_features: Mapping[str, str] = field(default_factory=lambda: dict(KNATIVE_FEATURE_DEFAULTS))
     allow_zero_initial_scale: bool = False  # config-autoscaler allow-zero-initial-scale (default false)
     kserve_version: tuple[int, int] = OLDEST_KSERVE
+    knative_version: tuple[int, int] = DEFAULT_KNATIVE
+
+    def knows(self, flag: str) -> bool:
+        """Whether this Knative release's config-features has `flag` at all."""
+        return flag in knative_feature_keys(self.knative_version)
 
     def admits(self, flag: str) -> bool:
         """The masks admit a field unless its flag is `disabled` (`allowed` needs a per-revision annotation,
-        which the stack never sets, so it is treated as off)."""
-        return self.knative_features.get(flag, KNATIVE_FEATURE_DEFAULTS.get(flag, "disabled")) == "enabled"
+        which the stack never sets, so it is treated as off). A key this release does not have admits nothing.
+        `secure-pod-defaults` admits its fields when `Enabled` or `AllowRootBounded`, in any case."""
+        if not self.knows(flag):
+            return False
+        value = self.knative_features.get(flag, KNATIVE_FEATURE_DEFAULTS[flag])
+        if flag == SECURE_POD_DEFAULTS:
+            return feature_value(flag, value) in ("enabled", "AllowRootBounded")
+        return value == "enabled"
 
     def with_features(self, enabled: Iterable[str]) -> "ClusterAdmission":
         return ClusterAdmission({**self.knative_features, **{f: "enabled" for f in enabled}},
-                                self.allow_zero_initial_scale, self.kserve_version)
+                                self.allow_zero_initial_scale, self.kserve_version, self.knative_version)
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,11 @@ def _check_input_error(err: InputError) -> None:
 
 
 def _stack_base(stack: str) -> dict:
+    """The shipped stack, with the keys it leaves at their defaults that the mutations should reach too."""
     project, values = stack_config_values(stack)
-    return project_values(values, project)
+    out = project_values(values, project)
+    out.setdefault("knative", {}).setdefault("version", "1.23")  # knative.version, against cluster.kubernetesVersion
+    return out
 
 
 STACKS = {name: _stack_base(name) for name in ("dev", "staging", "prod")}
