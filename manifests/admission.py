@@ -22,7 +22,7 @@ def cluster_admission(cfg: StackConfig) -> ClusterAdmission:
     features the stack patches into config-features enabled."""
     patch = knative_features(cfg)
     cluster = ClusterAdmission({**KNATIVE_FEATURE_DEFAULTS, **cfg.knative.features},
-                               cfg.knative.allow_zero_initial_scale, cfg.kserve.version)
+                               cfg.knative.allow_zero_initial_scale, cfg.kserve.version, cfg.knative.version)
     return cluster.with_features(patch["data"] if patch else [])
 
 

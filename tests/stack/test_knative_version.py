@@ -303,3 +303,15 @@ def test_a_release_is_accepted_exactly_where_knative_would_start_and_parse_it(kn
         return
     assert expected
     assert cfg.knative.version == tuple(int(x) for x in release.split("."))
+
+
+def test_the_stacks_admission_check_runs_as_its_knative_release():
+    """manifests/admission.py `cluster_admission`: the release the stack names, not the default."""
+    from manifests.admission import cluster_admission
+    from stackconfig.load import load_stack
+
+    cfg = load_stack("dev")
+    assert cluster_admission(cfg).knative_version == cfg.knative.version
+    older = replace(cfg, knative=replace(cfg.knative, version=(1, 20)))
+    assert cluster_admission(older).knative_version == (1, 20)
+    assert not cluster_admission(older).knows("kubernetes.podspec-volumes-ephemeral")
