@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pulumi
 import pytest
