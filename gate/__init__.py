@@ -71,7 +71,11 @@ def cluster_profile(cfg: StackConfig, svc: ServiceConfig | None = None) -> dict:
         "node_provision_s": cold.node_provision_s.spec(),
         "image_gib": cold.image_gib,
         "image_pull_mib_s": cold.image_pull_mbps.scaled(1e6 / MIB).spec(),
-        # The prefetched PVC: every pod mounts the weights instead of downloading them.
+        # The prefetched PVC: every pod mounts the weights instead of downloading them (hit ratio 1: no download,
+        # whatever `model_cache` says). Without it KServe's storage initializer downloads them into each pod's own
+        # emptyDir (kserve pkg/webhook/admission/pod/storage_initializer_injector.go), as `expected_load_s`
+        # counts: no node keeps them for its next pod (`none`, not the simulation's default `node`).
+        "model_cache": "node" if cfg.model_cache.enabled else "none",
         "model_cache_hit_ratio": 1.0 if cfg.model_cache.enabled else 0.0,
         "model_download_mib_s": cold.download_gbps.scaled(1e9 / MIB).spec(),
         "load_gib_s": load_gbps(cold, cfg.model_cache).scaled(1e9 / GIB).spec(),  # capped by the cache storage (EFS)

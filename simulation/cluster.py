@@ -1,5 +1,28 @@
 """GPU nodes: placement, node provisioning, per-node image/model caches and GPU-hour accounting.
 
+A node keeps what its pods brought, by name, as the kubelet and KServe key it:
+- Images by reference (`image_ref`): the kubelet's image manager pulls an image for a container only when the
+  node's runtime does not have that image already (kubernetes `pkg/kubelet/images/image_manager.go`
+  `EnsureImageExists`, under the default IfNotPresent policy of a tagged image), and keeps it afterwards (image
+  garbage collection, on disk pressure only, is not modelled). So a pod of another service on the node pulls
+  its own image: one image on the node says nothing about another. Pods that start while a pull of their image is
+  under way wait for that pull (the container runtime fetches a layer once per node), not for a second one.
+  Pulls of different images run side by side, each at its own drawn rate (EKS nodes pull in parallel:
+  amazon-eks-ami `nodeadm/internal/kubelet/config.go` sets serializeImagePulls false; their sharing of the
+  node's network is not modelled).
+- Model weights by storage URI (`model_ref`), with `model_cache: node` only: a node-local cache, as KServe's
+  LocalModelCache node agent (`pkg/controller/v1alpha1/localmodelnode`) downloads each model once per node, keyed
+  by its storageUri. The stack's own cache (components/model_cache.py) is one shared PVC that its prefetch
+  DaemonSet fills with every model before any service starts: the gate reads it as a hit for every pod
+  (`model_cache_hit_ratio` 1). With `model_cache: none` every pod downloads into its own emptyDir, whatever the
+  node holds: KServe's pod webhook adds the storage-initializer init container to each predictor pod
+  (`pkg/webhook/admission/pod/storage_initializer_injector.go`) writing to an emptyDir volume
+  (`pkg/utils/storage.go` `AddModelMount`), which goes with the pod.
+A warm node (ready at t = 0) holds the image and weights of each pod that starts on it
+(`image_cached_on_warm_nodes`, `model_cached_on_warm_nodes`); a warm node that starts with no pod (the node
+group's minimum beyond what the first pods need) holds those of every service of the run, as one pre-pulled
+for the stack.
+
 Placement is first-fit over nodes in creation order, preferring nodes that are already ready (the
 kube-scheduler's scoring is richer; a simplification). A pod needs `gpus` GPUs (a pod without a GPU limit
 takes one slot). No free slot and fewer than `max_nodes` nodes → a node is provisioned (Cluster Autoscaler /
@@ -22,8 +45,29 @@ from simulation.clock import call_later
 from simulation.shared_reads import SharedReads
 
 
+def image_ref(scenario: Any) -> str:
+    """The image a service's pods pull, as the kubelet names it: the predictor container's image reference; a
+    predictor on a KServe ServingRuntime without one runs the runtime's image, named here by its runtime (or the
+    model format KServe selects the runtime by: two services of one format run the same runtime image)."""
+    serving = scenario.serving
+    if serving.image:
+        return serving.image
+    container = serving.container
+    fmt = container.get("modelFormat")
+    fmt = fmt.get("name") if isinstance(fmt, dict) else None
+    return f"runtime:{container.get('runtime') or fmt or ''}"
+
+
+def model_ref(scenario: Any) -> str:
+    """The model a service's pods download, as KServe's storage initializer fetches it: the predictor's
+    storageUri (a custom container's STORAGE_URI), else the scenario's model name."""
+    serving = scenario.serving
+    uri = serving.container.get("storageUri") or serving.env.get("STORAGE_URI")
+    return f"uri:{uri}" if uri else f"model:{scenario.model.name}"
+
+
 class Node:
-    __slots__ = ("id", "gpus", "free", "ready", "pods", "image_at", "model_at", "waiting", "created", "idle_call",
+    __slots__ = ("id", "gpus", "free", "ready", "pods", "images", "models", "waiting", "created", "idle_call",
                  "removed")
 
     def __init__(self, nid: int, gpus: int, created: float) -> None:
@@ -32,8 +76,8 @@ class Node:
         self.free = gpus
         self.ready = False
         self.pods: set = set()
-        self.image_at: float | None = None   # time the image is (or will be) on the node
-        self.model_at: float | None = None   # time the weights are (or will be) in the node cache
+        self.images: dict[str, float] = {}   # image reference → time it is (or will be) on the node
+        self.models: dict[str, float] = {}   # model (storage URI) → time its weights are (or will be) cached here
         self.waiting: list = []              # pods placed here waiting for the node to be ready
         self.created = created
         self.idle_call = None
@@ -89,7 +133,7 @@ class Cluster:
         return sum(1 for n in self.nodes if not n.removed)
 
     # -- nodes ---------------------------------------------------------------------------------------
-    def add_node(self, ready: bool, image: bool = False, model: bool = False) -> Node:
+    def add_node(self, ready: bool) -> Node:
         self._tick()
         node = Node(self._next_id, self.p.gpus_per_node, self.env._now)
         self._next_id += 1
@@ -97,14 +141,25 @@ class Cluster:
         self._gpus_alive += node.gpus
         if ready:
             node.ready = True
-            if image:
-                node.image_at = 0.0
-            if model:
-                node.model_at = 0.0
         else:
             self.nodes_provisioned += 1
             call_later(self.env, self.p.node_provision_s.sample(self.sim.rng_infra), self._node_ready, node)
         return node
+
+    def stock_warm(self, nodes: list[Node], scenarios: list[Any]) -> None:
+        """The warm `nodes`, their first pods placed: each holds the image and weights of its pods, and one
+        without a pod those of every scenario in `scenarios` (module docstring), as each scenario's cluster profile
+        says warm nodes do (`image_cached_on_warm_nodes`, `model_cached_on_warm_nodes`)."""
+        now = self.env._now
+        for node in nodes:
+            if node.removed:
+                continue
+            for sc in [pod.sim.scenario for pod in node.pods] if node.pods else scenarios:
+                cp = sc.cluster
+                if cp.image_cached_on_warm_nodes:
+                    node.images.setdefault(image_ref(sc), now)
+                if cp.model_cached_on_warm_nodes:
+                    node.models.setdefault(model_ref(sc), now)
 
     def add_replacement(self) -> None:
         """The node group's auto-scaling group launches an instance for one that was lost (desired capacity

@@ -273,17 +273,17 @@ class Sim(ReplicaSet):
         sc = self.scenario
         env = self.env
         n0 = self.initial_replicas()
+        nodes = []
         if add_nodes:
             cp = sc.cluster
             per_node = max(1, cp.gpus_per_node // max(1, sc.serving.gpus))
             need = int(math.ceil(n0 / per_node)) if n0 else 0
-            nodes = max(cp.warm_nodes if cp.warm_nodes is not None else need, need)
-            self.cluster.min_nodes = nodes
-            for _ in range(nodes):
-                self.cluster.add_node(ready=True, image=cp.image_cached_on_warm_nodes,
-                                      model=cp.model_cached_on_warm_nodes)
+            count = max(cp.warm_nodes if cp.warm_nodes is not None else need, need)
+            self.cluster.min_nodes = count
+            nodes = [self.cluster.add_node(ready=True) for _ in range(count)]
         for _ in range(n0):
             self._new_pod(warm)
+        self.cluster.stock_warm(nodes, [sc])   # the image and weights on the warm nodes (cluster.py)
         self.replicas = n0
         if self.knative:
             self.autoscaler = KpaLoop(self, sc.serving.kpa, n0)

@@ -258,8 +258,7 @@ def run_fleet(fleet: Fleet, seed: int = 0) -> dict:
     need = sum(s.initial_replicas() * max(1, s.scenario.serving.gpus) for s in sims)
     warm = max(cp.warm_nodes or 0, min(cp.max_nodes, math.ceil(need / cp.gpus_per_node)))
     cluster.min_nodes = warm
-    for _ in range(warm):
-        cluster.add_node(ready=True, image=cp.image_cached_on_warm_nodes, model=cp.model_cached_on_warm_nodes)
+    nodes = [cluster.add_node(ready=True) for _ in range(warm)]
     events: dict[str, Any] = {}
     rollouts: dict[str, dict] = {}
     for sim in sims:
@@ -267,6 +266,8 @@ def run_fleet(fleet: Fleet, seed: int = 0) -> dict:
         if sim.member.rollout is not None:
             log = rollouts[sim.scenario.name] = {}
             RolloutDriver(sim, lambda s=sim: _new_revision(s), sim.member.rollout, log)
+    # Each warm node holds the images and weights of its first pods; one with none, every service's (cluster.py)
+    cluster.stock_warm(nodes, [sim.scenario for sim in sims])
     if fleet.node_loss is not None:
         nl = fleet.node_loss
         loss = events["node_loss"] = {"not_ready_s": nl.not_ready_s}

@@ -4,12 +4,14 @@ Each step is a scheduled callback whose duration comes from the cluster/model pr
 given as a distribution (simulation/dists.py) is drawn afresh for each node's pull, each download and each
 container start:
 - Pending while no GPU slot is free; a new node takes `node_provision_s` (cluster.py).
-- Image pull: `image_gib / image_pull_mib_s`, skipped when the node already has the image (pods starting on
-  the same node wait for the one pull).
+- Image pull: `image_gib / image_pull_mib_s`, skipped when the node already has this pod's image (by reference,
+  `cluster.image_ref`: another service's image on the node does not count; pods starting on the same node
+  wait for the one pull of their image). `image_gib` is the cluster's, one size for every image.
 - Model download (KServe storage-initializer, an init container, so not under the startup probe):
   `download_gib / model_download_mib_s` (the model's `download_gib`, default its `weights_gib`: an hf://
-  repository is downloaded whole, a second copy of the weights included), skipped on a node-cache hit
-  (`model_cache: node`) or with probability `model_cache_hit_ratio`.
+  repository is downloaded whole, a second copy of the weights included), skipped on a node-cache hit of this
+  pod's model (`model_cache: node`, by storage URI, `cluster.model_ref`) or with probability
+  `model_cache_hit_ratio`; with `model_cache: none` every pod downloads (its own emptyDir).
 - Main container: load `weights_gib / load_gib_s` (pods loading at once share `load_total_gib_s`:
   simulation/shared_reads.py) + `warmup_s` + the server's `startup_extra_s()`. With a
   startupProbe that fails first (`isvc.Probe.kill_after_s`: the failureThreshold-th probe tick after
@@ -33,6 +35,7 @@ import math
 from typing import Any
 
 from simulation.clock import call_later
+from simulation.cluster import image_ref, model_ref
 from simulation.gpu.crashloop import CrashLoopBackOff
 from simulation.queue_proxy import QueueProxy
 from simulation.shared_reads import begin_load, load_moved
@@ -232,10 +235,11 @@ class Pod:
         now = self.env._now
         p = self.sim.scenario.cluster
         node = self.node
-        if node.image_at is None:
-            pull = p.image_gib * 1024.0 / p.image_pull_mib_s.sample(self.rng)
-            node.image_at = now + pull
-        delay = max(0.0, node.image_at - now)
+        image = image_ref(self.sim.scenario)
+        at = node.images.get(image)
+        if at is None:   # not on the node, nor being pulled there: the kubelet pulls it
+            at = node.images[image] = now + p.image_gib * 1024.0 / p.image_pull_mib_s.sample(self.rng)
+        delay = max(0.0, at - now)
         self.startup_phases["node_s"] = now - self.created
         self.startup_phases["image_pull_s"] = delay
         self._later(delay, self._download)
@@ -245,14 +249,15 @@ class Pod:
         p = self.sim.scenario.cluster
         download = self.sim.scenario.model.download
         node = self.node
-        if p.model_cache == "node" and node.model_at is not None:
-            delay = max(0.0, node.model_at - now)
+        model = model_ref(self.sim.scenario) if p.model_cache == "node" else None
+        if model is not None and model in node.models:
+            delay = max(0.0, node.models[model] - now)
         elif p.model_cache_hit_ratio > 0 and self.rng.random() < p.model_cache_hit_ratio:
             delay = 0.0
         else:
             delay = download * 1024.0 / p.model_download_mib_s.sample(self.rng)
-            if p.model_cache == "node":
-                node.model_at = now + delay
+            if model is not None:
+                node.models[model] = now + delay
         self.startup_phases["download_s"] = delay
         self._later(delay, self._container_start)
 
