@@ -9,6 +9,8 @@ digits only (an optional leading '+'), no '_', no spaces, and the type's range (
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -16,7 +18,24 @@ from typing import Any, Callable
 VLLM_OPENAI, HF_VLLM, TGI = "vllm-openai", "huggingfaceserver", "tgi"
 HF_TRANSFORMERS = "huggingfaceserver (Transformers)"
 TP_KEY, SHARDED_KEY, CHUNKED_KEY = "tensor_parallel_size", "sharded", "chunked_prefill"
-RESTATED_KEYS = (TP_KEY, SHARDED_KEY, CHUNKED_KEY)   # flags that may only restate what the gate simulates
+VISIBLE_KEY, SWAP_KEY, BLOCK_KEY = "visible_devices", "swap_space", "block_size"
+# Settings checked against the pod or the simulated scheduler (engine_flags.py), never passed to the simulation.
+RESTATED_KEYS = (TP_KEY, SHARDED_KEY, CHUNKED_KEY, VISIBLE_KEY, SWAP_KEY)
+# Where the server must listen: the port the stack renders and probes (manifests/inference_service.py SERVER_PORT,
+# KServe's default --http_port), and the ports Knative's queue-proxy takes in the same pod (Knative's reserved
+# ports, serving pkg/apis/serving/k8s_validation.go: 8012/8013 serving, 8022 admin, 9090/9091 metrics, 8008
+# profiling; 8112 its TLS port, pkg/networking/constants.go). Another listener on one of them fails to bind.
+HTTP_PORT = 8080
+TAKEN_PORTS = (HTTP_PORT, 8008, 8012, 8013, 8022, 8112, 9090, 9091)
+# vLLM's `--block-size` choices (argparse choices from `BlockSize`, vllm config/cache.py: 1, 8, 16, 32, 64, 128
+# in 0.8.5 through 0.11.0; 0.11.1 adds 256, which the 0.11.0 image refuses), and the ones each engine starts with
+# on the catalog's GPUs (compute capability >= 8.0): V1's default FlashAttention backend raises "Block size must be
+# a multiple of 16" (v1/attention/backends/flash_attn.py); V0 falls back from FlashAttention to xFormers below a
+# multiple of 16, whose paged-attention kernel takes 8, 16 or 32 ("Unsupported block size",
+# csrc/attention/paged_attention_v1.cu).
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
+STARTABLE_BLOCK_SIZES = {"v1": (16, 32, 64, 128), "v0": (8, 16, 32, 64, 128)}
+DEFAULT_SWAP_SPACE_GIB = 4.0   # vLLM's --swap-space default (CacheConfig.swap_space)
 _HRI = re.compile(r"(\d+(?:\.\d+)?)([kmgtKMGT])")
 _RUST_UINT = re.compile(r"\+?[0-9]+")                                    # `[0-9]`: ASCII digits only
 _RUST_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
@@ -84,6 +103,61 @@ def _bool(text: str) -> bool:
     return text == "true"
 
 
+def _one_of(read: Callable[[str], int], choices: tuple) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = read(text)
+        if value not in choices:
+            raise ValueError(text)
+        return value
+    return parse
+
+
+def _exactly(read: Callable[[str], int], wanted: int) -> Callable[[str], int]:
+    return _one_of(read, (wanted,))
+
+
+def _free_port(read: Callable[[str], int]) -> Callable[[str], int]:
+    """A port the server can bind beside its HTTP port and the queue-proxy's (`TAKEN_PORTS`)."""
+    def parse(text: str) -> int:
+        value = read(text)
+        if not 0 <= value <= 65535 or value in TAKEN_PORTS:
+            raise ValueError(text)
+        return value
+    return parse
+
+
+def _every_address(text: str) -> str:
+    """0.0.0.0 or :: (any spelling of the unspecified address); ValueError otherwise."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise ValueError(text) from None
+    if not address.is_unspecified:
+        raise ValueError(text)
+    return text
+
+
+def _tgi_hostname(text: str) -> str:
+    """TGI's router: a hostname that parses as an IP is listened on; any other falls back to 0.0.0.0 ('Invalid
+    hostname, defaulting to 0.0.0.0', router/src/server.rs), as the pod's own HOSTNAME does."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return text
+    return _every_address(text)
+
+
+def _swap_gib(text: str) -> float:
+    value = float(text)                   # argparse type=float
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(text)
+    return value
+
+
+def _devices(text: str) -> tuple:
+    return tuple(text.split(","))
+
+
 def _choice(*names: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in names:
@@ -119,6 +193,12 @@ _USIZE = _typed(_at_least(0, rust_uint), f"a whole number >= 0 {_RUST}")
 _PORT = _typed(lambda t: rust_uint(t, 16), f"a port, 0 to 65535 {_RUST}")
 _FRACTION = "a fraction in (0, 1] (TGI's launcher: Rust's f32 FromStr takes no '_', spaces or non-ASCII digits)"
 _VALUE, _SWITCH = Flag(parse=str), Flag()
+_TAKEN = ", ".join(map(str, TAKEN_PORTS[1:]))
+_NOT_TAKEN = (f"a port, 0 to 65535, other than {HTTP_PORT} (the server's HTTP port, where the probes, Knative's "
+              f"queue-proxy and the raw Service reach it) and the queue-proxy's own ({_TAKEN}, Knative's reserved "
+              "ports): a second listener on a taken port fails to bind and the pod never turns Ready")
+_EVERY_ADDRESS = ("0.0.0.0 or :: (every address): the probes and the raw Service reach the pod IP, Knative's "
+                  "queue-proxy 127.0.0.1, and a server listening on one address misses the other")
 
 # vLLM's engine and server flags (dash spelling), modelled ones first.
 _VLLM = {
@@ -126,7 +206,9 @@ _VLLM = {
     "--max-num-batched-tokens": Flag("max_num_batched_tokens", _tokens, expects=_TOKENS),
     "--max-num-seqs": Flag("max_num_seqs", _PY_INT, expects=_INT),
     "--gpu-memory-utilization": Flag("gpu_memory_utilization", _between(float, 0, 1), expects="a fraction in (0, 1]"),
-    "--block-size": Flag("block_size", _PY_INT, expects=_INT),
+    "--block-size": Flag(BLOCK_KEY, _one_of(int, VLLM_BLOCK_SIZES), expects=f"one of "
+                         f"{', '.join(map(str, VLLM_BLOCK_SIZES))} (vLLM's argparse choices; 256 only from 0.11.1)"),
+    "--swap-space": Flag(SWAP_KEY, _swap_gib, expects="GiB of CPU swap space per GPU, a number >= 0"),
     "--disable-custom-all-reduce": Flag("disable_custom_all_reduce"),
     "--no-disable-custom-all-reduce": Flag("disable_custom_all_reduce", value=False),
     "--no-enable-prefix-caching": Flag("prefix_cache_hit_ratio", value=0.0),
@@ -148,11 +230,17 @@ _VLLM = {
                                   "--enable-prompt-tokens-details", "--enable-prefix-caching",   # V1's default
                                   "--disable-uvicorn-access-log", "--allow-credentials")},
 }
+# vLLM's own server (`vllm/vllm-openai`) listens where `--host` says; KServe's huggingfaceserver reads and ignores
+# vLLM's `--host` and `--port` (its server is KServe's, on --http_port).
+_VLLM_SERVER = {"--host": _typed(_every_address, _EVERY_ADDRESS)}
 # KServe's huggingfaceserver's own flags (v0.15.2 `__main__.py`, `kserve/model_server.py`), as it spells them.
 _KSERVE = {
     "--max_length": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
     "--max_model_len": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
-    **{name: _ARGPARSE_INT for name in ("--http_port", "--grpc_port")},
+    "--http_port": _typed(_exactly(int, HTTP_PORT), f"{HTTP_PORT}, KServe's default: the port the probes, Knative's "
+                          "queue-proxy and the raw Service reach the server on; on another it never turns Ready"),
+    "--grpc_port": _typed(_free_port(int), f"{_NOT_TAKEN} (KServe's model server starts gRPC by default, "
+                          "--enable_grpc, on 8081)"),
     **{name: _VALUE for name in ("--model_name", "--model_dir", "--model_id", "--model_revision",
                                  "--tokenizer_revision", "--backend", "--tensor_input_names", "--enable_grpc",
                                  "--enable_docs_url", "--enable_latency_logging", "--configure_logging",
@@ -174,38 +262,57 @@ _TGI = {
                                          "max_num_batched_tokens"),
     "--num-shard": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", TP_KEY),
     "--sharded": _typed(_bool, "true or false, in lower case (clap's bool parser)", SHARDED_KEY),
-    **{name: _PORT for name in ("--port", "--prometheus-port")},
+    "--port": _PORT,
+    **{name: _typed(_free_port(lambda t: rust_uint(t, 16)), f"{_NOT_TAKEN}; {_RUST}")
+       for name in ("--prometheus-port", "--master-port")},
+    "--hostname": _typed(_tgi_hostname, f"{_EVERY_ADDRESS} (a name that is no IP address falls back to 0.0.0.0)"),
     "--validation-workers": _typed(_TGI_TOKENS, f"{_INT} {_RUST} (main.rs: 'validation_workers must be > 0')"),
     "--max-top-n-tokens": _typed(lambda t: rust_uint(t, 32), f"a whole number >= 0, a u32, {_RUST}"),
-    **{name: _USIZE for name in ("--max-best-of", "--max-stop-sequences", "--master-port",
+    **{name: _USIZE for name in ("--max-best-of", "--max-stop-sequences",
                                  "--graceful-termination-timeout", "--max-client-batch-size", "--payload-limit")},
     "--usage-stats": _typed(_choice("on", "off", "no-stack"), "on, off or no-stack"),
     "--cors-allow-origin": Flag(parse=str, repeatable=True),
-    **{name: _VALUE for name in ("--model-id", "--revision", "--hostname", "--otlp-endpoint", "--otlp-service-name",
+    **{name: _VALUE for name in ("--model-id", "--revision", "--otlp-endpoint", "--otlp-service-name",
                                  "--api-key", "--huggingface-hub-cache", "--weights-cache-override",
                                  "--tokenizer-config-path", "--shard-uds-path", "--master-addr")},
     **{name: _SWITCH for name in ("--trust-remote-code", "--json-output", "--disable-grammar-support",
                                   "--enable-prefill-logprobs", "--env")},
 }
-FLAGS = {VLLM_OPENAI: _VLLM, HF_VLLM: {**_KSERVE, **_VLLM}, HF_TRANSFORMERS: _KSERVE, TGI: _TGI}
+FLAGS = {VLLM_OPENAI: {**_VLLM, **_VLLM_SERVER}, HF_VLLM: {**_KSERVE, **_VLLM}, HF_TRANSFORMERS: _KSERVE, TGI: _TGI}
 # Short forms (clap `short`: the field's first letter). TGI 3.3.4 gives `-p` to both --port and --prometheus-port;
 # clap's release build (no debug asserts) takes the first declared, --port.
 ALIASES = {TGI: {"-p": "--port", "-e": "--env", "-g": "--graceful-termination-timeout"}}
 
-# Environment variables an engine reads as a setting: name → (server key, parser, what it takes).
+# Environment variables an engine reads as a setting: name → (server key, parser, what it takes); a None key is
+# only checked. CUDA_VISIBLE_DEVICES may only name every GPU of the pod (engine_flags.tensor_parallel_problems).
+_VISIBLE = {"CUDA_VISIBLE_DEVICES": (VISIBLE_KEY, _devices, "device indices")}
 ENV_KEYS = {
-    "vllm": {"VLLM_USE_V1": ("scheduler", _v1, "0 or 1 (vllm envs.py reads bool(int(...)))")},
-    "tgi": {**{flag[2:].replace("-", "_").upper(): (f.key, f.parse, f.expects)
-               for flag, f in _TGI.items() if f.key and flag != "--max-input-length"},
+    "vllm": {"VLLM_USE_V1": ("scheduler", _v1, "0 or 1 (vllm envs.py reads bool(int(...)))"), **_VISIBLE},
+    "naive": _VISIBLE,
+    "tgi": {**{flag[2:].replace("-", "_").upper(): (f.key, f.parse, f.expects) for flag, f in _TGI.items()
+               if (f.key or flag in ("--hostname", "--prometheus-port", "--master-port"))
+               and flag != "--max-input-length"},
             "TGI_WIGGLE_ROOM": ("wiggle_room", _between(float, 0, 1, high_open=True),
-                                "a fraction in (0, 1) (server models/globals.py)")},
+                                "a fraction in (0, 1) (server models/globals.py)"), **_VISIBLE},
 }
+# The NVIDIA device plugin gives the container the GPUs it allocated as NVIDIA_VISIBLE_DEVICES (its default
+# `envvar` strategy, internal/plugin/server.go Allocate); the pod's own value replaces that list (or, with the
+# plugin's volume-mounts strategy, is ignored), so the server would see GPUs other than the pod's.
+_NVIDIA_VISIBLE = {"NVIDIA_VISIBLE_DEVICES": "the NVIDIA device plugin sets it to the GPUs it allocated to the pod "
+                                             "(Allocate); the pod's own value replaces that list, so the server "
+                                             "sees other GPUs of the node, or fewer, than resources.gpus, which the "
+                                             "gate simulates (KServe's huggingfaceserver runs tensor parallelism = "
+                                             "torch.cuda.device_count(); TGI's launcher counts this variable, "
+                                             "num_cuda_devices)"}
 REFUSED_ENV = {
-    "vllm": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "it lets --max-model-len exceed the model's context, which the "
+    "naive": _NVIDIA_VISIBLE,
+    "vllm": {**_NVIDIA_VISIBLE,
+             "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "it lets --max-model-len exceed the model's context, which the "
                                               "simulation caps at the model's",
              "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "it changes the KV budget; state the measured CUDA-graph "
                                                          "memory as engineProfile.cudaGraphGib instead"},
-    "tgi": {**{name: "the launcher reads it as its --" + name.lower().replace("_", "-") + ", which changes GPU "
+    "tgi": {**_NVIDIA_VISIBLE,
+            **{name: "the launcher reads it as its --" + name.lower().replace("_", "-") + ", which changes GPU "
                "memory or scheduling and is not simulated"
                for name in ("QUANTIZE", "SPECULATE", "DTYPE", "KV_CACHE_DTYPE", "WAITING_SERVED_RATIO",
                             "MAX_BATCH_TOTAL_TOKENS", "MAX_WAITING_TOKENS", "CUDA_GRAPHS", "ROPE_SCALING",

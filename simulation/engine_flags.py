@@ -23,10 +23,15 @@ parallelism is the pod's GPU count (KServe's huggingfaceserver sets it to `torch
 `vllm/vllm_model.py`; TGI shards over every visible GPU, `find_num_shards`): a flag may only restate it, and so
 may vLLM's chunked-prefill switches (the scheduler the gate simulates: V1 chunks, V0 does not). A switch takes no
 `=value` (argparse: 'ignored explicit argument'; clap: 'unexpected value'). TGI's values are parsed as clap parses
-them (`engine_flag_tables.py`, with the tables: ASCII digits, the type's range); a neutral flag is type-checked too.
+them (`engine_flag_tables.py`, with the tables: ASCII digits, the type's range); a neutral flag is type-checked too,
+and one that places the server (KServe's `--http_port`/`--grpc_port`, vLLM's own server's `--host`, TGI's
+`--hostname`/`--prometheus-port`/`--master-port`) takes only values that keep it on every address at port 8080,
+clear of the queue-proxy's ports (`TAKEN_PORTS`). `--block-size` and `--swap-space` are checked against the
+scheduler and the node (`restated_problems`).
 Environment variables are a deny-list, since most (HF_TOKEN, NCCL_DEBUG) are no engine setting: the ones an engine
-reads as a setting are mapped (`ENV_KEYS`) or refused (`REFUSED_ENV`). Triton's arguments (tritonserver's
-getopt_long command line, version-dependent) are read by `engine_flags_triton.py`: refusals only, no `server:` key.
+reads as a setting are mapped (`ENV_KEYS`) or refused (`REFUSED_ENV`: NVIDIA_VISIBLE_DEVICES, the device plugin's);
+CUDA_VISIBLE_DEVICES may only name every GPU of the pod. Triton's arguments (tritonserver's getopt_long command
+line, version-dependent) are read by `engine_flags_triton.py`: refusals only, no `server:` key.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulation.engine_flag_tables import (  # noqa: F401 (names the other modules import from here)
-    ALIASES, CHUNKED_KEY, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM, REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, TGI,
-    TP_KEY, VLLM_OPENAI, human_readable_int)
+    ALIASES, BLOCK_KEY, CHUNKED_KEY, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM, REFUSED_ENV,
+    RESTATED_KEYS, SHARDED_KEY, STARTABLE_BLOCK_SIZES, SWAP_KEY, TGI, TP_KEY, VISIBLE_KEY, VLLM_OPENAI,
+    human_readable_int)
 from simulation.engine_flags_triton import TRITON, triton_problems
 
 
@@ -153,7 +159,7 @@ def read_env(engine: str, env: dict) -> Reading:
                 continue
             if key in RESTATED_KEYS:
                 out.tp.append((key, f"{name}={text}", value))
-            else:
+            elif key is not None:
                 out.values[key] = value
     return out
 
@@ -214,7 +220,16 @@ def tensor_parallel_problems(server: str | None, reading: Reading, gpus: int) ->
                 "the gate simulates one shard per GPU of the pod"}.get(server, "")
     out = []
     for key, arg, value in reading.tp:
-        if key == TP_KEY and value != gpus:
+        if key == VISIBLE_KEY and (len(value) != gpus or set(value) != {str(i) for i in range(gpus)}):
+            every = ",".join(map(str, range(gpus)))
+            out.append((arg, f"expected no CUDA_VISIBLE_DEVICES, or {every} (each of the pod's {gpus} GPU(s) once): "
+                             "the NVIDIA device plugin already shows the pod its own GPUs and no others; a shorter "
+                             "list hides GPUs the pod holds and an unknown index or UUID leaves it none. KServe's "
+                             "huggingfaceserver runs vLLM with tensor parallelism = torch.cuda.device_count() "
+                             "(vllm_model.py), TGI's launcher starts one shard per device this variable names "
+                             "(num_cuda_devices), vLLM's own server cannot start more workers than it shows, while "
+                             "the gate simulates one shard per GPU of resources.gpus"))
+        elif key == TP_KEY and value != gpus:
             out.append((arg, f"expected {gpus} (resources.gpus) or no such setting: {why}"))
         elif key == SHARDED_KEY and value != (gpus > 1):
             out.append((arg, f"expected {str(gpus > 1).lower()} with {gpus} GPU(s), or no such setting: TGI's "
@@ -223,15 +238,41 @@ def tensor_parallel_problems(server: str | None, reading: Reading, gpus: int) ->
     return out
 
 
-def restated_problems(reading: Reading, scheduler: str, env: dict) -> list[tuple[str, str]]:
+def restated_problems(reading: Reading, scheduler: str, env: dict, gpus: int = 1,
+                      node_memory_gib: float | None = None) -> list[tuple[str, str]]:
     """Chunked-prefill switches that do not restate the simulated scheduler's (V1 always chunks, the V0 simulation
-    never does), and TGI's `--max-input-length` beside a MAX_INPUT_TOKENS variable (the launcher refuses both)."""
+    never does), a `--block-size` the scheduler's attention backend cannot start with (`STARTABLE_BLOCK_SIZES`),
+    a `--swap-space` the engine refuses or spends pod memory on, and TGI's `--max-input-length` beside a
+    MAX_INPUT_TOKENS variable (the launcher refuses both).
+
+    `--swap-space`: every vLLM refuses to start when it times the tensor-parallel size exceeds 0.7 × the node's
+    memory (`CacheConfig.verify_with_parallel_config`; psutil's total, the node's, not the pod's limit, a little
+    under the instance's nominal memory, `node_memory_gib`). V1 allocates nothing for it (no CPU swap: it
+    preempts by recompute), so below that it changes nothing simulated; V0 pins that much host memory per GPU at
+    start (worker.py `num_cpu_blocks`), so there it may only stay at or under the default 4 GiB."""
     out = []
+    block = reading.values.get(BLOCK_KEY)
+    startable = STARTABLE_BLOCK_SIZES.get(scheduler, ())
+    if block is not None and block not in startable:
+        why = ("V1's default attention backend on these GPUs (FlashAttention) raises 'Block size must be a multiple "
+               "of 16'" if scheduler == "v1" else "V0 runs a block size that is no multiple of 16 on xFormers, "
+               "whose paged-attention kernel takes 8, 16 or 32 ('Unsupported block size')")
+        out.append((reading.given[BLOCK_KEY], f"expected one of {', '.join(map(str, startable))} with the "
+                                              f"{scheduler} engine: {why}, so vLLM does not start"))
     for key, arg, value in reading.tp:
         if key == CHUNKED_KEY and value != (scheduler == "v1"):
             out.append((arg, f"expected no {arg}: the gate simulates the {scheduler} scheduler "
                              f"{'with' if scheduler == 'v1' else 'without'} chunked prefill (vLLM V1 chunks by "
                              "default; simulation/gpu/vllm.py), and the other is not modelled"))
+        elif key == SWAP_KEY and node_memory_gib and value * gpus > 0.7 * node_memory_gib:
+            out.append((arg, f"expected at most {0.7 * node_memory_gib / gpus:g} GiB: vLLM refuses to start when "
+                             f"--swap-space × {gpus} GPU(s) exceeds 0.7 × the node's {node_memory_gib:g} GiB of "
+                             "memory ('Too large swap space', CacheConfig.verify_with_parallel_config)"))
+        elif key == SWAP_KEY and scheduler == "v0" and value > DEFAULT_SWAP_SPACE_GIB:
+            out.append((arg, f"expected at most {DEFAULT_SWAP_SPACE_GIB:g} (vLLM's default) with the v0 engine: V0 "
+                             "pins --swap-space GiB of host memory per GPU at start (worker.py num_cpu_blocks), "
+                             "charged to the pod's memory limit, and swaps preempted requests there, neither of which "
+                             "the v0 simulation models beyond the default (V1 allocates none)"))
     given = reading.given.get("max_input_tokens", "")
     if given.startswith("--max-input-length") and "MAX_INPUT_TOKENS" in env:
         out.append((given, "expected --max-input-tokens, or no MAX_INPUT_TOKENS in runtime.env: TGI's launcher "

@@ -195,12 +195,15 @@ def default_alloc_conf(engine: str, gpus: int) -> str:
     return "expandable_segments:False" if engine == "vllm" and gpus > 1 else "expandable_segments:True"
 
 
-def check_alloc_conf(sec: Section, engine: str, gpus: int, alloc: str | None, env: dict, args: list[str]) -> None:
+def check_alloc_conf(sec: Section, engine: str, gpus: int, alloc: str | None, env: dict, args: list[str],
+                     node_memory_gib: float | None = None) -> None:
     """vLLM on several GPUs with expandable segments needs custom all-reduce off; and, since services.py calls this
-    once `resources.gpus` is known, the engine's flags and tensor parallelism (`_check_engine_args`)."""
+    once `resources.gpus` is known, the engine's flags and tensor parallelism (`_check_engine_args`; the node's
+    memory bounds vLLM's --swap-space)."""
     key, conf = ("runtime.env.PYTORCH_CUDA_ALLOC_CONF", env["PYTORCH_CUDA_ALLOC_CONF"]) \
         if "PYTORCH_CUDA_ALLOC_CONF" in env else ("pytorchCudaAllocConf", alloc)
-    off = bool(_check_engine_args(sec, engine, gpus, env, args).values.get("disable_custom_all_reduce"))
+    off = bool(_check_engine_args(sec, engine, gpus, env, args, node_memory_gib).values.get(
+        "disable_custom_all_reduce"))
     if engine == "vllm" and gpus > 1 and expandable_segments(conf) and not off:
         sec.problem(key, conf, f"expected no expandable_segments:True for vLLM on {gpus} GPUs (e.g. "
                     "expandable_segments:False, the default here), or --disable-custom-all-reduce in runtime.args: "
@@ -260,7 +263,8 @@ def _check_engine_env(sec: Section, env: dict, kserve_version: tuple[int, int]) 
                         "would not run the V0 engine the gate would simulate")
 
 
-def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: list[str]) -> Reading:
+def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: list[str],
+                       node_memory_gib: float | None = None) -> Reading:
     """`runtime.args` flags the server reads (`engine_flags`): an allow-list of modelled and neutral flags, values
     that parse, tensor parallelism (args or env) equal to `resources.gpus`, and no contradiction with
     `engineProfile` (it overrides what the manifest states in the gate's simulation)."""
@@ -273,7 +277,8 @@ def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: li
     profile = sec.data.get("engineProfile")
     profile = profile if isinstance(profile, dict) else {}
     scheduler = env_reading.values.get("scheduler")
-    for arg, why in restated_problems(reading, scheduler or profile.get("scheduler") or "v1", env):
+    for arg, why in restated_problems(reading, scheduler or profile.get("scheduler") or "v1", env, gpus,
+                                      node_memory_gib):
         sec.problem("runtime.args", arg, why)
     if scheduler and profile.get("scheduler", scheduler) != scheduler:
         sec.problem("runtime.env.VLLM_USE_V1", env["VLLM_USE_V1"], f"expected a value that selects "

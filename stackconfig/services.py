@@ -250,7 +250,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     probes.done()
 
     alloc = sec.str("pytorchCudaAllocConf", default_alloc_conf(engine, gpus))
-    check_alloc_conf(sec, engine, gpus, alloc, env, args)
+    node_gib = [catalog.instances[t].memory_gib for t in ng.instance_types if t in catalog.instances]
+    check_alloc_conf(sec, engine, gpus, alloc, env, args, min(node_gib, default=None))
     tolerations = _tolerations(sec, ng.taints)
     node_selector = sec.str_map("nodeSelector", dict(GPU_LABEL))
     for key, value in node_selector.items():

@@ -13,6 +13,8 @@ without chunked prefill `max_model_len` (`vllm_spec.batch_problems`), as V1's mu
 Defaults by GPU class and the OpenAI server's 400s: `vllm_spec.py`. `disable_custom_all_reduce: true` is vLLM's
 `--disable-custom-all-reduce` (read from the manifest's args, `simulation/isvc.py`): every tensor-parallel
 all-reduce runs on NCCL, whose latency prior on NVLink is higher (`roofline.uses_custom_all_reduce`).
+`block_size` is one vLLM starts with on the scheduler's attention backend (`STARTABLE_BLOCK_SIZES`: V1 16–128,
+V0 8–128, powers of two).
 A `tensor_parallel_size` the engine cannot split the model's query heads, KV heads or MLP over is refused
 (`tensor_parallel.py`; TGI's rules where `tgi.py` reads through here).
 """
@@ -23,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from validation.fields import Section
+from simulation.engine_flag_tables import STARTABLE_BLOCK_SIZES, VLLM_BLOCK_SIZES
 from simulation.gpu.llm_engine import llm_common
 from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, vllm_budget
 from simulation.gpu.server_common import model_name
@@ -52,7 +55,7 @@ class VllmServer(ModelServer):
         max_len = section.int("max_model_len", 0, min=1)
         seqs = section.int("max_num_seqs", 0, min=1)
         batched = section.int("max_num_batched_tokens", 0, min=1)
-        block = section.int("block_size", BLOCK_SIZE, min=1, max=256)
+        block = section.int("block_size", BLOCK_SIZE, min=1)
         act = section.float("activation_gib", None, min=0.0)
         over = section.float("overhead_gib", None, min=0.0)
         graphs = section.float("cuda_graph_gib", 0.0, min=0.0)
@@ -62,6 +65,12 @@ class VllmServer(ModelServer):
             return None
         if no_custom_ar:
             common["eff"] = replace(common["eff"], custom_all_reduce=False)
+        if block not in STARTABLE_BLOCK_SIZES[scheduler]:   # what the stack's --block-size check allows
+            section.problem("block_size", block, f"expected one of {', '.join(map(str, VLLM_BLOCK_SIZES))} "
+                            f"(vLLM's choices), and with the {scheduler} engine one of "
+                            f"{', '.join(map(str, STARTABLE_BLOCK_SIZES[scheduler]))}: the others do not start "
+                            "(simulation/engine_flag_tables.py)")
+            block = BLOCK_SIZE
         prof = common["profile"]
         if max_len and max_len > prof.model.max_context:
             section.problem("max_model_len", max_len, f"expected at most {prof.model.max_context} "

@@ -67,3 +67,29 @@ def test_tgi_short_flags_are_their_long_flag():
 def test_a_switch_with_a_value_sets_nothing():
     reading = read_args(VLLM_OPENAI, ["--disable-custom-all-reduce=false", "--no-enable-prefix-caching=true"])
     assert reading.values == {} and len(reading.problems) == 2
+
+
+@pytest.mark.parametrize("scheduler, size, ok", [("v1", 16, True), ("v1", 128, True), ("v1", 8, False),
+                                                 ("v1", 24, False), ("v1", 256, False), ("v0", 8, True),
+                                                 ("v0", 1, False), ("v0", 48, False)])
+def test_the_simulations_block_sizes_are_the_ones_vllm_starts_with(scheduler, size, ok):
+    """rev12-runtimes F6: the simulation took any block_size 1..256, the stack any --block-size >= 1; both now take
+    vLLM's choices that the scheduler's attention backend starts with (engine_flag_tables.STARTABLE_BLOCK_SIZES)."""
+    from simulation.gpu.vllm import VllmServer
+    from validation.fields import Section
+
+    problems: list = []
+    spec = VllmServer.parse_spec(Section({"model": "llama-3-8b", "gpu": "L40S", "scheduler": scheduler,
+                                          "block_size": size}, "server", problems), None)
+    assert (problems == [] and spec.block_size == size) if ok else (
+        "server.block_size" in str(problems[0]) and len(problems) == 1)
+
+
+def test_a_raw_manifests_visible_devices_and_swap_space_reach_no_server_key():
+    """Checked against the pod (manifest_problems), never simulated."""
+    from simulation.engine_flags import manifest_problems
+
+    assert _derived("vllm", gpus=2, args=["--swap-space=8"], env={"CUDA_VISIBLE_DEVICES": "0,1"}) == {
+        "tensor_parallel_size": 2}
+    problems = manifest_problems("tgi", None, [], {"CUDA_VISIBLE_DEVICES": "0"}, 2)
+    assert [(where, value) for where, value, _ in problems] == [("env[CUDA_VISIBLE_DEVICES]", "0")]

@@ -295,8 +295,8 @@ def test_the_stack_renders_max_input_tokens_and_the_user_adds_max_input_length()
 
 
 def test_an_unknown_flag_and_its_value_are_one_problem():
-    text = _refused(_cfg({"engine": "vllm", "args": ["--swap-space", "4"]}))
-    assert "got '--swap-space 4'; expected a flag" in text and "got '4'" not in text
+    text = _refused(_cfg({"engine": "vllm", "args": ["--cpu-offload-gb", "4"]}))
+    assert "got '--cpu-offload-gb 4'; expected a flag" in text and "got '4'" not in text
 
 
 def test_the_server_and_the_stack_read_an_image_name_with_one_function():
@@ -304,3 +304,120 @@ def test_the_server_and_the_stack_read_an_image_name_with_one_function():
     from stackconfig import runtimes
 
     assert runtimes.image_repository is engine_flags.image_repository
+
+
+# --- Review rev12-runtimes F2: flags that move the server off the pod IP's port 8080 ---------------------------
+@pytest.mark.parametrize("runtime, arg, why", [
+    ({"engine": "vllm"}, "--http_port=9000", "expected 8080, KServe's default"),
+    ({"engine": "naive"}, "--http_port=8081", "expected 8080, KServe's default"),
+    ({"engine": "vllm"}, "--grpc_port=8080", "other than 8080 (the server's HTTP port"),
+    ({"engine": "naive"}, "--grpc_port=8012", "and the queue-proxy's own (8008, 8012, 8013, 8022, 8112, 9090, 9091"),
+    ({"engine": "vllm", "image": OPENAI}, "--host=127.0.0.1", "expected 0.0.0.0 or :: (every address)"),
+    ({"engine": "vllm", "image": OPENAI}, "--host=localhost", "expected 0.0.0.0 or :: (every address)"),
+    ({"engine": "tgi"}, "--hostname=127.0.0.1", "expected 0.0.0.0 or :: (every address)"),
+    ({"engine": "tgi"}, "--prometheus-port=8080", "other than 8080 (the server's HTTP port"),
+    ({"engine": "tgi"}, "--prometheus-port=9091", "and the queue-proxy's own"),
+    ({"engine": "tgi"}, "--master-port=8022", "and the queue-proxy's own"),
+])
+def test_a_port_or_address_flag_that_moves_the_server_or_collides_is_refused(runtime, arg, why):
+    """r10: each was accepted as neutral; the server then listened where no probe, queue-proxy or Service looks,
+    or a second listener failed to bind (kserve model_server.py: gRPC on by default, 8081)."""
+    text = _refused(_cfg({**runtime, "args": [arg]}, gpus=2))
+    assert f"services[0].runtime.args: got '{arg}'; expected" in text and why in text
+
+
+@pytest.mark.parametrize("runtime, args", [
+    ({"engine": "vllm"}, ["--http_port=8080", "--grpc_port=8081", "--host=127.0.0.1"]),   # KServe ignores --host
+    ({"engine": "naive"}, ["--http_port", "8080", "--grpc_port=9000"]),
+    ({"engine": "vllm", "image": OPENAI}, ["--host=0.0.0.0"]),
+    ({"engine": "vllm", "image": OPENAI}, ["--host", "::"]),
+    ({"engine": "tgi"}, ["--hostname=::", "--prometheus-port=9000", "--master-port=29501"]),
+    ({"engine": "tgi"}, ["--hostname=chat-predictor-0"]),   # not an IP: TGI's router listens on 0.0.0.0
+])
+def test_port_and_address_flags_that_keep_the_server_on_8080_are_accepted(runtime, args):
+    _spec(_cfg({**runtime, "args": args}, gpus=2))
+
+
+def test_tgi_reads_its_address_and_port_variables_too():
+    """clap `#[clap(long, env)]`: HOSTNAME and PROMETHEUS_PORT set what the flags set."""
+    text = _refused(_cfg({"engine": "tgi", "env": {"PROMETHEUS_PORT": "8080", "HOSTNAME": "127.0.0.1"}}))
+    assert "services[0].runtime.env.PROMETHEUS_PORT: got '8080'; expected a port, 0 to 65535, other than 8080" in text
+    assert "services[0].runtime.env.HOSTNAME: got '127.0.0.1'; expected 0.0.0.0 or ::" in text
+    spec = _spec(_cfg({"engine": "tgi", "env": {"PROMETHEUS_PORT": "9001", "HOSTNAME": "0.0.0.0"}}))
+    assert spec == _spec(_cfg({"engine": "tgi"}))   # checked only: nothing simulated changes
+
+
+def test_the_flag_tables_port_is_the_one_the_stack_renders():
+    from manifests.inference_service import SERVER_PORT
+    from simulation.engine_flag_tables import HTTP_PORT, TAKEN_PORTS
+
+    assert HTTP_PORT == SERVER_PORT and SERVER_PORT in TAKEN_PORTS
+
+
+# --- Review rev12-runtimes F4: CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in runtime.env -------------------
+@pytest.mark.parametrize("engine", ["vllm", "tgi", "naive"])
+@pytest.mark.parametrize("value", ["0", "0,1,2", "0,0,1,2", "0,1,2,4", "GPU-8a1b2c3d", "0, 1, 2, 3"])
+def test_cuda_visible_devices_that_do_not_name_every_gpu_of_the_pod_are_refused(engine, value):
+    """r8: 4 GPUs with CUDA_VISIBLE_DEVICES=0 ran one shard (huggingfaceserver: tp = torch.cuda.device_count();
+    TGI: num_cuda_devices counts the variable) while the gate simulated four."""
+    text = _refused(_cfg({"engine": engine, "env": {"CUDA_VISIBLE_DEVICES": value}}, gpus=4))
+    assert f"services[0].runtime.env.CUDA_VISIBLE_DEVICES: got '{value}'; expected no CUDA_VISIBLE_DEVICES, or " \
+           "0,1,2,3 (each of the pod's 4 GPU(s) once)" in text
+    assert "one shard per GPU of resources.gpus" in text
+
+
+@pytest.mark.parametrize("engine", ["vllm", "tgi", "naive"])
+def test_cuda_visible_devices_naming_every_gpu_of_the_pod_is_accepted(engine):
+    _spec(_cfg({"engine": engine, "env": {"CUDA_VISIBLE_DEVICES": "3,1,0,2"}}, gpus=4))
+    _spec(_cfg({"engine": engine, "env": {"CUDA_VISIBLE_DEVICES": "0"}}, gpus=1))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "tgi", "naive"])
+def test_nvidia_visible_devices_is_the_device_plugins_and_refused(engine):
+    text = _refused(_cfg({"engine": engine, "env": {"NVIDIA_VISIBLE_DEVICES": "all"}}, gpus=2))
+    assert "services[0].runtime.env.NVIDIA_VISIBLE_DEVICES: got 'all'; expected no NVIDIA_VISIBLE_DEVICES: the " \
+           "NVIDIA device plugin sets it" in text
+
+
+# --- Review rev12-runtimes F6: --block-size takes vLLM's choices, and the engine's attention backend's ----------
+@pytest.mark.parametrize("runtime", [{"engine": "vllm"}, {"engine": "vllm", "image": OPENAI}], ids=["hf", "openai"])
+@pytest.mark.parametrize("size", ["7", "24", "256", "0"])
+def test_a_block_size_outside_vllms_choices_is_refused(runtime, size):
+    """r5: --block-size=7 and 24 passed; vLLM's argparse choices (config/cache.py BlockSize, 0.8.5–0.11.0) are
+    1, 8, 16, 32, 64, 128 (0.11.1 adds 256)."""
+    text = _refused(_cfg({**runtime, "args": [f"--block-size={size}"]}))
+    assert f"got '--block-size={size}'; expected one of 1, 8, 16, 32, 64, 128 (vLLM's argparse choices" in text
+
+
+def test_a_block_size_the_schedulers_attention_backend_refuses_is_refused():
+    """V1's FlashAttention: 'Block size must be a multiple of 16'; V0's xFormers paged attention: 8, 16 or 32."""
+    text = _refused(_cfg({"engine": "vllm", "args": ["--block-size=8"]}))
+    assert "got '--block-size=8'; expected one of 16, 32, 64, 128 with the v1 engine" in text
+    assert "multiple of 16" in text
+    text = _refused(_cfg({"engine": "vllm", "args": ["--block-size=1"], "env": {"VLLM_USE_V1": "0"}}))
+    assert "got '--block-size=1'; expected one of 8, 16, 32, 64, 128 with the v0 engine" in text
+    assert _spec(_cfg({"engine": "vllm", "args": ["--block-size=8"], "env": {"VLLM_USE_V1": "0"}})).block_size == 8
+    assert _spec(_cfg({"engine": "vllm", "image": OPENAI, "args": ["--block-size", "128"]})).block_size == 128
+
+
+# --- Review rev12-runtimes F9: --swap-space allocates nothing on V1 ----------------------------------------------
+def test_swap_space_is_accepted_on_v1_and_changes_nothing_simulated():
+    """V1 never swaps (it preempts by recompute) and allocates no CPU blocks for it; the flag was refused."""
+    spec = _spec(_cfg({"engine": "vllm", "args": ["--swap-space=16"]}))
+    assert spec == _spec(_cfg({"engine": "vllm"}))
+    _spec(_cfg({"engine": "vllm", "image": OPENAI, "args": ["--swap-space", "0"]}))
+    _spec(_cfg({"engine": "vllm", "args": ["--swap-space=2"], "env": {"VLLM_USE_V1": "0"}}))   # at most the default
+
+
+@pytest.mark.parametrize("runtime, gpus, arg, why", [
+    ({"engine": "vllm"}, 4, "--swap-space=100", "expected at most 67.2 GiB: vLLM refuses to start when --swap-space "
+                                                "× 4 GPU(s) exceeds 0.7 × the node's 384 GiB"),
+    ({"engine": "vllm", "image": OPENAI}, 1, "--swap-space=300", "expected at most 268.8 GiB"),
+    ({"engine": "vllm", "env": {"VLLM_USE_V1": "0"}}, 1, "--swap-space=8", "expected at most 4 (vLLM's default) "
+                                                                             "with the v0 engine"),
+    ({"engine": "vllm"}, 1, "--swap-space=-1", "expected GiB of CPU swap space per GPU, a number >= 0"),
+    ({"engine": "vllm"}, 1, "--swap-space=inf", "expected GiB of CPU swap space per GPU, a number >= 0"),
+])
+def test_a_swap_space_vllm_refuses_or_v0_pins_beyond_the_default_is_refused(runtime, gpus, arg, why):
+    text = _refused(_cfg({**runtime, "args": [arg]}, gpus))
+    assert f"services[0].runtime.args: got '{arg}'; {why}" in text
