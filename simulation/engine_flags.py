@@ -240,8 +240,8 @@ def tensor_parallel_problems(server: str | None, reading: Reading, gpus: int) ->
 
 def restated_problems(reading: Reading, scheduler: str, env: dict, gpus: int = 1,
                       node_memory_gib: float | None = None) -> list[tuple[str, str]]:
-    """Chunked-prefill switches that do not restate the simulated scheduler's (V1 always chunks, the V0 simulation
-    never does), a `--block-size` the scheduler's attention backend cannot start with (`STARTABLE_BLOCK_SIZES`),
+    """A chunked-prefill switch that turns V1's off (V1 always chunks; on V0 whether it chunks depends on the
+    context, so the stack loader checks V0's switches where it knows it: stackconfig/services.py), a `--block-size` the scheduler's attention backend cannot start with (`STARTABLE_BLOCK_SIZES`),
     a `--swap-space` the engine refuses or spends pod memory on, and TGI's `--max-input-length` beside a
     MAX_INPUT_TOKENS variable (the launcher refuses both).
 
@@ -260,10 +260,9 @@ def restated_problems(reading: Reading, scheduler: str, env: dict, gpus: int = 1
         out.append((reading.given[BLOCK_KEY], f"expected one of {', '.join(map(str, startable))} with the "
                                               f"{scheduler} engine: {why}, so vLLM does not start"))
     for key, arg, value in reading.tp:
-        if key == CHUNKED_KEY and value != (scheduler == "v1"):
-            out.append((arg, f"expected no {arg}: the gate simulates the {scheduler} scheduler "
-                             f"{'with' if scheduler == 'v1' else 'without'} chunked prefill (vLLM V1 chunks by "
-                             "default; simulation/gpu/vllm.py), and the other is not modelled"))
+        if key == CHUNKED_KEY and scheduler == "v1" and not value:
+            out.append((arg, f"expected no {arg}: the gate simulates the v1 scheduler with chunked prefill (vLLM V1 "
+                             "chunks by default; simulation/gpu/vllm.py), and the other is not modelled"))
         elif key == SWAP_KEY and node_memory_gib and value * gpus > 0.7 * node_memory_gib:
             out.append((arg, f"expected at most {0.7 * node_memory_gib / gpus:g} GiB: vLLM refuses to start when "
                              f"--swap-space × {gpus} GPU(s) exceeds 0.7 × the node's {node_memory_gib:g} GiB of "

@@ -358,7 +358,8 @@ def _check_v0_chunking(sec: Section, image: str | None, args: list[str], env: di
     """On vLLM's V0 engine a chunked-prefill switch in `runtime.args` may only restate what the gate simulates for
     the service's context: V0 chunks by default above 32,768 tokens (`vllm_spec.v0_chunks`), so there
     `--no-enable-chunked-prefill` would run an engine the gate does not simulate (whole-context prefill and
-    profiling). The context is the one the manifest renders: `--max-model-len` in the args, else the caps'
+    profiling), and at or below it `--enable-chunked-prefill` would (V0's chunked scheduler on a short context). The
+    context is the one the manifest renders: `--max-model-len` in the args, else the caps'
     total, else the model's (manifests/inference_service.py `stack_args`)."""
     scheduler = read_env("vllm", env).values.get("scheduler") or profile_scheduler
     if scheduler != "v0" or model.kind != "llm":
@@ -374,6 +375,11 @@ def _check_v0_chunking(sec: Section, image: str | None, args: list[str], env: di
                         "EngineArgs._set_default_args_v0), which is what the gate simulates; without chunking it "
                         "prefills and profiles the whole context at once, which is not modelled. Lower the context "
                         "(limits.maxInputTokens + maxNewTokens) to 32768 or less to run V0 unchunked")
+        elif key == CHUNKED_KEY and value and not chunked:
+            sec.problem("runtime.args", arg, f"expected no {arg}: vLLM's V0 engine prefills whole prompts at a "
+                        f"context of 32,768 tokens or less ({model.name} at {max_len}), which is what the gate "
+                        "simulates for V0; V0's chunked scheduler there is not modelled. Use the V1 engine "
+                        "(no VLLM_USE_V1=0), which chunks")
 
 
 def _check_startup_utilization(sec: Section, util: float, gpu: Gpu, gpus: int, non_torch_gib: float | None) -> None:

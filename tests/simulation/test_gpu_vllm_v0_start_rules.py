@@ -118,3 +118,13 @@ def test_a_v0_stack_above_32k_refuses_turning_the_default_chunking_off():
     default = parse_stack_config(_stack({"engine": "vllm", "env": {"VLLM_USE_V1": "0"}}, model=long), "p", "dev")
     spec = load_scenario(scenario_for(default, default.services[0])).server.spec
     assert spec.scheduler == "v0" and spec.chunked_prefill and spec.max_num_batched_tokens == 2048
+
+
+def test_a_v0_stack_above_32k_may_restate_its_default_chunking():
+    """Review 12: `--enable-chunked-prefill` on V0 above 32K restates what V0 does there (and what the gate
+    simulates); it was refused with "the V0 simulation never chunks"."""
+    long = {"name": "llama-3.1-8b", "storageUri": "hf://m/l", "public": True}
+    cfg = parse_stack_config(_stack({"engine": "vllm", "env": {"VLLM_USE_V1": "0"},
+                                     "args": ["--enable-chunked-prefill"]}, model=long), "p", "dev")
+    spec = load_scenario(scenario_for(cfg, cfg.services[0])).server.spec
+    assert spec.scheduler == "v0" and spec.chunked_prefill and spec.max_num_batched_tokens == 2048

@@ -265,12 +265,13 @@ def test_common_flags_that_restate_a_default_or_change_nothing_simulated_are_acc
 
 
 def test_chunked_prefill_may_only_restate_the_simulated_scheduler():
-    """vLLM V1 chunks by default (the simulation's V1 always does); the V0 simulation never chunks."""
+    """vLLM V1 chunks by default (the simulation's V1 always does); V0 at a context of 32K or less does not."""
     text = _refused(_cfg({"engine": "vllm", "args": ["--no-enable-chunked-prefill"]}))
     assert "got '--no-enable-chunked-prefill'; expected no --no-enable-chunked-prefill: the gate simulates the v1" \
            in text
     text = _refused(_cfg({"engine": "vllm", "args": ["--enable-chunked-prefill"], "env": {"VLLM_USE_V1": "0"}}))
-    assert "got '--enable-chunked-prefill'; expected no --enable-chunked-prefill: the gate simulates the v0" in text
+    assert "got '--enable-chunked-prefill'; expected no --enable-chunked-prefill: vLLM's V0 engine prefills whole " \
+           "prompts at a context of 32,768 tokens or less" in text
 
 
 def test_tgi_max_input_length_is_the_legacy_name_of_max_input_tokens():
