@@ -184,11 +184,12 @@ def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
     if svc.engine == "vllm":
         if seqs:
             return int(seqs)
-        from simulation.gpu.vllm_spec import resolve_batch
+        from simulation.gpu.vllm_spec import chunks, resolve_batch
 
         scheduler = svc.engine_profile.get("scheduler") or given.get("scheduler") or "v1"
-        return resolve_batch(cfg.node_group.gpu, scheduler, svc.model.max_context,
-                             given.get("max_num_batched_tokens"), None)[1]
+        max_len = svc.model.max_context
+        return resolve_batch(cfg.node_group.gpu, scheduler, max_len, given.get("max_num_batched_tokens"), None,
+                             chunks(scheduler, svc.model, max_len))[1]
     from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
 
     router = int(svc.caps.max_concurrent_requests or given.get("max_concurrent_requests")

@@ -32,7 +32,7 @@ from typing import Any
 from catalog import DEFAULT, GIB, Catalog, Gpu, Model
 from simulation.gpu.memory import (BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, kv_bytes_per_token,
                                    profile_activation_bytes, vllm_budget)
-from simulation.gpu.vllm_spec import resolve_batch
+from simulation.gpu.vllm_spec import chunks, resolve_batch
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 _PATTERNS = {
@@ -300,8 +300,9 @@ def calibrate(facts: LogFacts, model: Model, gpu: Gpu, *, tp: int | None = None,
         raise ValueError(f"the log's KV cache is {facts.kv_gib:g} GiB, less than one block of {block_size} tokens "
                          f"for {model.name}: expected a KV cache vLLM could start with")
     max_len = min(facts.model_len or model.max_context, logged)
-    batched, seqs = resolve_batch(gpu, facts.scheduler, facts.model_len or model.max_context,
-                                  facts.batched_tokens, facts.num_seqs)
+    model_len = facts.model_len or model.max_context
+    batched, seqs = resolve_batch(gpu, facts.scheduler, model_len, facts.batched_tokens, facts.num_seqs,
+                                  chunks(facts.scheduler, model, model_len))
     prior = vllm_budget(gpu, model, gpu_memory_utilization=util, max_model_len=max_len, block_size=block_size,
                         tp=tp, max_num_batched_tokens=batched, max_num_seqs=seqs)
     log_total = facts.total_gib if facts.total_gib is not None else gpu_total

@@ -30,7 +30,7 @@ from simulation.gpu.llm_engine import llm_common
 from simulation.gpu.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, vllm_budget
 from simulation.gpu.server_common import model_name
 from simulation.gpu.tensor_parallel import heads_problem, shard_sizes
-from simulation.gpu.vllm_spec import SCHEDULERS, VllmSpec, batch_problems, resolve_batch, v0_chunks
+from simulation.gpu.vllm_spec import SCHEDULERS, VllmSpec, batch_problems, chunks, resolve_batch
 from simulation.gpu.vllm_v0 import VllmV0Engine
 from simulation.gpu.vllm_v1 import VllmV1Engine
 from simulation.server import ModelServer, register_server
@@ -80,7 +80,7 @@ class VllmServer(ModelServer):
             section.problem("tensor_parallel_size", prof.tp, f"expected a size {engine} can split the model's "
                             f"query heads, KV heads and MLP over ({', '.join(map(str, sizes))}): {bad_tp}")
         max_len = max_len or prof.model.max_context
-        chunked = scheduler == "v1" or v0_chunks(prof.model, max_len)
+        chunked = chunks(scheduler, prof.model, max_len)
         batched, seqs = resolve_batch(prof.gpu, scheduler, max_len, batched, seqs, chunked)
         for why in batch_problems(batched, seqs, max_len, chunked):
             section.problem("max_num_batched_tokens", batched, why)

@@ -52,6 +52,11 @@ def v0_chunks(model: Model, max_model_len: int) -> bool:
     return model.kind == "llm" and max_model_len > V0_LONG_CONTEXT and not model.sliding_window
 
 
+def chunks(scheduler: str, model: Model, max_model_len: int) -> bool:
+    """Whether the engine chunks prefills: V1 always, V0 above a 32K context (`v0_chunks`)."""
+    return scheduler == "v1" or v0_chunks(model, max_model_len)
+
+
 def batch_defaults(gpu: Gpu, scheduler: str, max_model_len: int, chunked: bool = False) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) the vLLM version picks on this GPU when not given; `chunked`: V0
     with chunked prefill (`v0_chunks`)."""

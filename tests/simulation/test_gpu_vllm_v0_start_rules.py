@@ -128,3 +128,16 @@ def test_a_v0_stack_above_32k_may_restate_its_default_chunking():
                                      "args": ["--enable-chunked-prefill"]}, model=long), "p", "dev")
     spec = load_scenario(scenario_for(cfg, cfg.services[0])).server.spec
     assert spec.scheduler == "v0" and spec.chunked_prefill and spec.max_num_batched_tokens == 2048
+
+
+def test_calibrating_a_v0_log_above_32k_profiles_the_chunked_budget():
+    """A V0 start-up log at a 131,072-token context came from an engine that profiled its 2,048-token chunked
+    budget; the calibration's prior profiled the whole context (12.99 GiB of activation, a negative remainder)."""
+    from catalog import DEFAULT
+    from simulation.calibrate.vllm_log import LogFacts, calibrate
+
+    facts = LogFacts(version="0.8.5", utilization=0.9, gpu_blocks=12000, max_model_len=131072)
+    assert facts.scheduler == "v0"
+    cal = calibrate(facts, DEFAULT.models["llama-3.1-8b"], DEFAULT.gpus["L40S"])
+    assert any("profiling 2048 tokens" in note for note in cal.notes), cal.notes
+    assert not any("negative" in note for note in cal.notes), cal.notes
