@@ -11,7 +11,7 @@ from catalog.prices import PRICES, Price
 from stackconfig.load import ROOT, project_values, stack_config_values, stack_names
 from validation.errors import InputError, Problem
 from tuner.edit import deploy_notes, stack_file_diff
-from tuner.search import REJUDGE_MAX, Candidate, best, confirm, pareto, tune
+from tuner.search import REJUDGE_MAX, Candidate, best, confirm, pareto, space_size, tune
 from tuner.space import KNOBS, changed
 
 SEED_MAX = 2**32 - 1  # optuna's TPESampler seeds numpy's RandomState: 0 … 2**32 − 1
@@ -133,7 +133,8 @@ def run(args: Any, executor: Any = None, console: Any = None) -> int:
                           knobs=_knobs(args.knobs))
         progress.update(task, description=f"tuning {args.stack}/{args.service}: re-judging the cheapest on fresh seeds")
         winner = confirm(values, project, args.stack, args.service, candidates, prices, executor)
-    result = summary(args, project, candidates, winner)
+    space = space_size(values, project, args.stack, args.service, prices, _knobs(args.knobs), limit=args.trials)
+    result = summary(args, project, candidates, winner, space)
     if args.json:
         print(json.dumps(_finite(result), sort_keys=True, allow_nan=False))
     else:
@@ -161,8 +162,10 @@ def _row(c: Candidate) -> dict:
     return row
 
 
-def summary(args: Any, project: str, candidates: list[Candidate], winner: Candidate | None) -> dict:
-    """`winner`: what `confirm` returned (the cheapest passing candidate that passed again on fresh seeds)."""
+def summary(args: Any, project: str, candidates: list[Candidate], winner: Candidate | None,
+            space: int | None = None) -> dict:
+    """`winner`: what `confirm` returned (the cheapest passing candidate that passed again on fresh seeds);
+    `space`: how many distinct settings the search space holds (None: more than --trials)."""
     today = candidates[0] if candidates else None
     win = winner
     diff, notes = "", []
@@ -173,6 +176,9 @@ def summary(args: Any, project: str, candidates: list[Candidate], winner: Candid
         notes = deploy_notes(path, project, args.stack, edit)
     cheapest = best(candidates)
     return {"stack": args.stack, "service": args.service, "seed": args.seed, "trials": len(candidates),
+            "requested_trials": getattr(args, "trials", len(candidates)), "space_size": space,
+            "exhaustive": space is not None and len(candidates) >= space,
+            "candidates": [_row(c) for c in candidates],
             "today": _row(today) if today else None, "best": _row(win) if win else None,
             "search_best": _row(cheapest) if cheapest else None,
             "rejudged": [_row(c) for c in candidates if c.fresh is not None],
@@ -193,13 +199,19 @@ def _fmt(m: dict | None) -> str:
 def print_summary(console: Any, result: dict) -> None:
     from rich.table import Table
 
+    from rich.markup import escape
+
     today, win = result["today"], result["best"]
-    console.print(f"[bold]{result['stack']}/{result['service']}[/]: {result['trials']} trials (seed "
-                  f"{result['seed']}), {result['passing']} passing every gate scenario")
+    space = ("every setting of the search space" if result["exhaustive"] else
+             f"of a search space of {result['space_size']}" if result["space_size"] is not None else
+             f"sampled from a search space of more than --trials {result['requested_trials']}")
+    console.print(f"[bold]{escape(result['stack'])}/{escape(result['service'])}[/]: {result['trials']} distinct "
+                  f"settings tried ({space}; seed {result['seed']}), {result['passing']} passing every gate scenario")
     cost = lambda r: "n/a" if r["cost_per_hour"] is None else f"${r['cost_per_hour']:.2f}/h"  # noqa: E731
+    print_trials(console, result, cost)
     for r in result["rejudged"]:
         fresh = r["fresh"]
-        verdict = "passes again" if fresh["passed"] else "[bold red]fails[/]: " + "; ".join(fresh["failed"])
+        verdict = "passes again" if fresh["passed"] else "[bold red]fails[/]: " + escape("; ".join(fresh["failed"]))
         console.print(f"re-judged trial {r['trial']} ({cost(r)} on the gate's seeds) on fresh seeds (base "
                       f"{fresh['gate_seed']}): {verdict}")
     if win is None:
@@ -209,7 +221,7 @@ def print_summary(console: Any, result: dict) -> None:
                           "seeds; raise gate.replications or keep a margin from the SLO")
         else:
             console.print("[bold red]no configuration passed[/]; today's first miss: "
-                          + ("; ".join(today["failed"]) if today else "n/a"))
+                          + (escape("; ".join(today["failed"])) if today else "n/a"))
         return
     fresh = win["fresh"]
     table = Table(title="predicted (steady scenario, 95% CI over replications)")
@@ -237,3 +249,19 @@ def print_summary(console: Any, result: dict) -> None:
         trade.add_row(str(r["trial"]), cost(r), _fmt(r["metrics"].get("p99 latency (s)")),
                       ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items())))
     console.print(trade)
+
+
+def print_trials(console: Any, result: dict, cost: Any) -> None:
+    """Every distinct setting tried: what it changed from today's, and its verdict (cost, or its first miss)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    today = (result["today"] or {}).get("settings") or {}
+    table = Table(title="trials (each distinct setting once; trial 0 is today's)")
+    for col in ("trial", "changed from today", "verdict"):
+        table.add_column(col)
+    for r in result["candidates"]:
+        edit = ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items()) if v != today.get(k)) or "(today's)"
+        verdict = f"passes, {cost(r)}" if r["passed"] else "misses: " + "; ".join(r["failed"][:1])
+        table.add_row(str(r["trial"]), escape(edit), escape(verdict))
+    console.print(table)

@@ -33,7 +33,7 @@ from gate.sequential import decide
 from simulation.replicate import replication_seeds, run_replications
 from stackconfig.load import ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
-from tuner.space import apply, as_params, changed, current, suggest
+from tuner.space import apply, as_params, changed, current, key, points, suggest
 from validation.errors import InputError
 
 
@@ -92,33 +92,72 @@ def evaluate(values: dict, project: str, stack: str, service: str, settings: dic
     return cand
 
 
+DRAWS_PER_TRIAL = 10  # the sampler's draws per --trials at most, duplicates included, before the search stops
+
+
+def space_size(values: dict, project: str, stack: str, service: str, prices: dict[str, Price] | None = None,
+               knobs: tuple[str, ...] | None = None, limit: int = 10000) -> int | None:
+    """How many distinct settings the search can try: the points of the space (tuner/space.py `points`) and
+    today's (trial 0, which may lie outside the space's ranges); None when more than `limit`."""
+    cfg = parse_stack_config(values, project, stack)
+    found = points(cfg, service, prices or PRICES, knobs, limit)
+    if found is None:
+        return None
+    today = current(cfg, service)
+    keys = {key(s) for s in found}
+    size = len(keys) + (key({k: today.get(k) for k in found[0]}) not in keys)   # found: never empty
+    return size if size <= limit else None
+
+
 def tune(values: dict, project: str, stack: str, service: str, *, trials: int = 30, seed: int = 0,
          executor: Any = None, prices: dict[str, Price] | None = None, knobs: tuple[str, ...] | None = None,
          on_trial: Callable[[Candidate], None] | None = None) -> list[Candidate]:
-    """Today's configuration (trial 0) and `trials` − 1 sampled ones, in trial order."""
+    """Today's configuration (trial 0) and up to `trials` − 1 other distinct ones, in trial order.
+
+    A setting is simulated once: a draw that repeats an earlier one is answered with that one's result (the
+    optuna FAQ's way with duplicates) and does not count against `trials`. A space with at most `trials` points
+    is searched exhaustively by optuna's BruteForceSampler (seeded order; the study stops when every point was
+    tried); a larger one by the TPE sampler, which stops at `trials` distinct settings or after
+    DRAWS_PER_TRIAL × `trials` draws."""
+    import warnings
+
     import optuna
 
     prices = prices or PRICES
     cfg = parse_stack_config(values, project, stack)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
+    small = space_size(values, project, stack, service, prices, knobs, limit=trials) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.BruteForceSampler(seed=seed) if small else optuna.samplers.TPESampler(seed=seed)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
     today = current(cfg, service)
     study.enqueue_trial({k: v for k, v in as_params(today).items() if knobs is None or k in knobs},
                         skip_if_exists=True)
     out: list[Candidate] = []
+    tried: dict[tuple, Candidate] = {}
 
     def objective(trial: Any) -> float:
         settings = suggest(trial, cfg, service, prices, knobs)
-        cand = evaluate(values, project, stack, service, settings, prices, executor, trial.number)
-        out.append(cand)
-        if on_trial:
-            on_trial(cand)
+        cand = tried.get(key(settings))
+        if cand is None:
+            cand = evaluate(values, project, stack, service, settings, prices, executor, len(out))
+            tried[key(settings)] = cand
+            out.append(cand)
+            if on_trial:
+                on_trial(cand)
+        else:
+            trial.set_user_attr("same_as", cand.number)
         if not cand.passed:
             trial.set_user_attr("failed", cand.failed[:3])
             raise optuna.TrialPruned()
         return cand.cost_per_hour
 
-    study.optimize(objective, n_trials=trials, catch=())
+    def enough(study: Any, _trial: Any) -> None:
+        if len(out) >= trials:
+            study.stop()
+
+    study.optimize(objective, n_trials=trials * DRAWS_PER_TRIAL, catch=(), callbacks=[enough])
     return out
 
 

@@ -167,3 +167,48 @@ def suggest(trial: Any, cfg: StackConfig, name: str, prices: dict, knobs: tuple[
 def as_params(settings: dict) -> dict:
     """Today's settings as optuna parameters (`enqueue_trial`), within the choices where they are not."""
     return {k: v for k, v in settings.items() if v is not None}
+
+
+class _Walk:
+    """An optuna-like trial that answers each `suggest_*` from a fixed path of choice indices (index 0 past its
+    end) and records how many choices each one had: `points` walks every path of `suggest`'s define-by-run
+    space with it."""
+
+    def __init__(self, path: list[int]) -> None:
+        self.path, self.widths = path, []
+
+    def _pick(self, options: list) -> Any:
+        i = self.path[len(self.widths)] if len(self.widths) < len(self.path) else 0
+        self.widths.append(len(options))
+        return options[i]
+
+    def suggest_int(self, name: str, low: int, high: int) -> int:
+        return self._pick(list(range(low, high + 1)))
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        return self._pick(list(choices))
+
+
+def points(cfg: StackConfig, name: str, prices: dict, knobs: tuple[str, ...] | None, limit: int) -> list[dict] | None:
+    """Every distinct setting `suggest` can draw (the knobs' ranges depend on earlier draws: maxReplicas from
+    minReplicas, scaleTarget from containerConcurrency, ...), in walk order; None when there are more than
+    `limit` (the space is counted only as far as it could be tried)."""
+    out: dict[tuple, dict] = {}
+    path: list[int] = []
+    while True:
+        walk = _Walk(path)
+        settings = suggest(walk, cfg, name, prices, knobs)
+        out.setdefault(key(settings), settings)
+        if len(out) > limit:
+            return None
+        path = path + [0] * (len(walk.widths) - len(path))
+        while path and path[-1] + 1 >= walk.widths[len(path) - 1]:   # the odometer: next choice, deepest first
+            path.pop()
+        if not path:
+            return list(out.values())
+        path[-1] += 1
+
+
+def key(settings: dict) -> tuple:
+    """A setting as a hashable value: two trials with equal keys run the same configuration."""
+    return tuple(sorted(settings.items()))
