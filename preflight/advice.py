@@ -35,9 +35,11 @@ from why requests failed:
 - on a pass, a term no number of replications can pass (a p99 of too few values per run, a rate limit below what
   error-free runs can show) → its reason and what would let it pass, never "raise gate.replications.max".
 
-Every suggested edit is parsed by the stack config's own loader (as `whatif` will) before it is printed: a knob
-the loader refuses for that service (containerConcurrency in Standard mode, a maxReplicas the node group cannot
-hold) is never suggested.
+Every suggested edit is parsed by the stack config's own loader (as `whatif` will) and put through `check`'s
+load-time checks (pods fit their nodes; the rollout check, gate/rollout_capacity.py, at the expected loads
+`check` judges it at) before it is printed: a knob the loader refuses for that service (containerConcurrency in
+Standard mode, a maxReplicas the node group cannot hold) is never suggested, and one whose next rollout would not
+fit the node group (a higher minReplicas) comes with the gpuNodeGroup.maxSize that holds it.
 """
 
 from __future__ import annotations
@@ -327,21 +329,64 @@ def retry_warnings(cfg: StackConfig, verdicts: list[Verdict], values: dict | Non
                    + (f" and each of their {retries} retries times out again (a retry storm, guide 000 §4.3)"
                       if retries else "") + "; give the client a timeout above the p99, or cap output tokens",
                    "client.timeout_s", _round_up(p99.hi * 1.2))
-        out.append(tip.command(cfg.stack, svc) if values is not None and accepted(values, cfg, svc, tip) else tip.why)
+        ok = fitted(values, cfg, svc, tip) if values is not None else None
+        out.append(ok.command(cfg.stack, svc) if ok is not None else tip.why)
     return out
 
 
-def accepted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip) -> bool:
-    """Whether the stack config's loader takes `tip`'s edits on `values` (the stack's project keys), exactly as
-    `preflight whatif --set …` will parse them."""
+def _refusals(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
+              loads: dict[str, float] | None = None) -> list | None:
+    """What `preflight check` would refuse in the config `tip`'s edits make of `values` (the stack's project
+    keys): None when the loader (as `preflight whatif --set …` parses it) or the pod-fit checks refuse it;
+    else the rollout problems (gate/rollout_capacity.py `rollout_problems`: the next rollout does not fit the
+    node group, or outlasts its progress deadline) at each service's expected load `loads` (none: its initial
+    scale, the static bound the Pulumi program checks before any simulation, exit status 2)."""
+    from gate.rollout_capacity import rollout_problems
+    from manifests.admission import check_pods_can_run
     from preflight.overrides import apply_sets
     from stackconfig.schema import parse_stack_config
 
     try:
-        parse_stack_config(apply_sets(values, tip.sets(svc)), cfg.project, cfg.stack)
+        edited = parse_stack_config(apply_sets(values, tip.sets(svc)), cfg.project, cfg.stack)
+        check_pods_can_run(edited)
     except InputError:
-        return False
-    return True
+        return None
+    return rollout_problems(edited, loads)
+
+
+def accepted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
+             loads: dict[str, float] | None = None) -> bool:
+    """Whether `preflight check` takes `tip`'s edits on `values` as they are: the loader, the pod-fit checks and
+    the rollout check (`_refusals`) find nothing."""
+    return _refusals(values, cfg, svc, tip, loads) == []
+
+
+NODE_STEPS = 64  # larger node groups tried for a tip whose rollout does not fit, before the tip is left out
+
+
+def fitted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
+           loads: dict[str, float] | None = None) -> Tip | None:
+    """`tip` in a form `preflight check` takes (`_refusals`), or None. A tip whose next rollout does not fit the
+    node group (raising minReplicas raises the new revision's initial scale: old revision at its expected load +
+    new one at max(minReplicas, initial-scale)) comes paired with the smallest gpuNodeGroup.maxSize that holds
+    it, as the rollout check asks; one the loader refuses, or that no node group fixes, is left out."""
+    found = _refusals(values, cfg, svc, tip, loads)
+    if found is None:
+        return None
+    if not found:
+        return tip
+    node = "gpuNodeGroup.maxSize"
+    edits = dict(tip.edits)
+    for size in range(max(cfg.node_group.max_size, int(edits.get(node, 0))) + 1,
+                      cfg.node_group.max_size + NODE_STEPS + 1):
+        grown = Tip(tip.why, tuple({**edits, node: size}.items()))
+        found = _refusals(values, cfg, svc, grown, loads)
+        if found is None:
+            return None
+        if not found:
+            note = f" (with {node} {size}, so the next rollout's old and new pods fit: the rollout check)"
+            return Tip(tip.why + note, grown.edits)
+    return None
 
 
 def _stack_values(cfg: StackConfig) -> dict | None:
@@ -377,7 +422,10 @@ def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: 
                  "policy && pulumi up --policy-pack policy`"]
         lines += undecided_notes(verdicts)
         return lines + retry_warnings(cfg, verdicts, values)
+    from gate.rollout_capacity import expected_loads
+
     by_name = {s.name: s for s in cfg.services}
+    loads = expected_loads(cfg, verdicts)[0]   # what check's rollout capacity is judged at
     lines, advised = [], set()
     for v in verdicts:   # steady first; one block per service (its stress misses usually share the fix)
         if v.passed or v.service in advised:
@@ -387,7 +435,8 @@ def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: 
         tips, seen = [], set()
         for t in _suggestions(cfg, svc, v):
             if isinstance(t, Tip):
-                if t.edits in seen or values is None or not accepted(values, cfg, svc, t):
+                t = fitted(values, cfg, svc, t, loads) if values is not None else None
+                if t is None or t.edits in seen:
                     continue
                 seen.add(t.edits)
                 t = t.command(cfg.stack, svc)

@@ -56,10 +56,17 @@ def _sets(line: str) -> list[str]:
 
 
 def _assert_every_suggestion_loads(lines: list[str], project: str, values: dict, stack: str = "dev") -> None:
+    """Each printed `--set` list parses, its pods fit, and its next rollout fits the node group at its initial
+    scale: what `preflight check` refuses (exit 2) before any simulation."""
+    from gate.rollout_capacity import rollout_problems
+    from manifests.admission import check_pods_can_run
+
     for line in lines[1:]:
         sets = _sets(line)
         if sets:
-            parse_stack_config(apply_sets(values, sets), project, stack)
+            cfg = parse_stack_config(apply_sets(values, sets), project, stack)
+            check_pods_can_run(cfg)
+            assert rollout_problems(cfg) == [], line
 
 
 def test_node_loss_502s_are_not_blamed_on_cuda_oom_and_get_a_knob_standard_mode_accepts():

@@ -1,0 +1,57 @@
+"""rev12-journey's advice findings: a suggested edit `preflight check` then refuses (F2), a scale-out that cannot
+arrive within the stress window (F4), the node-loss tip's status codes (F10), the 504/timeout tip on a
+saturated service (F5)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from gate.rollout_capacity import rollout_problems
+from gate.verdict import Check, Verdict
+from manifests.admission import check_pods_can_run
+from preflight.advice import Tip, accepted, fitted, next_steps
+from preflight.overrides import apply_sets
+from simulation.estimates import Estimate
+from stackconfig.load import project_values, stack_config_values
+from stackconfig.schema import parse_stack_config
+
+MISS = Estimate(0.3, 0.25, 0.35, 5)
+
+
+def _values(stack: str = "dev") -> tuple[str, dict]:
+    project, values = stack_config_values(stack)
+    return project, project_values(values, project)
+
+
+def _sets(line: str) -> list[str]:
+    return [shlex.split(s)[0] for s in re.findall(r"--set ('[^']*')", line)]
+
+
+def _verdict(scenario: str, errors: dict, metrics: dict, checks: tuple | None = None, **report) -> Verdict:
+    rep = {"errors_by_component": errors, "server_stats": {}, "restart_reasons": {}, "pod_restarts": 0,
+           "duration_s": 600, **report}
+    checks = checks or (Check("p99 latency (s)", Estimate(90, 80, 100, 5), 60), Check("error rate", MISS, 0.05))
+    return Verdict("chat", checks, rep, 5, scenario, metrics=metrics)
+
+
+def test_a_warm_pod_tip_comes_with_the_node_group_its_rollout_needs():
+    """Pulumi.jmis.yaml: `minReplicas=2` on a 3-GPU group; `preflight check` then refused the stack (exit 2: old
+    revision 2 + new revision 2 = 4 GPUs > 3). The tip now carries gpuNodeGroup.maxSize=4, and passes the check."""
+    project, values = _values()
+    cfg = parse_stack_config(values, project, "dev")
+    assert cfg.node_group.max_size == 3 and cfg.node_group.gpus_per_node == 1
+    chat = cfg.services[0]
+    warm = Tip("warm", (("minReplicas", 2),))
+    assert not accepted(values, cfg, chat, warm)            # the loader alone took it
+    assert fitted(values, cfg, chat, warm).edits == (("minReplicas", 2), ("gpuNodeGroup.maxSize", 4))
+    v = _verdict("spike", {"503": {"activator": 3}}, {"cold starts": Estimate(2, 1, 3, 5),
+                                                      "mean ready replicas": Estimate(1.6, 1.2, 2.0, 5)})
+    lines = next_steps(cfg, [v], passed=False, values=values)
+    [line] = [ln for ln in lines if "minReplicas=2" in ln]
+    assert "--set 'gpuNodeGroup.maxSize=4'" in line and "rollout" in line
+    for ln in lines[1:]:
+        if _sets(ln):
+            edited = parse_stack_config(apply_sets(values, _sets(ln)), project, "dev")
+            check_pods_can_run(edited)
+            assert rollout_problems(edited) == [], ln
