@@ -75,7 +75,14 @@ class StackCheck:
                                                      "checks": [c.to_dict() for c in v.checks], "simulation": v.report}
                        for v in self.verdicts if v.scenario != "steady"},
             "predictions": self.predictions,
+            "next": self.next_steps(),   # the lines the text ends with: the deploy command or the what-ifs to try
         }
+
+    def next_steps(self) -> list[str]:
+        """What to do next (preflight/advice.py `next_steps`), as the text report prints it."""
+        from preflight.advice import next_steps
+
+        return next_steps(self.cfg or load_stack(self.stack), self.verdicts, self.passed)
 
 
 def check(stack: str, console: Console | None = None, plot_dir: Path | None = None, executor=None,
@@ -218,9 +225,7 @@ def print_result(result: StackCheck, console: Console) -> None:
     from preflight.summary import verdict_suffix
 
     console.print(f"{_ok(result.passed)} stack {result.stack}" + escape(verdict_suffix(result.cfg)))
-    from preflight.advice import next_steps
-
-    for line in next_steps(result.cfg or load_stack(result.stack), result.verdicts, result.passed):
+    for line in result.next_steps():
         console.print(line, markup=False, highlight=False)
 
 

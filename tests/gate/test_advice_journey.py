@@ -55,3 +55,17 @@ def test_a_warm_pod_tip_comes_with_the_node_group_its_rollout_needs():
             edited = parse_stack_config(apply_sets(values, _sets(ln)), project, "dev")
             check_pods_can_run(edited)
             assert rollout_problems(edited) == [], ln
+
+
+def test_check_json_carries_the_next_steps_the_text_prints():
+    """F7: `preflight check --json` left out the what-if commands the text ends with."""
+    from preflight.check import StackCheck
+
+    project, values = _values()
+    cfg = parse_stack_config(values, project, "dev")
+    v = _verdict("spike", {"503": {"activator": 3}}, {"cold starts": Estimate(2, 1, 3, 5)})
+    result = StackCheck("dev", cfg=cfg, verdicts=[v])
+    out = result.to_dict()
+    assert not out["passed"] and out["next"] == next_steps(cfg, [v], passed=False)
+    assert any("python -m preflight whatif --stack dev --set" in line for line in out["next"])
+    assert StackCheck("dev", cfg=cfg).to_dict()["next"][0].startswith("next: deploy with `pulumi stack select dev")
