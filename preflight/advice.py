@@ -11,7 +11,8 @@ from why requests failed:
   cap that fits in one GPU's memory, by the simulation's memory model), and an input cap (maxInputTokens, or
   maxImagePixels for an image model). These come before "more replicas": each pod OOMs on its own batch;
 - other 502s (in-flight work lost with its process or pod): a lost node (the nodeLoss scenario, no OOM) → one
-  more warm pod, so a second node still serves; any other restart → its reason, no knob;
+  more warm pod, so a second node still serves (the tip names the errors the run saw, by status code and
+  component: a long cold start shows as the activator's 504s, not 502s); any other restart → its reason, no knob;
 - a continuous-batching server (vLLM, TGI) saturated with containerConcurrency below a quarter of its batch cap
   (`limits.maxBatchSize`: vLLM's --max-num-seqs, TGI's --max-batch-size; else the server's default) and no OOM
   → raise containerConcurrency toward the cap and scaleTarget to about 0.75 of it, before more replicas: the
@@ -162,12 +163,20 @@ def _crash_tips(svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
     """502s without a CUDA OOM (those get `_oom_tips`)."""
     if crash_cause(v) == "node loss":
         warm = svc.min_replicas + 1
-        return [_tip("502s/503s from the lost node (its in-flight requests, then no pod until a new one starts): "
-                     "keep one more pod warm so another node still serves", "minReplicas", warm,
-                     *([("maxReplicas", warm)] if warm > svc.max_replicas else []))]
+        return [_tip(f"errors after the lost node ({_errors(v.report)} in replication 0: its in-flight requests "
+                     "fail, and the rest wait for a pod on a new node): keep one more pod warm so another node "
+                     "still serves", "minReplicas", warm, *([("maxReplicas", warm)] if warm > svc.max_replicas else []))]
     reasons = ", ".join(f"{k} × {n}" for k, n in (v.report.get("restart_reasons") or {}).items())
     return [f"502s from container restarts ({reasons or 'no reason recorded'}): fix what makes the container "
             "exit (see its restart reasons and the plots, --plot DIR); no autoscaling knob prevents them"]
+
+
+def _errors(report: dict) -> str:
+    """The report's errors by status code and component (`errors_by_component`), most first: "504 × 40 from the
+    activator, 502 × 2 from the queue-proxy"."""
+    rows = sorted(((n, code, comp) for code, by in (report.get("errors_by_component") or {}).items()
+                   for comp, n in by.items() if n), key=lambda r: (-r[0], r[1], r[2]))
+    return ", ".join(f"{code} × {n} from the {comp}" for n, code, comp in rows) or "no errors recorded"
 
 
 def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:

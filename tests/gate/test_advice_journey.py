@@ -69,3 +69,14 @@ def test_check_json_carries_the_next_steps_the_text_prints():
     assert not out["passed"] and out["next"] == next_steps(cfg, [v], passed=False)
     assert any("python -m preflight whatif --stack dev --set" in line for line in out["next"])
     assert StackCheck("dev", cfg=cfg).to_dict()["next"][0].startswith("next: deploy with `pulumi stack select dev")
+
+
+def test_the_node_loss_tip_names_the_errors_the_run_saw():
+    """F10: the tip said "502s/503s from the lost node" when the run's errors were mostly the activator's 504s
+    (requests waiting out a long cold start on a new node)."""
+    project, values = _values()
+    cfg = parse_stack_config(values, project, "dev")
+    v = _verdict("nodeLoss", {"502": {"queue-proxy": 2}, "504": {"activator": 40}}, {})
+    [line] = [ln for ln in next_steps(cfg, [v], passed=False, values=values) if "lost node" in ln]
+    assert "504 × 40 from the activator, 502 × 2 from the queue-proxy" in line and "503" not in line
+    assert "services.chat.minReplicas=1" in line
