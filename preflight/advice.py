@@ -19,7 +19,10 @@ from why requests failed:
   queue-proxy lets that few requests into a pod that could batch many more (the guides' CC 1 / target 1 preset
   suits one-request-at-a-time servers, not these; ../shared/reference/vllm-v1.md);
 - saturation (the autoscaler wanted maxReplicas a fifth of the time or more) → more replicas, and a bigger node
-  group when pods were Pending (a GPU pod without a node: the guides' "GPU pods Pending" failure);
+  group when pods were Pending (a GPU pod without a node: the guides' "GPU pods Pending" failure); but in the
+  spike scenario, when even a typical new pod (node provision, image pull, model load, each at its median) is
+  Ready only after the burst, more maxReplicas cannot help in time → that many pods held warm (minReplicas) and
+  the node group's minimum nodes for them;
 - cold starts inside the window → keep warm pods (minReplicas, initial-scale);
 - queue-proxy 503s (more than 11 × containerConcurrency on a pod) → scale out earlier (scaleTarget,
   target-burst-capacity) and more minimum pods; activator 503s → at least one pod (minReplicas);
@@ -222,6 +225,56 @@ def _batching_tip(cfg: StackConfig, svc: ServiceConfig) -> Tip | None:
                 "batch cap before buying replicas", "containerConcurrency", raised, *target)
 
 
+def _late_scale_out(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> str:
+    """Why a pod added during the spike scenario's burst cannot serve it ("" when it can, or another scenario):
+    even a typical new pod (`_typical_cold_start`) is Ready only after the burst has ended."""
+    if v.scenario != "spike":
+        return ""
+    from stackconfig.stress import settings
+
+    burst = settings("spike", svc.stress.spike.params)["duration_s"]
+    ready, how = _typical_cold_start(cfg, svc)
+    if ready <= burst:
+        return ""
+    return (f"a new pod's median cold start, {ready:.0f} s ({how}), outlasts the {burst:g}-s spike, so more "
+            "maxReplicas would add pods only after it (and cost their GPUs all the same)")
+
+
+def _typical_cold_start(cfg: StackConfig, svc: ServiceConfig) -> tuple[float, str]:
+    """One new pod's cold start with every phase at its median (the priors manifests/rollout.py `cold_start`
+    takes at their p95): node provision (none when the node group's minimum nodes hold a spare GPU for it) + image
+    pull + model load (download unless cached, weights to the GPU, engine init), and how it adds up."""
+    from stackconfig.platform import expected_load_s, load_gbps, slow_rate, slow_s
+
+    cold, ng, mc = cfg.cold_start, cfg.node_group, cfg.model_cache
+    spare = ng.min_size * ng.gpus_per_node - sum(o.min_replicas * o.gpus for o in cfg.services) >= svc.gpus
+    node = 0.0 if spare else slow_s(cold.node_provision_s, 0.5)
+    pull = cold.image_gib * 2**30 / (slow_rate(cold.image_pull_mbps, 0.5) * 1e6)
+    load = expected_load_s(svc.model, cold, mc.enabled, load_gbps(cold, mc), 0.5, storage_uri=svc.storage_uri)
+    how = (("a spare GPU on a warm node" if spare else f"node provision {node:.0f} s")
+           + f" + image pull {pull:.0f} s + model load {load:.0f} s")
+    return node + pull + load, how
+
+
+def _warm_tip(cfg: StackConfig, svc: ServiceConfig, why: str, pods: int) -> Tip:
+    """`pods` pods held warm (minReplicas, maxReplicas at least that) and the node group's minimum nodes for them
+    and the other services' minimums, so they do not wait for a node either (minSize, desiredSize, maxSize at
+    least that)."""
+    ng = cfg.node_group
+    others = sum(o.min_replicas * o.gpus for o in cfg.services if o is not svc)
+    nodes = math.ceil((pods * svc.gpus + others) / ng.gpus_per_node)
+    edits: list[tuple[str, object]] = [("minReplicas", pods)]
+    if pods > svc.max_replicas:
+        edits.append(("maxReplicas", pods))
+    if nodes > ng.min_size:
+        edits.append(("gpuNodeGroup.minSize", nodes))
+        if nodes > ng.desired_size:
+            edits.append(("gpuNodeGroup.desiredSize", nodes))
+        if nodes > ng.max_size:
+            edits.append(("gpuNodeGroup.maxSize", nodes))
+    return Tip(why, tuple(edits))
+
+
 def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
     m = v.metrics
     report = v.report
@@ -250,9 +303,17 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
         why = (f"fixed at {fixed} replicas (minReplicas = maxReplicas) and missing its SLO: let the autoscaler add "
                "pods" if fixed else
                f"saturated: wanted maxReplicas {value('time at maxReplicas (fraction)'):.0%} of the time")
-        out.append(_tip(why, "maxReplicas", more, *grow))
-        if pending > 0 and not grow:
-            out.append(_tip(f"pods waited for a GPU node (peak {pending:.3g} Pending)", "gpuNodeGroup.maxSize", nodes))
+        late = _late_scale_out(cfg, svc, v)
+        if late:   # a pod added when the burst comes is Ready after it: hold the pods before it instead
+            state = (f"fixed at {fixed} replicas (minReplicas = maxReplicas)" if fixed else
+                     f"saturated (wanted maxReplicas {value('time at maxReplicas (fraction)'):.0%} of the time)")
+            out.append(_warm_tip(cfg, svc, f"{state} and missing its SLO in the spike; {late}: keep {more} pods "
+                                 "warm", more))
+        else:
+            out.append(_tip(why, "maxReplicas", more, *grow))
+            if pending > 0 and not grow:
+                out.append(_tip(f"pods waited for a GPU node (peak {pending:.3g} Pending)", "gpuNodeGroup.maxSize",
+                                nodes))
     if value("cold starts") > 0 and (missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
                                                "error rate", COLD_START_TERM}):
         warm = max(svc.min_replicas + 1, math.ceil(value("mean ready replicas")))

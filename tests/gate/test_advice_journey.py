@@ -80,3 +80,44 @@ def test_the_node_loss_tip_names_the_errors_the_run_saw():
     [line] = [ln for ln in next_steps(cfg, [v], passed=False, values=values) if "lost node" in ln]
     assert "504 × 40 from the activator, 502 × 2 from the queue-proxy" in line and "503" not in line
     assert "services.chat.minReplicas=1" in line
+
+
+def _fixed_spike(values: dict, burst: dict | None = None) -> tuple:
+    """dev's chat held at 1 pod (min = max), missing its p99 latency in the spike scenario."""
+    chat = values["services"][0]
+    chat.update(minReplicas=1, maxReplicas=1)
+    if burst:
+        chat["stress"]["spike"].update(burst)
+    v = _verdict("spike", {}, {"time at maxReplicas (fraction)": Estimate(1.0, 1.0, 1.0, 5)},
+                 service={"min_scale": 1, "max_scale": 1})
+    return v
+
+
+def test_no_scale_out_is_offered_that_a_new_pod_cannot_deliver_within_the_spike():
+    """F4 (Pulumi.j70b.yaml): a fixed-size service missing its SLO in a 120-s spike was told maxReplicas=2, but a
+    new pod's cold start (node, image pull, model load: minutes) ends after the spike, so the what-if changed
+    nothing and cost more. It is told to keep the pods warm instead, with the nodes they need."""
+    project, values = _values()
+    v = _fixed_spike(values)
+    cfg = parse_stack_config(values, project, "dev")
+    lines = next_steps(cfg, [v], passed=False, values=values)
+    assert not any(ln.endswith("--set 'services.chat.maxReplicas=2'") for ln in lines)   # the old tip
+    [line] = [ln for ln in lines if "median cold start" in ln]
+    assert "outlasts the 120-s spike" in line
+    for s in ("services.chat.minReplicas=2", "services.chat.maxReplicas=2", "gpuNodeGroup.minSize=2",
+              "gpuNodeGroup.desiredSize=2"):
+        assert f"--set '{s}'" in line, s
+    for ln in lines[1:]:
+        if _sets(ln):
+            edited = parse_stack_config(apply_sets(values, _sets(ln)), project, "dev")
+            check_pods_can_run(edited)
+            assert rollout_problems(edited) == [], ln
+
+
+def test_a_scale_out_that_arrives_within_a_long_spike_is_still_offered():
+    project, values = _values()
+    v = _fixed_spike(values, {"atS": 60, "durationS": 500})
+    cfg = parse_stack_config(values, project, "dev")
+    lines = next_steps(cfg, [v], passed=False, values=values)
+    assert any(ln.endswith("--set 'services.chat.maxReplicas=2'") for ln in lines)
+    assert not any("median cold start" in ln for ln in lines)
