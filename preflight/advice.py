@@ -26,9 +26,14 @@ from why requests failed:
 - cold starts inside the window → keep warm pods (minReplicas, initial-scale);
 - queue-proxy 503s (more than 11 × containerConcurrency on a pod) → scale out earlier (scaleTarget,
   target-burst-capacity) and more minimum pods; activator 503s → at least one pod (minReplicas);
-- 504s → more capacity or a longer `timeout`; 429s from the model server → its own admission limit (TGI's
-  router: `limits.maxConcurrentRequests`, at least containerConcurrency; guide 004: fix the server's concurrency
-  limit first, then the autoscaler's target); 429s from the gateway → its rate limit;
+- 504s → more capacity or a longer `timeout`; a `timeout` below the time the server takes (the SLO's p99 latency,
+  or the p99 of all requests sitting at it) with 504s or answers cut mid-stream (200-truncated) → a longer
+  `timeout` first, saturated or not (more pods do not make a request faster);
+- a service none of whose pods was ever Ready while its pods were Pending (the other services took the node
+  group's GPUs) → a node group with a GPU for a pod of every service, not a batch setting or more replicas;
+- 429s from the model server → its own admission limit (TGI's router: `limits.maxConcurrentRequests`, at least
+  containerConcurrency; guide 004: fix the server's concurrency limit first, then the autoscaler's target); 429s
+  from the gateway → its rate limit;
 - a service pinned at minReplicas = maxReplicas is not "saturated" (it is at its maximum by construction): when
   it misses, the advice is to let the autoscaler add pods;
 - a client timeout below the p99 latency of all requests → the slowest requests time out and so do their
@@ -168,7 +173,8 @@ def _crash_tips(svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
         warm = svc.min_replicas + 1
         return [_tip(f"errors after the lost node ({_errors(v.report)} in replication 0: its in-flight requests "
                      "fail, and the rest wait for a pod on a new node): keep one more pod warm so another node "
-                     "still serves", "minReplicas", warm, *([("maxReplicas", warm)] if warm > svc.max_replicas else []))]
+                     "still serves", "minReplicas", warm,
+                     *([("maxReplicas", warm)] if warm > svc.max_replicas else []))]
     reasons = ", ".join(f"{k} × {n}" for k, n in (v.report.get("restart_reasons") or {}).items())
     return [f"502s from container restarts ({reasons or 'no reason recorded'}): fix what makes the container "
             "exit (see its restart reasons and the plots, --plot DIR); no autoscaling knob prevents them"]
@@ -223,6 +229,29 @@ def _batching_tip(cfg: StackConfig, svc: ServiceConfig) -> Tip | None:
     return _tip(f"containerConcurrency {cc} lets {cc} request(s) into a pod whose {svc.engine} batches up to {cap} "
                 "at once (continuous batching), so requests queue while the GPU has room: raise it toward the "
                 "batch cap before buying replicas", "containerConcurrency", raised, *target)
+
+
+def _timeout_cut(svc: ServiceConfig, v: Verdict) -> str:
+    """Why the revision timeout (Knative's `timeout`) cuts requests the server would answer ("" when it does
+    not): replication 0 had 504s (no byte before the timeout) or answers cut off mid-stream (200-truncated,
+    simulation/engine.py), and the timeout is below the time the server takes: the SLO's p99 latency (the floor
+    policy isvc-timeout sets) or the p99 latency of all requests, which then sits at the timeout. Said even when
+    the service is saturated: more pods do not make a request faster than the timeout allows."""
+    if not svc.timeout_s or svc.slo is None:
+        return ""
+    r = v.report
+    n504 = sum(((r.get("errors_by_component") or {}).get("504") or {}).values())
+    cut = (r.get("status_counts") or {}).get("200-truncated", 0)
+    p99 = v.metrics.get("p99 latency, all requests (s)")
+    reaches = p99 is not None and p99.value is not None and p99.value >= 0.99 * svc.timeout_s
+    if not (n504 or cut) or not (svc.timeout_s < svc.slo.p99_latency_s or reaches):
+        return ""
+    what = " and ".join(x for x in (f"{n504} 504s" if n504 else "", f"{cut} answers cut off mid-stream "
+                                    "(200-truncated)" if cut else "") if x)
+    below = (f"its SLO's p99 latency {svc.slo.p99_latency_s:g} s" if svc.timeout_s < svc.slo.p99_latency_s else
+             f"the p99 latency of all requests, {p99.value:.3g} s")
+    return (f"{what} in replication 0: the revision timeout {svc.timeout_s:g} s is below {below}, so requests the "
+            "server would answer are cut off (more pods do not make them faster)")
 
 
 def _late_scale_out(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> str:
@@ -291,12 +320,23 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
         out += _crash_tips(svc, v)
     fixed = fixed_size(report)   # min = max: "at maxReplicas" by construction, not saturation (summary.py)
     saturated = value("time at maxReplicas (fraction)") >= 0.2 and not fixed
-    if saturated or (fixed and missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
-                                         "error rate"}):
+    pending = value("peak Pending pods")
+    starved = m.get("mean ready replicas") is not None and value("mean ready replicas") == 0 and pending > 0
+    if starved and missed:   # no pod ever ran: neither a batch setting, a timeout nor more replicas of it can serve
+        others = sum(max(o.min_replicas, 1) * o.gpus for o in cfg.services if o is not svc)
+        nodes = math.ceil((others + max(svc.min_replicas, 1) * svc.gpus) / ng.gpus_per_node)
+        out.append(_tip(f"no pod of {svc.name} was ever Ready (its pods waited for a GPU node, peak "
+                        f"{pending:.3g} Pending; its requests got {_errors(report)} in replication 0): the node "
+                        f"group's {ng.gpu_capacity} GPU(s) went to the other services' pods; give it a GPU for a pod "
+                        "of every service", "gpuNodeGroup.maxSize", max(nodes, ng.max_size + 1)))
+    cut = _timeout_cut(svc, v) if "error rate" in missed and not starved else ""
+    if cut:   # the revision timeout cuts requests the server would answer: the cause, before any capacity
+        out.append(_tip(cut, "timeout", min(600, max(svc.timeout_s * 2, math.ceil(svc.slo.p99_latency_s)))))
+    if not starved and (saturated or (fixed and missed & {"p99 latency (s)", "p99 time to first token (s)",
+                                                          "503 rate", "error rate"})):
         if not oom and (batching := _batching_tip(cfg, svc)) is not None:
             out.append(batching)
         more = svc.max_replicas + max(1, math.ceil(svc.max_replicas / 2))
-        pending = value("peak Pending pods")
         nodes = max(ng.max_size + 1,
                     math.ceil((ng.gpu_capacity + (more - svc.max_replicas) * svc.gpus) / ng.gpus_per_node))
         grow = [("gpuNodeGroup.maxSize", nodes)] if more * svc.gpus > ng.gpu_capacity else []
@@ -325,7 +365,7 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
                             "scaleTarget", max(1, svc.scale_target * 3 // 4)))
         if "activator" in comps["503"] and svc.min_replicas == 0:
             out.append(_tip("activator 503s with no pod: keep one warm", "minReplicas", 1))
-    if "504" in comps and "error rate" in missed and svc.timeout_s and not saturated:
+    if "504" in comps and "error rate" in missed and svc.timeout_s and not saturated and not cut:
         out.append(_tip("504s: requests outlive the timeout", "timeout", min(600, svc.timeout_s * 2)))
     if "429" in comps and "error rate" in missed:
         out += _admission_tips(svc, comps["429"])

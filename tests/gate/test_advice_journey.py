@@ -121,3 +121,41 @@ def test_a_scale_out_that_arrives_within_a_long_spike_is_still_offered():
     lines = next_steps(cfg, [v], passed=False, values=values)
     assert any(ln.endswith("--set 'services.chat.maxReplicas=2'") for ln in lines)
     assert not any("median cold start" in ln for ln in lines)
+
+
+SATURATED = {"time at maxReplicas (fraction)": Estimate(0.99, 0.98, 1.0, 5)}
+
+
+def test_a_timeout_below_the_server_time_is_named_first_even_when_saturated():
+    """F5 (Pulumi.jabs.yaml, `timeout: 1` under an SLO of 5 s): 504s and 1,525 answers cut mid-stream
+    (200-truncated) were advised containerConcurrency and maxReplicas only; the timeout tip was dropped because
+    the service was saturated."""
+    project, values = _values()
+    values["services"][0]["timeout"] = 1
+    cfg = parse_stack_config(values, project, "dev")
+    v = _verdict("steady", {"504": {"queue-proxy": 236}}, {**SATURATED,
+                 "p99 latency, all requests (s)": Estimate(1.0, 1.0, 1.0, 5)},
+                 status_counts={"200": 15, "200-truncated": 1525, "504": 236})
+    lines = next_steps(cfg, [v], passed=False, values=values)
+    assert "236 504s and 1525 answers cut off mid-stream (200-truncated)" in lines[1]
+    assert lines[1].endswith("--set 'services.chat.timeout=60'")       # up to the SLO's p99: policy isvc-timeout
+    assert any("maxReplicas" in ln for ln in lines[2:])                # the capacity tips follow
+    values["services"][0]["timeout"] = 120                              # above the server's time: no such tip
+    cfg = parse_stack_config(values, project, "dev")
+    v.metrics["p99 latency, all requests (s)"] = Estimate(30.0, 28.0, 32.0, 5)
+    assert not any("timeout=" in ln for ln in next_steps(cfg, [v], passed=False, values=values))
+
+
+def test_a_service_whose_pods_never_got_a_gpu_is_told_so_not_to_batch_or_add_replicas():
+    """F5: on 2 GPUs shared by 8 services, six never had a Ready pod (every request a 504 from the activator), and
+    each was told containerConcurrency and maxReplicas, as the services that ran."""
+    project, values = _values()
+    values["services"][0]["timeout"] = 1
+    cfg = parse_stack_config(values, project, "dev")
+    v = _verdict("steady", {"504": {"activator": 1829}}, {**SATURATED,
+                 "mean ready replicas": Estimate(0, 0, 0, 5), "peak Pending pods": Estimate(2, 2, 2, 5)},
+                 status_counts={"504": 1829})
+    lines = next_steps(cfg, [v], passed=False, values=values)
+    assert "no pod of chat was ever Ready" in lines[1] and "504 × 1829 from the activator" in lines[1]
+    assert lines[1].endswith("--set 'gpuNodeGroup.maxSize=4'")
+    assert not any("containerConcurrency" in ln or "maxReplicas=" in ln or "timeout=" in ln for ln in lines)
