@@ -445,12 +445,13 @@ def retry_warnings(cfg: StackConfig, verdicts: list[Verdict], values: dict | Non
 
 
 def _refusals(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
-              loads: dict[str, float] | None = None) -> list | None:
+              loads: dict[str, float] | None = None) -> set[str] | None:
     """What `preflight check` would refuse in the config `tip`'s edits make of `values` (the stack's project
-    keys): None when the loader (as `preflight whatif --set …` parses it) or the pod-fit checks refuse it;
-    else the rollout problems (gate/rollout_capacity.py `rollout_problems`: the next rollout does not fit the
-    node group, or outlasts its progress deadline) at each service's expected load `loads` (none: its initial
-    scale, the static bound the Pulumi program checks before any simulation, exit status 2)."""
+    keys), as the key paths it names: None when the loader refuses it (as `preflight whatif --set …` parses it);
+    else the pods that fit no node (`check_pods_can_run`) and the rollout problems (gate/rollout_capacity.py
+    `rollout_problems`: the next rollout does not fit the node group, or outlasts its progress deadline) at each
+    service's expected load `loads` (none: its initial scale, the static bound the Pulumi program checks before
+    any simulation, exit status 2)."""
     from gate.rollout_capacity import rollout_problems
     from manifests.admission import check_pods_can_run
     from preflight.overrides import apply_sets
@@ -458,17 +459,35 @@ def _refusals(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
 
     try:
         edited = parse_stack_config(apply_sets(values, tip.sets(svc)), cfg.project, cfg.stack)
-        check_pods_can_run(edited)
     except InputError:
         return None
-    return rollout_problems(edited, loads)
+    found = {p.path for p in rollout_problems(edited, loads)}
+    try:
+        check_pods_can_run(edited)
+    except InputError as err:
+        found |= {p.path for p in err.problems}
+    return found
+
+
+def _new_refusals(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
+                  loads: dict[str, float] | None = None) -> set[str] | None:
+    """`_refusals` of `tip` that the stack as it is does not have (a tip is not blamed for what it leaves as it
+    was), at the static bound (what refuses the stack before any simulation) and at `loads` (what check's rollout
+    capacity judges after it); None when the loader refuses it."""
+    new: set[str] = set()
+    for at in (None, loads) if loads else (None,):
+        found = _refusals(values, cfg, svc, tip, at)
+        if found is None:
+            return None
+        new |= found - (_refusals(values, cfg, svc, Tip("", ()), at) or set())
+    return new
 
 
 def accepted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
              loads: dict[str, float] | None = None) -> bool:
-    """Whether `preflight check` takes `tip`'s edits on `values` as they are: the loader, the pod-fit checks and
-    the rollout check (`_refusals`) find nothing."""
-    return _refusals(values, cfg, svc, tip, loads) == []
+    """Whether `preflight check` takes `tip`'s edits on `values` as they are: the loader takes them, and the pod-fit
+    and rollout checks find nothing the stack did not have (`_refusals`)."""
+    return _new_refusals(values, cfg, svc, tip, loads) == set()
 
 
 NODE_STEPS = 64  # larger node groups tried for a tip whose rollout does not fit, before the tip is left out
@@ -476,11 +495,11 @@ NODE_STEPS = 64  # larger node groups tried for a tip whose rollout does not fit
 
 def fitted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
            loads: dict[str, float] | None = None) -> Tip | None:
-    """`tip` in a form `preflight check` takes (`_refusals`), or None. A tip whose next rollout does not fit the
+    """`tip` in a form `preflight check` takes (`accepted`), or None. A tip whose next rollout does not fit the
     node group (raising minReplicas raises the new revision's initial scale: old revision at its expected load +
     new one at max(minReplicas, initial-scale)) comes paired with the smallest gpuNodeGroup.maxSize that holds
     it, as the rollout check asks; one the loader refuses, or that no node group fixes, is left out."""
-    found = _refusals(values, cfg, svc, tip, loads)
+    found = _new_refusals(values, cfg, svc, tip, loads)
     if found is None:
         return None
     if not found:
@@ -490,7 +509,7 @@ def fitted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
     for size in range(max(cfg.node_group.max_size, int(edits.get(node, 0))) + 1,
                       cfg.node_group.max_size + NODE_STEPS + 1):
         grown = Tip(tip.why, tuple({**edits, node: size}.items()))
-        found = _refusals(values, cfg, svc, grown, loads)
+        found = _new_refusals(values, cfg, svc, grown, loads)
         if found is None:
             return None
         if not found:
