@@ -44,148 +44,23 @@ from why requests failed:
 - on a pass, a term no number of replications can pass (a p99 of too few values per run, a rate limit below what
   error-free runs can show) → its reason and what would let it pass, never "raise gate.replications.max".
 
-Every suggested edit is parsed by the stack config's own loader (as `whatif` will) and put through `check`'s
-load-time checks (pods fit their nodes; the rollout check, gate/rollout_capacity.py, at the expected loads
-`check` judges it at) before it is printed: a knob the loader refuses for that service (containerConcurrency in
-Standard mode, a maxReplicas the node group cannot hold) is never suggested, and one whose next rollout would not
-fit the node group (a higher minReplicas) comes with the gpuNodeGroup.maxSize that holds it.
+Every suggested edit goes through the loader and `check`'s load-time checks before it is printed
+(preflight/advice_fit.py): a knob the loader refuses for that service (containerConcurrency in Standard mode, a
+maxReplicas the node group cannot hold) is never suggested, and one whose next rollout would not fit the node group
+(a higher minReplicas) comes with the gpuNodeGroup.maxSize that holds it. The crash and OOM tips are in
+preflight/advice_crash.py, the `Tip` itself in preflight/tips.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from gate.verdict import COLD_START_TERM, FAIL, ROLLOUT_TERM, UNDECIDED, Verdict
-from preflight.summary import fixed_size, oom_counts  # noqa: F401 (oom_counts: also this module's)
-from simulation.gpu.server_common import OOM_REASON
+from preflight.advice_crash import crash_cause, crash_tips, errors_seen, oom_seen, oom_tips
+from preflight.advice_fit import fitted, stack_values
+from preflight.summary import fixed_size
+from preflight.tips import Tip, round_up
 from stackconfig.schema import ServiceConfig, StackConfig
-from validation.errors import InputError
-
-
-@dataclass(frozen=True)
-class Tip:
-    """One suggestion: why, and the `(path, value)` edits to try (paths under the service, or `gpuNodeGroup.…`)."""
-
-    why: str
-    edits: tuple[tuple[str, object], ...]
-
-    def sets(self, svc: ServiceConfig) -> list[str]:
-        return [f"{'' if p.startswith('gpuNodeGroup') else f'services.{svc.name}.'}{p}={v}" for p, v in self.edits]
-
-    def command(self, stack: str, svc: ServiceConfig) -> str:
-        return f"{self.why}: python -m preflight whatif --stack {stack} " + " ".join(
-            f"--set '{s}'" for s in self.sets(svc))
-
-
-def _tip(why: str, path: str, value: object, *also: tuple[str, object]) -> Tip:
-    return Tip(why, ((path, value), *also))
-
-
-def oom_seen(v: Verdict) -> bool:
-    """Whether replication 0 had a CUDA OOM, whatever status code its requests got."""
-    return any(oom_counts(v.report)) or bool((v.report.get("restart_reasons") or {}).get(OOM_REASON))
-
-
-def crash_cause(v: Verdict) -> str:
-    """Why in-flight requests got 502s in replication 0: "oom" (the server's CUDA OOM crashes), "node loss" (the
-    nodeLoss scenario without an OOM), else "restarts" (another container restart, e.g. a failed start)."""
-    r = v.report
-    if (r.get("server_stats") or {}).get("oom_crashes") or (r.get("restart_reasons") or {}).get(OOM_REASON):
-        return "oom"
-    return "node loss" if v.scenario == "nodeLoss" else "restarts"
-
-
-def _largest_image(svc: ServiceConfig) -> int | None:
-    """The largest image (pixels) a pod can be sent: the pixel cap, else the workload's largest input."""
-    if svc.caps.max_image_pixels:
-        return svc.caps.max_image_pixels
-    sizes = (svc.workload or {}).get("input_tokens")
-    top = sizes.get("max") if isinstance(sizes, dict) else sizes
-    return int(top) if isinstance(top, (int, float)) and not isinstance(top, bool) and top > 0 else None
-
-
-def _free_beside_weights(cfg: StackConfig, svc: ServiceConfig) -> int:
-    """Bytes the CUDA allocator has on one GPU beside the weights and overhead (the simulation's Triton memory
-    model, simulation/gpu/memory.py `naive_base_bytes`): what activations can use."""
-    from simulation.gpu.memory import naive_base_bytes
-
-    return cfg.node_group.gpu.cuda_total_bytes - naive_base_bytes(svc.model)
-
-
-def _images_that_fit(cfg: StackConfig, svc: ServiceConfig, pixels: int) -> int:
-    """Images of `pixels` each one GPU holds beside the weights: the simulation's Triton memory model (weights +
-    overhead + per-image activation scaled by pixels, against what the CUDA allocator can have)."""
-    from simulation.gpu.memory import vision_activation_bytes
-
-    free = _free_beside_weights(cfg, svc)
-    per_image = vision_activation_bytes(svc.model, pixels)
-    return max(0, free // per_image) if per_image > 0 else 0
-
-
-def _pixels_that_fit(cfg: StackConfig, svc: ServiceConfig) -> int:
-    """The largest image (pixels, two significant figures, rounded down) one GPU holds alone."""
-    from simulation.gpu.memory import vision_activation_bytes
-
-    free = _free_beside_weights(cfg, svc)
-    per_pixel = vision_activation_bytes(svc.model, 10**6) / 10**6
-    return _round_down(free / per_pixel) if per_pixel > 0 and free > 0 else 0
-
-
-def _oom_tips(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
-    """Guide 000 §5/§6: cut the OOM first (one request per pod, a batch cap, an input cap), then the rest."""
-    events, failed, crashes = oom_counts(v.report)
-    why = ("502s from CUDA OOM crashes" if crashes or crash_cause(v) == "oom" else
-           f"500s from CUDA OOM ({events} OOM events failed {failed} requests in replication 0; the server "
-           "answers 500 and keeps serving, so no pod restarts)")
-    knative = svc.deployment_mode == "Knative"
-    cc = svc.container_concurrency or 0
-    out: list[Tip | str] = []
-    if knative and cc != 1:
-        out.append(_tip(f"{why}: one request per pod", "containerConcurrency", 1,
-                        *([("scaleTarget", 1)] if svc.scale_target and svc.scale_target > 1 else [])))
-    cap = svc.caps.max_batch_size or (4 if svc.engine == "triton" else None)   # Triton's own default: 4
-    batch = min(cap, cc) if cap and knative and cc else cap    # the queue-proxy lets at most cc into a pod
-    image = _largest_image(svc) if svc.model.kind == "vision" else None
-    fit = _images_that_fit(cfg, svc, image) if image else None
-    if batch and fit is not None and 1 <= fit < batch:
-        out.append(_tip(f"{why}: a batch of at most {fit} images of up to {image:,} pixels fits in one "
-                        f"{cfg.node_group.gpu.name}'s memory (a smaller limits.maxImagePixels lets more fit)",
-                        "limits.maxBatchSize", fit))
-    elif batch and batch > 1 and fit != 0:
-        out.append(_tip(f"{why}: a smaller batch" + ("" if knative else " (Standard mode has no queue-proxy to "
-                                                     "cap requests per pod)"),
-                        "limits.maxBatchSize", max(1, batch // 2)))
-    if svc.model.kind == "vision":
-        alone = _pixels_that_fit(cfg, svc)
-        if (svc.caps.max_image_pixels is None or fit == 0) and alone:
-            out.append(_tip(f"{why}: cap the image size (larger images are answered 400: resize them on the "
-                            f"client); one image of up to {alone:,} pixels fits in one {cfg.node_group.gpu.name}"
-                            "'s memory", "limits.maxImagePixels", alone))
-    elif svc.caps.max_input_tokens is None:
-        out.append(_tip(f"{why}: cap the input", "limits.maxInputTokens", 4096))
-    return out
-
-
-def _crash_tips(svc: ServiceConfig, v: Verdict) -> list[Tip | str]:
-    """502s without a CUDA OOM (those get `_oom_tips`)."""
-    if crash_cause(v) == "node loss":
-        warm = svc.min_replicas + 1
-        return [_tip(f"errors after the lost node ({_errors(v.report)} in replication 0: its in-flight requests "
-                     "fail, and the rest wait for a pod on a new node): keep one more pod warm so another node "
-                     "still serves", "minReplicas", warm,
-                     *([("maxReplicas", warm)] if warm > svc.max_replicas else []))]
-    reasons = ", ".join(f"{k} × {n}" for k, n in (v.report.get("restart_reasons") or {}).items())
-    return [f"502s from container restarts ({reasons or 'no reason recorded'}): fix what makes the container "
-            "exit (see its restart reasons and the plots, --plot DIR); no autoscaling knob prevents them"]
-
-
-def _errors(report: dict) -> str:
-    """The report's errors by status code and component (`errors_by_component`), most first: "504 × 40 from the
-    activator, 502 × 2 from the queue-proxy"."""
-    rows = sorted(((n, code, comp) for code, by in (report.get("errors_by_component") or {}).items()
-                   for comp, n in by.items() if n), key=lambda r: (-r[0], r[1], r[2]))
-    return ", ".join(f"{code} × {n} from the {comp}" for n, code, comp in rows) or "no errors recorded"
 
 
 def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
@@ -226,7 +101,7 @@ def _batching_tip(cfg: StackConfig, svc: ServiceConfig) -> Tip | None:
     raised = min(cap, max(2 * cc, cap // 4))
     target = [("scaleTarget", max(1, raised * 3 // 4))] if svc.scale_metric == "concurrency" and svc.scale_target \
         else []
-    return _tip(f"containerConcurrency {cc} lets {cc} request(s) into a pod whose {svc.engine} batches up to {cap} "
+    return Tip.of(f"containerConcurrency {cc} lets {cc} request(s) into a pod whose {svc.engine} batches up to {cap} "
                 "at once (continuous batching), so requests queue while the GPU has room: raise it toward the "
                 "batch cap before buying replicas", "containerConcurrency", raised, *target)
 
@@ -315,9 +190,9 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
     # causes first: CUDA OOM (500 or 502) and crashed pods also show up as saturation and cold starts
     oom = oom_seen(v)
     if oom and "error rate" in missed:
-        out += _oom_tips(cfg, svc, v)
+        out += oom_tips(cfg, svc, v)
     if "502" in comps and "error rate" in missed and crash_cause(v) != "oom":
-        out += _crash_tips(svc, v)
+        out += crash_tips(svc, v)
     fixed = fixed_size(report)   # min = max: "at maxReplicas" by construction, not saturation (summary.py)
     saturated = value("time at maxReplicas (fraction)") >= 0.2 and not fixed
     pending = value("peak Pending pods")
@@ -325,13 +200,13 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
     if starved and missed:   # no pod ever ran: neither a batch setting, a timeout nor more replicas of it can serve
         others = sum(max(o.min_replicas, 1) * o.gpus for o in cfg.services if o is not svc)
         nodes = math.ceil((others + max(svc.min_replicas, 1) * svc.gpus) / ng.gpus_per_node)
-        out.append(_tip(f"no pod of {svc.name} was ever Ready (its pods waited for a GPU node, peak "
-                        f"{pending:.3g} Pending; its requests got {_errors(report)} in replication 0): the node "
+        out.append(Tip.of(f"no pod of {svc.name} was ever Ready (its pods waited for a GPU node, peak "
+                        f"{pending:.3g} Pending; its requests got {errors_seen(report)} in replication 0): the node "
                         f"group's {ng.gpu_capacity} GPU(s) went to the other services' pods; give it a GPU for a pod "
                         "of every service", "gpuNodeGroup.maxSize", max(nodes, ng.max_size + 1)))
     cut = _timeout_cut(svc, v) if "error rate" in missed and not starved else ""
     if cut:   # the revision timeout cuts requests the server would answer: the cause, before any capacity
-        out.append(_tip(cut, "timeout", min(600, max(svc.timeout_s * 2, math.ceil(svc.slo.p99_latency_s)))))
+        out.append(Tip.of(cut, "timeout", min(600, max(svc.timeout_s * 2, math.ceil(svc.slo.p99_latency_s)))))
     if not starved and (saturated or (fixed and missed & {"p99 latency (s)", "p99 time to first token (s)",
                                                           "503 rate", "error rate"})):
         if not oom and (batching := _batching_tip(cfg, svc)) is not None:
@@ -350,27 +225,27 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
             out.append(_warm_tip(cfg, svc, f"{state} and missing its SLO in the spike; {late}: keep {more} pods "
                                  "warm", more))
         else:
-            out.append(_tip(why, "maxReplicas", more, *grow))
+            out.append(Tip.of(why, "maxReplicas", more, *grow))
             if pending > 0 and not grow:
-                out.append(_tip(f"pods waited for a GPU node (peak {pending:.3g} Pending)", "gpuNodeGroup.maxSize",
+                out.append(Tip.of(f"pods waited for a GPU node (peak {pending:.3g} Pending)", "gpuNodeGroup.maxSize",
                                 nodes))
     if value("cold starts") > 0 and (missed & {"p99 latency (s)", "p99 time to first token (s)", "503 rate",
                                                "error rate", COLD_START_TERM}):
         warm = max(svc.min_replicas + 1, math.ceil(value("mean ready replicas")))
-        out.append(_tip(f"cold starts inside the window ({value('cold starts'):.3g} per run): keep pods warm",
+        out.append(Tip.of(f"cold starts inside the window ({value('cold starts'):.3g} per run): keep pods warm",
                         "minReplicas", min(warm, svc.max_replicas)))
     if "503" in comps and ("503 rate" in missed or "error rate" in missed):
         if "queue-proxy" in comps["503"] and svc.scale_target:
-            out.append(_tip("queue-proxy 503s (queue past 11 × containerConcurrency): scale out earlier",
+            out.append(Tip.of("queue-proxy 503s (queue past 11 × containerConcurrency): scale out earlier",
                             "scaleTarget", max(1, svc.scale_target * 3 // 4)))
         if "activator" in comps["503"] and svc.min_replicas == 0:
-            out.append(_tip("activator 503s with no pod: keep one warm", "minReplicas", 1))
+            out.append(Tip.of("activator 503s with no pod: keep one warm", "minReplicas", 1))
     if "504" in comps and "error rate" in missed and svc.timeout_s and not saturated and not cut:
-        out.append(_tip("504s: requests outlive the timeout", "timeout", min(600, svc.timeout_s * 2)))
+        out.append(Tip.of("504s: requests outlive the timeout", "timeout", min(600, svc.timeout_s * 2)))
     if "429" in comps and "error rate" in missed:
         out += _admission_tips(svc, comps["429"])
     if missed & {"p99 latency (s)", "p99 time to first token (s)"} and not out and svc.scale_target and not fixed:
-        out.append(_tip("slow requests on an unsaturated service: scale out earlier", "scaleTarget",
+        out.append(Tip.of("slow requests on an unsaturated service: scale out earlier", "scaleTarget",
                         max(1, svc.scale_target * 3 // 4)))
     if COLD_START_TERM in missed and not cfg.model_cache.enabled:
         out.append("longest cold start: enable the model cache (modelCache.enabled: true) so pods mount weights")
@@ -389,33 +264,16 @@ def _admission_tips(svc: ServiceConfig, by_component: dict) -> list[Tip]:
     out = []
     limit = ((svc.gateway or {}).get("rate_limit") or {}).get("rate_per_s")
     if "gateway" in by_component and limit:
-        out.append(_tip(f"429s from the gateway's rate limit ({limit:g} req/s): raise it, or it throttles the "
-                        "traffic the SLO is about", "gateway.rate_limit.rate_per_s", _round_up(limit * 2)))
+        out.append(Tip.of(f"429s from the gateway's rate limit ({limit:g} req/s): raise it, or it throttles the "
+                        "traffic the SLO is about", "gateway.rate_limit.rate_per_s", round_up(limit * 2)))
     if "server" not in by_component or svc.engine != "tgi":
         return out
     from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
 
     now = svc.caps.max_concurrent_requests or DEFAULT_MAX_CONCURRENT_REQUESTS
-    return out + [_tip(f"429s from TGI's router (limits.maxConcurrentRequests {now} admits fewer requests than are "
+    return out + [Tip.of(f"429s from TGI's router (limits.maxConcurrentRequests {now} admits fewer requests than are "
                        "sent to a pod): raise the server's own limit first", "limits.maxConcurrentRequests",
                        max(now * 2, svc.container_concurrency or 0))]
-
-
-def _round_up(x: float) -> float | int:
-    """`x` rounded up to 2 significant figures, for a proposed value a person would type."""
-    if x <= 0:
-        return x
-    step = 10 ** (math.floor(math.log10(x)) - 1)
-    out = float(f"{math.ceil(x / step) * step:.6g}")
-    return int(out) if out.is_integer() else out
-
-
-def _round_down(x: float) -> int:
-    """`x` rounded down to 2 significant figures (at least 1), for a proposed cap a person would type."""
-    if x < 1:
-        return 1
-    step = 10 ** max(0, math.floor(math.log10(x)) - 1)
-    return max(1, int(x // step * step))
 
 
 def retry_warnings(cfg: StackConfig, verdicts: list[Verdict], values: dict | None) -> list[str]:
@@ -434,97 +292,14 @@ def retry_warnings(cfg: StackConfig, verdicts: list[Verdict], values: dict | Non
             continue
         seen.add(v.service)
         retries = client.get("max_retries", 0)
-        tip = _tip(f"warning: {v.label}: the client's timeout_s {timeout:g} is below the p99 latency of all requests "
+        tip = Tip.of(f"warning: {v.label}: the client's timeout_s {timeout:g} is below the p99 latency of all requests "
                    f"{p99.value:.3g} s (95% CI {p99.lo:.3g}–{p99.hi:.3g}), so the slowest requests time out"
                    + (f" and each of their {retries} retries times out again (a retry storm, guide 000 §4.3)"
                       if retries else "") + "; give the client a timeout above the p99, or cap output tokens",
-                   "client.timeout_s", _round_up(p99.hi * 1.2))
+                   "client.timeout_s", round_up(p99.hi * 1.2))
         ok = fitted(values, cfg, svc, tip) if values is not None else None
         out.append(ok.command(cfg.stack, svc) if ok is not None else tip.why)
     return out
-
-
-def _refusals(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
-              loads: dict[str, float] | None = None) -> set[str] | None:
-    """What `preflight check` would refuse in the config `tip`'s edits make of `values` (the stack's project
-    keys), as the key paths it names: None when the loader refuses it (as `preflight whatif --set …` parses it);
-    else the pods that fit no node (`check_pods_can_run`) and the rollout problems (gate/rollout_capacity.py
-    `rollout_problems`: the next rollout does not fit the node group, or outlasts its progress deadline) at each
-    service's expected load `loads` (none: its initial scale, the static bound the Pulumi program checks before
-    any simulation, exit status 2)."""
-    from gate.rollout_capacity import rollout_problems
-    from manifests.admission import check_pods_can_run
-    from preflight.overrides import apply_sets
-    from stackconfig.schema import parse_stack_config
-
-    try:
-        edited = parse_stack_config(apply_sets(values, tip.sets(svc)), cfg.project, cfg.stack)
-    except InputError:
-        return None
-    found = {p.path for p in rollout_problems(edited, loads)}
-    try:
-        check_pods_can_run(edited)
-    except InputError as err:
-        found |= {p.path for p in err.problems}
-    return found
-
-
-def _new_refusals(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
-                  loads: dict[str, float] | None = None) -> set[str] | None:
-    """`_refusals` of `tip` that the stack as it is does not have (a tip is not blamed for what it leaves as it
-    was), at the static bound (what refuses the stack before any simulation) and at `loads` (what check's rollout
-    capacity judges after it); None when the loader refuses it."""
-    new: set[str] = set()
-    for at in (None, loads) if loads else (None,):
-        found = _refusals(values, cfg, svc, tip, at)
-        if found is None:
-            return None
-        new |= found - (_refusals(values, cfg, svc, Tip("", ()), at) or set())
-    return new
-
-
-def accepted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
-             loads: dict[str, float] | None = None) -> bool:
-    """Whether `preflight check` takes `tip`'s edits on `values` as they are: the loader takes them, and the pod-fit
-    and rollout checks find nothing the stack did not have (`_refusals`)."""
-    return _new_refusals(values, cfg, svc, tip, loads) == set()
-
-
-NODE_STEPS = 64  # larger node groups tried for a tip whose rollout does not fit, before the tip is left out
-
-
-def fitted(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
-           loads: dict[str, float] | None = None) -> Tip | None:
-    """`tip` in a form `preflight check` takes (`accepted`), or None. A tip whose next rollout does not fit the
-    node group (raising minReplicas raises the new revision's initial scale: old revision at its expected load +
-    new one at max(minReplicas, initial-scale)) comes paired with the smallest gpuNodeGroup.maxSize that holds
-    it, as the rollout check asks; one the loader refuses, or that no node group fixes, is left out."""
-    found = _new_refusals(values, cfg, svc, tip, loads)
-    if found is None:
-        return None
-    if not found:
-        return tip
-    node = "gpuNodeGroup.maxSize"
-    edits = dict(tip.edits)
-    for size in range(max(cfg.node_group.max_size, int(edits.get(node, 0))) + 1,
-                      cfg.node_group.max_size + NODE_STEPS + 1):
-        grown = Tip(tip.why, tuple({**edits, node: size}.items()))
-        found = _new_refusals(values, cfg, svc, grown, loads)
-        if found is None:
-            return None
-        if not found:
-            note = f" (with {node} {size}, so the next rollout's old and new pods fit: the rollout check)"
-            return Tip(tip.why + note, grown.edits)
-    return None
-
-
-def _stack_values(cfg: StackConfig) -> dict | None:
-    from preflight.overrides import stack_values
-
-    try:
-        return stack_values(cfg.stack)[1]
-    except InputError:
-        return None
 
 
 def undecided_notes(verdicts: list[Verdict]) -> list[str]:
@@ -545,7 +320,7 @@ def undecided_notes(verdicts: list[Verdict]) -> list[str]:
 def next_steps(cfg: StackConfig, verdicts: list[Verdict], passed: bool, values: dict | None = None) -> list[str]:
     """Lines for the end of the report. `values`: the stack's project keys the suggestions are checked against
     (default: the stack file `cfg` was loaded from); a suggestion its loader refuses is left out."""
-    values = values if values is not None else _stack_values(cfg)
+    values = values if values is not None else stack_values(cfg)
     if passed:
         lines = [f"next: deploy with `pulumi stack select {cfg.stack} --create && pulumi preview --policy-pack "
                  "policy && pulumi up --policy-pack policy`"]

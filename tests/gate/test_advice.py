@@ -9,7 +9,8 @@ import shlex
 import pytest
 
 from gate.verdict import Check, Verdict
-from preflight.advice import crash_cause, next_steps
+from preflight.advice import next_steps
+from preflight.advice_crash import crash_cause
 from preflight.overrides import apply_sets
 from simulation.estimates import Estimate
 from stackconfig.load import project_values, stack_config_values
@@ -130,7 +131,8 @@ def test_a_suggestion_the_loader_refuses_is_left_out():
     project, values = _values()
     cfg = parse_stack_config(values, project, "dev")
     chat = cfg.services[0]
-    from preflight.advice import Tip, accepted
+    from preflight.advice_fit import accepted
+    from preflight.tips import Tip
 
     assert accepted(values, cfg, chat, Tip("ok", (("minReplicas", 1),)))
     assert not accepted(values, cfg, chat, Tip("bad", (("minReplicas", chat.max_replicas + 1),)))

@@ -10,7 +10,9 @@ import shlex
 from gate.rollout_capacity import rollout_problems
 from gate.verdict import Check, Verdict
 from manifests.admission import check_pods_can_run
-from preflight.advice import Tip, accepted, fitted, next_steps
+from preflight.advice import next_steps
+from preflight.advice_fit import accepted, fitted
+from preflight.tips import Tip
 from preflight.overrides import apply_sets
 from simulation.estimates import Estimate
 from stackconfig.load import project_values, stack_config_values

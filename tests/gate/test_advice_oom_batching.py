@@ -10,7 +10,8 @@ from rich.console import Console
 
 from gate.verdict import Check, Verdict
 from preflight import check as cli
-from preflight.advice import batch_capacity, next_steps, oom_seen
+from preflight.advice import batch_capacity, next_steps
+from preflight.advice_crash import oom_seen
 from preflight.summary import service_lines
 from simulation.estimates import Estimate
 from simulation.gpu.memory import naive_base_bytes, vision_activation_bytes
@@ -217,7 +218,7 @@ def test_a_batch_cap_given_as_a_runtime_flag_bounds_the_containerconcurrency_rai
 def test_the_summary_and_the_advice_count_ooms_with_one_function(monkeypatch):
     """Review 11 (diff), F9: preflight/summary.py recomputed advice.oom_counts line for line; one helper (in
     summary, which advice imports: no cycle), so the summary line and the tip cannot drift apart."""
-    import preflight.advice as advice
+    import preflight.advice_crash as advice
     import preflight.summary as summary
 
     assert advice.oom_counts is summary.oom_counts
@@ -229,7 +230,7 @@ def test_the_summary_and_the_advice_count_ooms_with_one_function(monkeypatch):
 
 def test_images_and_pixels_that_fit_share_one_free_memory_figure(monkeypatch):
     """Review 11 (diff), F9: both computed cuda_total_bytes - naive_base_bytes(model) themselves."""
-    import preflight.advice as advice
+    import preflight.advice_crash as advice
 
     project, values = _vision_values()
     cfg = parse_stack_config(values, project, "dev")

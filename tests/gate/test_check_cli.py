@@ -61,7 +61,7 @@ def test_a_missed_slo_fails_the_check_with_exit_1(monkeypatch, capsys):
     monkeypatch.setattr(cli, "check", lambda stack, console, plot, executor=None, timings=None, cache=None: failing)
     assert cli.main(["check", "--stack", "prod"]) == 1
     # the advice checks its edits against the stack file; here that is prod with chat pinned at 1 replica
-    monkeypatch.setattr(preflight.advice, "_stack_values", lambda cfg: _failing_values())
+    monkeypatch.setattr(preflight.advice, "stack_values", lambda cfg: _failing_values())
     buf = io.StringIO()
     cli.print_result(failing, Console(file=buf, width=300))
     text = buf.getvalue()
