@@ -24,10 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
+from simulation.isvc import ServingSpec
 from stackconfig.schema import ServiceConfig, Slo, StackConfig
 from stackconfig.stress import STRESS_DURATION_S, judged_in, rollout_run_s, scenario_settings, settings
-from validation.kubernetes import parse_duration
 
 IDLE_WORKLOAD = {"kind": "poisson", "rate": 1e-6}   # a service the gate does not check still holds its pods
 KINDS = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")
@@ -66,14 +65,10 @@ def stress_slo(svc: ServiceConfig, kind: str) -> Slo:
 
 
 def progress_deadline_s(isvc: dict) -> float:
-    """The revision's progress deadline: the annotation on the InferenceService, else Knative's default."""
-    for meta in (isvc.get("metadata", {}), isvc.get("spec", {}).get("predictor", {})):
-        value = (meta.get("annotations") or {}).get(PROGRESS_DEADLINE_KEY)
-        if value:
-            seconds = parse_duration(str(value))
-            if seconds:
-                return float(seconds)
-    return DEFAULT_PROGRESS_DEADLINE_S
+    """The revision's progress deadline as the simulation reads it from the InferenceService (its serving spec's
+    `kpa.progress_deadline_s`: the rollout's verdict and the KPA's activation timeout), so the gate's run length
+    and rollout term are the simulated rollout's."""
+    return ServingSpec.from_manifest(isvc, problems=[]).kpa.progress_deadline_s   # bad input: refused earlier
 
 
 def _checked(svc: ServiceConfig) -> bool:
@@ -120,7 +115,7 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
                 deadline = progress_deadline_s(sc["inferenceService"])
                 at = settings("rollout", svc.stress.rollout.params)["at_s"]
                 end = max(end, rollout_run_s(at, deadline))
-                members.append({"scenario": sc, "rollout": {"at_s": at, "progress_deadline_s": deadline}})
+                members.append({"scenario": sc, "rollout": {"at_s": at}})
                 extra[svc.name] = {"progress_deadline_s": deadline}
             else:
                 members.append({"scenario": sc})

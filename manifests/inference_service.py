@@ -3,8 +3,10 @@
 Field mapping follows KServe `pkg/apis/serving/v1beta1/component.go` (ComponentExtensionSpec) and
 `pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations`: `minReplicas`, `maxReplicas`,
 `containerConcurrency`, `scaleMetric`, `scaleTarget` and `timeout` sit on the predictor; Knative's
-`autoscaling.knative.dev/*` annotations on the InferenceService are copied to the Knative revision. In Standard
-mode KServe would create an HPA with an empty behavior (`reconcilers/hpa/hpa_reconciler.go`); we set
+`autoscaling.knative.dev/*` annotations on the InferenceService are copied to the Knative revision. In Knative mode
+`containerConcurrency`, `timeout` and `serving.knative.dev/progress-deadline` are always written (as the
+simulation reads them when unset), so the cluster's own config-defaults and config-deployment never decide them.
+In Standard mode KServe would create an HPA with an empty behavior (`reconcilers/hpa/hpa_reconciler.go`); we set
 `serving.kserve.io/autoscalerClass: external` and render our own autoscaler so `behavior` is under our control:
 a KEDA ScaledObject on the runtime's in-flight requests (manifests/keda.py, the default for scaleMetric
 concurrency), or an HPA (cpu/memory, or a Pods metric served by a custom-metrics adapter, `hpa.scaler: hpa`).
@@ -18,8 +20,10 @@ from manifests.common import labels, restricted_security_context
 from manifests.keda import scaled_object
 from manifests.model_cache import cache_uri
 from manifests.model_download import predictor_account
-from manifests.rollout import ready_timeout_s
+from manifests.rollout import progress_deadline_s, ready_timeout_s
+from simulation.autoscaler.config import PROGRESS_DEADLINE_KEY
 from simulation.engine_flags import server_of, setting
+from simulation.isvc import DEFAULT_CONTAINER_CONCURRENCY, DEFAULT_TIMEOUT_S
 from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, server_image
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 from validation.deployment_mode import mode_name
@@ -157,6 +161,10 @@ def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
     if svc.deployment_mode == "Standard":
         out["serving.kserve.io/autoscalerClass"] = "external"
     out.update(svc.annotations)
+    if svc.deployment_mode == "Knative":
+        # The revision's progress deadline, written even when it is the default: without the annotation Knative
+        # takes config-deployment's progress-deadline, the cluster's (600 s as shipped, what the gate assumes).
+        out.setdefault(PROGRESS_DEADLINE_KEY, f"{progress_deadline_s(svc):.0f}s")
     out.update({
         ANNOTATION_PREFIX + "engine": svc.engine,
         ANNOTATION_PREFIX + "model": svc.model.name,
@@ -259,10 +267,14 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         predictor["scaleMetric"] = svc.scale_metric
         if svc.scale_target is not None:
             predictor["scaleTarget"] = svc.scale_target
-        if svc.container_concurrency is not None:
-            predictor["containerConcurrency"] = svc.container_concurrency
-        if svc.timeout_s is not None:
-            predictor["timeout"] = svc.timeout_s
+        # Always rendered, unset as the simulation reads an unset one: KServe hands both to the Knative Service
+        # as they are (ksvc_reconciler.go: ContainerConcurrency, TimeoutSeconds, and ResponseStartTimeoutSeconds =
+        # timeout), and Knative's RevisionSpec.SetDefaults fills a nil one (a timeout also when 0) from the
+        # cluster's config-defaults (container-concurrency, revision-timeout-seconds), which the stack does not
+        # manage: a cluster that changed them would otherwise run other limits than the gate simulated.
+        predictor["containerConcurrency"] = (DEFAULT_CONTAINER_CONCURRENCY if svc.container_concurrency is None
+                                             else svc.container_concurrency)
+        predictor["timeout"] = int(DEFAULT_TIMEOUT_S) if svc.timeout_s is None else svc.timeout_s
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",

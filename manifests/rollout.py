@@ -20,12 +20,12 @@ import math
 from dataclasses import dataclass
 
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
+from simulation.autoscaler.config import progress_deadline_s as knative_progress_deadline_s
 from stackconfig import platform
 from stackconfig.platform import (COLD_START_QUANTILE, cache_read_mib_s, expected_load_s, load_gbps, slow_rate,
                                   slow_s)
 from stackconfig.schema import ServiceConfig, StackConfig
 from stackconfig.services import readers_together
-from validation.kubernetes import parse_duration
 
 READY_MARGIN_S = 120  # webhook, revision creation, route programming
 PERCENTILE = f"p{100 * COLD_START_QUANTILE:g}"
@@ -102,7 +102,11 @@ def cold_start_s(cfg: StackConfig, svc: ServiceConfig, first_deploy: bool = Fals
 
 
 def progress_deadline_s(svc: ServiceConfig) -> float:
-    return parse_duration(svc.annotations.get(PROGRESS_DEADLINE_KEY)) or DEFAULT_PROGRESS_DEADLINE_S
+    """The new revision's progress deadline: its `serving.knative.dev/progress-deadline` read with the simulated
+    KPA's own reader (simulation/autoscaler/config.py), else Knative's 600 s, which the InferenceService then
+    carries (manifests/inference_service.py), so the gate and the simulation read this same number from it."""
+    seconds, _ = knative_progress_deadline_s(svc.annotations.get(PROGRESS_DEADLINE_KEY))  # malformed: refused earlier
+    return seconds or DEFAULT_PROGRESS_DEADLINE_S
 
 
 def ready_timeout_s(cfg: StackConfig, svc: ServiceConfig) -> int:

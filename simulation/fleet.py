@@ -20,7 +20,7 @@ A fleet mapping (what `gate.stress` generates, JSON-able so replications can run
       - scenario: {...}            # a scenario mapping (simulation/scenario.py) without cluster/duration;
                                    # its config_autoscaler, if any, the same in every service (one cluster)
         spike: {factor: 3, at_s: 120, duration_s: 120}
-        rollout: {at_s: 60, progress_deadline_s: 600}
+        rollout: {at_s: 60}          # deadline: the scenario's serving.knative.dev/progress-deadline (600 s)
         from_zero: true            # starts at zero replicas (scale from zero)
 
 `run_fleet(fleet, seed)` returns {"name", "seed", "services": {name: report}, "node_group": {...},
@@ -86,11 +86,16 @@ def _spike(sec: Section) -> Spike | None:
 def _rollout(sec: Section) -> Rollout | None:
     if not sec.data:
         return None
-    d = Rollout()
-    out = Rollout(sec.float("at_s", d.at_s, min=0.0),
-                  sec.float("progress_deadline_s", d.progress_deadline_s, min=1.0, max=86400.0))
+    out = Rollout(sec.float("at_s", Rollout().at_s, min=0.0))
+    if sec.has("progress_deadline_s"):
+        sec.problem("progress_deadline_s", sec.raw("progress_deadline_s"), DEADLINE_MOVED)
     sec.done()
     return out
+
+
+DEADLINE_MOVED = ("progress_deadline_s is gone: it was a second setting for one Knative knob. A rollout's deadline "
+                  "is the revision's own serving.knative.dev/progress-deadline annotation on the scenario's "
+                  "InferenceService (600 s without it), which the simulated KPA reads too: set it there")
 
 
 def _node_loss(sec: Section) -> NodeLoss | None:

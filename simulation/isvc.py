@@ -11,7 +11,9 @@ This is the only place the manifest is interpreted. Sources (reference knative-k
   written from `minReplicas` (a user's min-scale annotation is overwritten), max-scale only when
   `maxReplicas` ≠ 0 (else the annotation, else unlimited),
   `scaleTarget` → `target`, `scaleMetric` → `metric`, `containerConcurrency` → revision CC (nil → 0),
-  `timeout` → `timeoutSeconds` (nil → Knative's 300 s, `pkg/apis/config/defaults.go`);
+  `timeout` → `timeoutSeconds` (nil → Knative's 300 s, `pkg/apis/config/defaults.go`). Nil is what Knative's
+  `RevisionSpec.SetDefaults` fills from the cluster's config-defaults (`container-concurrency`,
+  `revision-timeout-seconds`), shipped as these two: the stack renders both, so a cluster's own cannot apply;
 - Standard mode: `reconcilers/hpa/hpa_reconciler.go: createHPA` — HPA min = max(1, minReplicas),
   max = max(maxReplicas, min), on CPU (`autoscaler/kserve_hpa.py`: KServe builds no other metric, so
   `scaleMetric: concurrency` scales on CPU 80 %, and its webhook refuses it with `autoscalerClass: hpa`); CC and
@@ -42,6 +44,7 @@ MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 KNATIVE_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard", "RawDeployment": "Standard"}
 DEFAULT_TIMEOUT_S = float(KNATIVE_DEFAULT_TIMEOUT_S)   # knative pkg/apis/config/defaults.go (validation/defaults.py)
+DEFAULT_CONTAINER_CONCURRENCY = 0  # knative config-defaults container-concurrency as shipped (0: unlimited)
 DEFAULT_MIN_REPLICAS = 1          # kserve pkg/constants/constants.go
 
 
@@ -124,7 +127,7 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
     pred = spec_sec.section("predictor", required=True)
     min_rep = pred.int("minReplicas", None, min=0, max=MAX_REPLICAS)   # every pod is simulated: bounded
     max_rep = pred.int("maxReplicas", 0, min=0, max=MAX_REPLICAS)
-    cc = pred.int("containerConcurrency", 0, min=0, max=1000)
+    cc = pred.int("containerConcurrency", DEFAULT_CONTAINER_CONCURRENCY, min=0, max=1000)
     timeout = pred.float("timeout", None, min=1, max=KNATIVE_MAX_TIMEOUT_S)
     scale_metric = pred.choice("scaleMetric", ["concurrency", "rps", "cpu", "memory"], None)
     scale_target = pred.float("scaleTarget", None, min=0.01)

@@ -13,8 +13,9 @@
   (`PodAutoscaler.ScaleBounds`) and its decider neither rate-limits a scale-down nor holds the scale-down-delay
   (`pkg/autoscaler/scaling/autoscaler.go` Scale: maxScaleDown 0, the delay window only when Reachable), so its
   own KPA scales it down after the stable window (scale-to-zero grace). Not Ready within the progress deadline
-  (`serving.knative.dev/progress-deadline`, default 600 s, `pkg/deployment/config.go`) → the rollout failed;
-  the old revision keeps serving.
+  (the revision's `serving.knative.dev/progress-deadline` as its KPA reads it, `serving.kpa.progress_deadline_s`;
+  without it config-deployment's 600 s, `pkg/deployment/config.go`) → the rollout failed; the old revision keeps
+  serving.
   Simplifications: the new revision has the same settings as the old (a rollout of the config being deployed);
   Standard (RawDeployment) services roll with a Deployment's maxSurge, not modelled here.
 - Node loss: simulation/node_loss.py (the activator keeps the lost pods until they are marked NotReady; the
@@ -42,8 +43,10 @@ class Spike:
 
 @dataclass(frozen=True)
 class Rollout:
+    """When the new revision starts. Its progress deadline is its own `serving.knative.dev/progress-deadline`
+    as the simulated KPA reads it (`serving.kpa.progress_deadline_s`, 600 s without it): one number for the
+    rollout verdict and the KPA's activation timeout, never a second setting."""
     at_s: float = 60.0
-    progress_deadline_s: float = 600.0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -97,7 +100,9 @@ class RolloutDriver:
     def __init__(self, old: Any, make_new: Any, spec: Rollout, log: dict) -> None:
         self.old, self.make_new, self.spec, self.log = old, make_new, spec, log
         self.new = None
-        log.update(at_s=spec.at_s, progress_deadline_s=spec.progress_deadline_s, ready_s=None)
+        # The new revision has the old one's settings (a rollout of the config being deployed), so its deadline.
+        self.deadline_s = old.scenario.serving.kpa.progress_deadline_s
+        log.update(at_s=spec.at_s, progress_deadline_s=self.deadline_s, ready_s=None)
         call_later(old.env, spec.at_s, self._start)
 
     def _start(self) -> None:
@@ -117,7 +122,7 @@ class RolloutDriver:
         if old.route is not None or len(new.endpoints) < self.need:
             return
         elapsed = new.env.now - self.spec.at_s
-        if elapsed > self.spec.progress_deadline_s:
+        if elapsed > self.deadline_s:
             return
         self.log["ready_s"] = elapsed
         old.route = new

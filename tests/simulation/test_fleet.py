@@ -95,7 +95,8 @@ def test_a_rollout_switches_traffic_when_the_new_revision_is_ready_and_the_old_o
 
 
 def test_a_rollout_without_free_gpus_never_gets_ready():
-    fleet = _fleet({"scenario": _svc("a", 0.5, min_r=2, max_r=2), "rollout": {"at_s": 30, "progress_deadline_s": 300}},
+    deadline = {"serving.knative.dev/progress-deadline": "300s"}
+    fleet = _fleet({"scenario": _svc("a", 0.5, min_r=2, max_r=2, **deadline), "rollout": {"at_s": 30}},
                    cluster={"max_nodes": 2, "warm_nodes": 2}, duration=400)
     a = _run(fleet)["services"]["a"]
     assert a["rollout"]["ready_s"] is None and a["pending_pods"]["max"] == 2
