@@ -106,16 +106,34 @@ def initial_scale_problems(cluster: ClusterAutoscaler, services: list, problems:
                                     f"{INITIAL_SCALE} annotation at most maxReplicas, or raise maxReplicas"))
 
 
+# KEP-4951 HPAConfigurableTolerance: alpha (off by default) in Kubernetes 1.33 and 1.34, beta and on by default
+# from 1.35 (pkg/features/kube_features.go); 1.32's API has no `tolerance` at all.
+HPA_TOLERANCE_MINOR = 35
+
+
 def check_hpa_behavior(hpa: Section, behavior: dict, kubernetes_version: str) -> None:
     """Check `hpa.behavior` now: it goes into the HPA verbatim, and the API server would reject it only after
     `pulumi up` had created the node group and everything before the HPA. The schema (kubernetes-validate) checks
     its shape; the simulation's own reader (`simulation.autoscaler.hpa.rules_from_manifest`) its ranges, as the
-    API server's validation does (`periodSeconds` 1–1800, `stabilizationWindowSeconds` 0–3600, `value` > 0)."""
+    API server's validation does (`periodSeconds` 1–1800, `stabilizationWindowSeconds` 0–3600, `value` > 0,
+    `tolerance` a quantity >= 0). A per-direction `tolerance` is simulated as the HPA controller applies it
+    (`tolerancesForHpa`), so it is refused where the cluster would not apply it: below Kubernetes 1.35."""
     nulls = list(_null_paths(behavior, "behavior"))
     for path in nulls:  # the HPA schema takes null as absent; KEDA's ScaledObject CRD refuses it (found by the fuzzer)
         hpa.problem(path, None, "expected a value, or leave the key out (a KEDA ScaledObject refuses null)")
     if nulls:
         return
+    gated = [k for k in ("scaleUp", "scaleDown") if isinstance(behavior.get(k), dict) and "tolerance" in behavior[k]]
+    if gated and int(kubernetes_version.split(".")[1]) < HPA_TOLERANCE_MINOR:
+        for key in gated:
+            hpa.problem(f"behavior.{key}.tolerance", behavior[key]["tolerance"], (
+                f"expected none on Kubernetes {kubernetes_version} (cluster.kubernetesVersion): a per-HPA tolerance "
+                "needs the HPAConfigurableTolerance feature gate (KEP-4951), beta and on by default only from "
+                "1.35; 1.33 and 1.34 have it alpha and off (EKS turns on no alpha gate) and 1.32 lacks the field, so "
+                "the HPA would scale at the cluster-wide 10 %, not at the tolerance the gate simulates. Leave it "
+                "out, or upgrade the cluster to 1.35 or later and set its version here"))
+        behavior = {k: {f: v for f, v in rules.items() if f != "tolerance"} if k in gated else rules
+                    for k, rules in behavior.items()}
     probe = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
              "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 1,
                       "behavior": behavior}}

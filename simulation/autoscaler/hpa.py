@@ -7,6 +7,14 @@ reference knative-kserve.md §5). Defaults (`pkg/apis/autoscaling/v2/defaults.go
 policies Pods 4 / 15 s and Percent 100 / 15 s, select Max; scale-down window 300 s, Percent 100 / 15 s;
 tolerance 0.1; sync period 15 s.
 
+Tolerance per direction (KEP-4951 `HPAConfigurableTolerance`: alpha in Kubernetes 1.33, beta and on by default from
+1.35): `behavior.scaleUp.tolerance` / `scaleDown.tolerance`, a resource.Quantity >= 0, each unset one the
+controller's `--horizontal-pod-autoscaler-tolerance` (0.1; `horizontal.go: tolerancesForHpa`). A usage ratio r
+keeps the current replicas while 1 − scaleDown ≤ r ≤ 1 + scaleUp (`replica_calculator.go: Tolerances.isWithin`),
+in every calculation that uses the tolerance; a KEDA ScaledObject's behavior reaches its HPA the same way. The
+stack refuses the field below Kubernetes 1.35 (stackconfig/autoscaling.py `check_hpa_behavior`), where the gate is
+off by default and the API server refuses it.
+
 Simplification: the metric is the mean over pods that report (ready pods); missing pods are not modelled
 (every ready pod reports). Unready pods (Pending — waiting for a node or pulling — or started and not Ready;
 `groupPods` puts Pending pods there) count as 0 usage when scaling up.
@@ -17,7 +25,9 @@ A KEDA ScaledObject's HPA (`HpaSpec.keda` set) reads an External metric with an 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from validation.errors import Problem
@@ -38,6 +48,7 @@ class Rules:
     window_s: float
     policies: tuple[Policy, ...]
     select: str = "Max"   # Max | Min | Disabled
+    tolerance: float | None = None   # this direction's `tolerance`; None: the controller's (HpaSpec.tolerance)
 
 
 INT32_MAX = 2**31 - 1   # `value` is an int32 in autoscaling/v2
@@ -52,7 +63,7 @@ class HpaSpec:
     max_replicas: int = 1
     metric: str = "cpu"               # cpu (Utilization %) | concurrency (custom Pods metric, AverageValue)
     target: float = 80.0              # % for cpu (KServe DefaultCPUUtilization), per-pod value otherwise
-    tolerance: float = 0.1
+    tolerance: float = 0.1            # --horizontal-pod-autoscaler-tolerance: a direction without its own
     sync_period_s: float = 15.0
     scale_up: Rules = DEFAULT_UP
     scale_down: Rules = DEFAULT_DOWN
@@ -63,6 +74,13 @@ class HpaSpec:
     cpu_busy_cores: float = 1.0
     cpu_idle_cores: float = 0.1
     keda: "PrometheusMetric | None" = None   # a KEDA ScaledObject's External metric from Prometheus (keda.py)
+
+    def within_tolerance(self, ratio: float) -> bool:
+        """`Tolerances.isWithin`: 1 − scale-down tolerance ≤ ratio ≤ 1 + scale-up tolerance (each direction's own,
+        else the controller's); written as |1 − ratio| against the side's tolerance, as the symmetric test was."""
+        up, down = self.scale_up.tolerance, self.scale_down.tolerance
+        side = (self.tolerance if up is None else up) if ratio > 1.0 else (self.tolerance if down is None else down)
+        return abs(1.0 - ratio) <= side
 
     def cpu_percent(self, busy_fraction: float) -> float:
         """Per-pod CPU utilisation (% of the request) for a pod busy this fraction of the sync period."""
@@ -87,11 +105,11 @@ class HpaCalculator:
             return current
         ratio = (metric_sum / ready) / s.target
         if unready == 0 or ratio <= 1.0:
-            if abs(1.0 - ratio) <= s.tolerance:
+            if s.within_tolerance(ratio):
                 return current
             return int(math.ceil(ratio * ready))
         new_ratio = metric_sum / (ready + unready) / s.target
-        if abs(1.0 - new_ratio) <= s.tolerance or (ratio > 1.0) != (new_ratio > 1.0):
+        if s.within_tolerance(new_ratio) or (ratio > 1.0) != (new_ratio > 1.0):
             return current
         new = int(math.ceil(new_ratio * (ready + unready)))
         # GetResourceReplicas: a rebalanced scale-up that would shrink the workload keeps it as it is.
@@ -101,7 +119,7 @@ class HpaCalculator:
         """`GetExternalPerPodMetricReplicas`: the metric's total against target × status replicas (all the
         Deployment's pods, ready or not); outside the tolerance, ceil(total / target)."""
         s = self.spec
-        if status_replicas > 0 and abs(1.0 - usage / (s.target * status_replicas)) <= s.tolerance:
+        if status_replicas > 0 and s.within_tolerance(usage / (s.target * status_replicas)):
             return status_replicas
         return int(math.ceil(usage / s.target))
 
@@ -209,4 +227,46 @@ def rules_from_manifest(data: Any, default: Rules, path: str, problems: list[Pro
                 continue
             out.append(Policy(p["type"], int(v), float(per)))
         policies = tuple(out)
-    return Rules(float(window), policies, select)
+    tolerance = default.tolerance
+    if data.get("tolerance") is not None:
+        tolerance = tolerance_value(data["tolerance"])
+        if tolerance is None:
+            problems.append(Problem(f"{path}.tolerance", data["tolerance"], "expected a quantity >= 0 such as 0.05 "
+                                    "or \"50m\" (a fraction of the target: 0.05 lets the metric stray 5 %)"))
+            tolerance = default.tolerance
+    return Rules(float(window), policies, select, tolerance)
+
+
+# resource.Quantity's grammar (apimachinery quantity.go parseQuantityString): sign, digits with an optional
+# fraction, then a binary (Ki…Ei), decimal (n u m k M G T P E) or integer exponent (e3, E-2) suffix.
+_QUANTITY = re.compile(r"([+-]?)((?:[0-9]+(?:\.[0-9]*)?)|(?:\.[0-9]+))(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([numkMGTPE])|"
+                       r"[eE]([+-]?[0-9]+))?", re.ASCII)
+_DECIMAL_SUFFIX = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def _quantity(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    m = _QUANTITY.fullmatch(value)
+    if m is None:
+        return None
+    sign, digits, binary, decimal, exponent = m.groups()
+    number = float(Decimal(sign + digits).scaleb(_DECIMAL_SUFFIX.get(decimal or "", 0) + int(exponent or 0)))
+    return number * 2.0 ** (10 * ("KMGTPE".index(binary[0]) + 1)) if binary else number
+
+
+def tolerance_value(value: Any) -> float | None:
+    """An HPAScalingRules `tolerance` (a resource.Quantity: a number, or a string such as "0.05", "50m", "5e-2") as
+    the controller reads it (`AsApproximateFloat64`); None when it is not a quantity or is negative (validation.go:
+    "must be greater or equal to zero")."""
+    try:
+        number = _quantity(value)
+    except (ArithmeticError, ValueError):   # past a float (or Decimal's exponents, or int's digits)
+        return None
+    if number is None:
+        return None
+    return number + 0.0 if math.isfinite(number) and number >= 0 else None   # + 0.0: "-0" is 0
