@@ -5,13 +5,12 @@ that way, and the loop's shortcuts (lazy scrapes, skipped settled ticks) against
 from __future__ import annotations
 
 import math
-import random
 
 import pytest
 
 from simulation.autoscaler.aggregation import (WeightedWindowBuckets, WindowBuckets, go_int_pow, make_window,
                                                smoothing_coeff)
-from tests.simulation.test_kpa_quiet import _bursts
+from tests.simulation.test_kpa_quiet import _bursts, bursty_runs
 from tests.simulation.test_kpa_scrape import _logged_run, _same, _skipped, _trace, _whole_second_scenario
 from tests.simulation.test_window_exact import PlainBuckets, _drive
 
@@ -298,25 +297,8 @@ def test_a_settled_check_that_ignores_weighted_buckets_is_caught(scn, tmp_path, 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_weighted_bursty_random_scenarios_report_the_same_as_every_tick_in_full(scn, monkeypatch, seed):
-    from simulation import load_scenario, run_simulation
-    from simulation.autoscaler.loop import KpaLoop
-
-    rng = random.Random(100 + seed)
-    ann = {**WEIGHTED, A + "window": f"{rng.choice((6, 10, 30, 60, 120))}s",
-           A + "scale-down-delay": rng.choice(("0s", "4s", "30s")),
-           A + "target-burst-capacity": rng.choice(("211", "0", "2", "-1"))}
-    mapping = {"inferenceService": scn.isvc(cc=rng.choice((0, 1, 2, 4)), min_replicas=rng.choice((0, 1, 3)),
-                                            max_replicas=rng.choice((3, 8)), annotations=ann),
-               "workload": {"kind": "gamma", "rate": rng.choice((0.05, 0.2, 1.0)), "cv": rng.choice((3.0, 8.0))},
-               "server": {"kind": "simple", "base_s": rng.choice((0.3, 1.0, 3.0)), "distribution": "exponential"},
-               "cluster": {"gpus_per_node": 8, "max_nodes": 2, "warm_nodes": 1, "image_gib": 0,
-                           "warmup_s": rng.choice((1, 5, 20)), "activator_probe_s": 0},
-               "duration_s": 2000}
-    out = []
-    for reference in (False, True):
-        monkeypatch.setattr(KpaLoop, "EAGER", reference)
-        out.append(run_simulation(load_scenario(mapping), seed=seed).to_json())
-    assert out[0] == out[1]
+    lazy, eager = bursty_runs(scn, monkeypatch, 100 + seed, WEIGHTED)
+    assert lazy == eager
 
 
 @pytest.mark.parametrize("value", ["weighted-exponential", "weightedExponential", "linear"])
