@@ -264,12 +264,12 @@ class Catalog:
     def extended(self, gpus=(), instances=(), models=()) -> "Catalog":
         """A copy with user entries added (same name replaces the built-in one; a GPU that states no link keeps
         the built-in's, so overriding an H100's memory does not turn its NVLink into PCIe: `_keep_link`; a model
-        that states no query heads keeps the built-in's: `_keep_heads`)."""
+        that leaves its heads or MLP width unstated keeps the built-in's: `_keep_shape`)."""
         return replace(
             self,
             gpus={**self.gpus, **{g.name: _keep_link(g, self.gpus.get(g.name)) for g in gpus}},
             instances={**self.instances, **{i.name: i for i in instances}},
-            models={**self.models, **{m.name: _keep_heads(m, self.models.get(m.name)) for m in models}},
+            models={**self.models, **{m.name: _keep_shape(m, self.models.get(m.name)) for m in models}},
         )
 
     def gpu_of(self, instance_type: str) -> Gpu:
@@ -285,14 +285,20 @@ def _keep_link(gpu: Gpu, builtin: Gpu | None) -> Gpu:
                    interconnect_gbps=gpu.interconnect_gbps or builtin.interconnect_gbps)
 
 
-def _keep_heads(model: Model, builtin: Model | None) -> Model:
-    """A user model that states no `num_heads` (0) keeps the built-in's query heads (config.json
-    `num_attention_heads`): restating gemma-2-9b to give its `repo_gib` must not turn its 16 heads into
-    hidden_size // head_dim = 14, which refuses tensor parallelism of 4 (`Model.attention_heads`; vLLM
-    `ModelConfig.verify_with_parallel_config`)."""
-    if builtin is None or model.num_heads:
+# The shape a tensor-parallel split must divide (simulation/gpu/tensor_parallel.py), 0 when unstated.
+SPLIT_SHAPE = ("num_heads", "kv_heads", "intermediate_size")
+
+
+def _keep_shape(model: Model, builtin: Model | None) -> Model:
+    """A user model that leaves `num_heads`, `kv_heads` or `intermediate_size` unstated (0) keeps the built-in's
+    (config.json `num_attention_heads`, `num_key_value_heads`, `intermediate_size`): restating gemma-2-9b to give
+    its `repo_gib` must not turn its 16 heads into hidden_size // head_dim = 14, which refuses tensor parallelism of
+    4, nor drop the KV-head and MLP splits that refuse llama-2-13b on 5 GPUs (`tensor_parallel.heads_problem`;
+    vLLM `ModelConfig.verify_with_parallel_config`, `divide` in its parallel linear layers)."""
+    if builtin is None:
         return model
-    return replace(model, num_heads=builtin.num_heads)
+    kept = {f: getattr(builtin, f) for f in SPLIT_SHAPE if not getattr(model, f) and getattr(builtin, f)}
+    return replace(model, **kept) if kept else model
 
 
 DEFAULT = Catalog()

@@ -40,7 +40,7 @@ def parse_catalog(sec: Section) -> Catalog:
 
 def _model(name: str, m: Section) -> Model:
     """One `catalog.models.NAME` entry. It replaces a same-name built-in model whole, except that an unstated
-    `numHeads` keeps the built-in's query heads (`catalog.Catalog.extended`)."""
+    `numHeads`, `kvHeads` or `intermediateSize` keeps the built-in's (`catalog.Catalog.extended`)."""
     return Model(name, m.choice("kind", ["llm", "vision"], "llm"), m.float("paramsB", 1.0, min=0.0001,
                  max=100_000, required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4),
                  layers=m.int("layers", 0, min=0, max=10_000), kv_heads=m.int("kvHeads", 0, min=0, max=4096),

@@ -18,7 +18,7 @@ Scenario keys (under `server:`):
 
 Field names are the `catalog.Gpu` / `catalog.Model` dataclass fields. A GPU without `interconnect` keeps a
 same-name built-in GPU's link, else is PCIe Gen4 x16 (32 GB/s one way); `interconnect: nvlink` needs
-`interconnect_gbps`. A model restated without `num_heads` keeps the built-in's query heads.
+`interconnect_gbps`. A model restated without `num_heads`, `kv_heads` or `intermediate_size` keeps the built-in's.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ Kubernetes quantity."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import io
 import re
 
@@ -287,3 +288,27 @@ def test_simulation_doc_lists_every_scenario_key_and_trace_column():
     missing = [k for k in TOP_KEYS if f"`{k}" not in section]
     assert not missing, missing
     assert "`columns`" in section and all(f"{c}" in section for c in TRACE_COLUMNS)
+
+
+def test_restating_a_built_in_model_keeps_the_splits_tensor_parallelism_must_divide():
+    """Review 12 (diff), F1: restating llama-2-13b to give its repoGib (no intermediateSize, no numHeads) dropped its
+    MLP width 13,824, so 5 GPUs passed as they do not for the built-in (13,824 % 5 ≠ 0: vLLM's `divide` asserts)."""
+    from runtime_stack import chat_stack, with_service
+
+    entry = {"kind": "llm", "paramsB": 13.02, "layers": 40, "kvHeads": 40, "headDim": 128, "maxContext": 4096,
+             "hiddenSize": 5120, "vocabSize": 32000, "repoGib": 30}
+    for catalog in (None, {"models": {"llama-2-13b": entry}}):
+        cfg = chat_stack()
+        cfg["gpuNodeGroup"] = {"instanceTypes": ["p4de.24xlarge"]}
+        cfg = with_service(cfg, runtime={"engine": "vllm"}, maxReplicas=1,
+                           resources={"gpus": 5, "cpu": "4", "memory": "64Gi"},
+                           model={"name": "llama-2-13b", "storageUri": "hf://m/l", "public": True})
+        if catalog:
+            cfg["catalog"] = catalog
+        with pytest.raises(InputError, match=r"services\[0\]\.resources\.gpus: got 5.*intermediate_size"):
+            parse_stack_config(cfg, "p", "dev")
+    kept = DEFAULT_CATALOG.extended(models=[replace(DEFAULT_CATALOG.models["llama-2-13b"], num_heads=0, kv_heads=0,
+                                                    intermediate_size=0, repo_gib=30)]).models["llama-2-13b"]
+    builtin = DEFAULT_CATALOG.models["llama-2-13b"]
+    assert (kept.num_heads, kept.kv_heads, kept.intermediate_size, kept.repo_gib) == (
+        builtin.num_heads, builtin.kv_heads, builtin.intermediate_size, 30)
