@@ -65,12 +65,13 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     model_cache = parse_model_cache(top.section("modelCache"), cluster.namespace)
     cold_start = parse_cold_start(top.section("coldStart"))
     knative = parse_knative(top.section("knative"))  # before the services: their annotations meet its autoscaler
-    check_knative_floor(cluster, knative.version, problems)  # the Kubernetes its release starts on
     kserve = parse_kserve(top.section("kserve"))  # and its version decides what KServe does with their runtime
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative, kserve)
     service_secs = top.sections("services", required=True)
     services = startup_at_first_deploy(service_secs, [parse_service(s, ctx) for s in service_secs], ctx)
     gate = parse_gate(top.section("gate"))
+    if any(s.deployment_mode == "Knative" for s in services):   # a Standard-only stack needs no Knative (README)
+        check_knative_floor(cluster, knative.version, problems)  # the Kubernetes its release starts on
     for i, svc in enumerate(services):  # the predictor host KServe builds in Standard mode (needs both sections)
         if svc.deployment_mode == "Standard" and matches(SERVICE_NAME, svc.name):
             check_raw_host(lambda *p: problems.append(Problem(*p)), f"services[{i}].name", svc.name,

@@ -91,6 +91,17 @@ def test_a_kubernetes_version_at_or_above_the_floor_is_accepted(knative, kuberne
     assert cfg.cluster.kubernetes_version == kubernetes
 
 
+def test_a_stack_of_standard_mode_services_is_not_held_to_knatives_floor():
+    """Review 12 (diff), F4: a stack whose every service is Standard (RawDeployment) runs no Knative, so Knative's
+    minimum Kubernetes is not its; one Knative service brings it back."""
+    cfg = _cfg(None, "1.33")
+    cfg["services"][0].update(deploymentMode="Standard", minReplicas=1)
+    assert parse_stack_config(cfg, P, "dev").cluster.kubernetes_version == "1.33"
+    cfg["services"].append({**copy.deepcopy(cfg["services"][0]), "name": "knative-chat",
+                            "deploymentMode": "Knative"})
+    assert [p.path for p in _problems(cfg)] == [f"{P}:cluster.kubernetesVersion"]
+
+
 def test_the_floor_names_the_releases_that_start_on_the_clusters_version():
     [problem] = _problems(_cfg(None, "1.33"))
     assert '"1.20" or "1.21" start on 1.33' in problem.allowed
