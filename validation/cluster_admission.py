@@ -8,7 +8,8 @@ pkg/apis/config/features.go and pkg/apis/serving/fieldmask.go, knative-v1.19.0 â
 ephemeral volume, so none is admitted), and `secure-pod-defaults` is read by `asSecurePodDefaultsFlag` from 1.20:
 `Disabled`, `AllowRootBounded` or `Enabled`, matched case-insensitively; `Allowed` is no longer parsed (the flag
 stays at its default, Disabled), and AllowRootBounded admits what Enabled admits (PodSecurityContextMask,
-CapabilitiesMask).
+CapabilitiesMask). Both make the revision defaulting fill in a restricted container securityContext; only Enabled
+adds `runAsNonRoot: true` (`ClusterAdmission.sets_run_as_non_root`).
 """
 
 from __future__ import annotations
@@ -103,6 +104,14 @@ class ClusterAdmission:
         if flag == SECURE_POD_DEFAULTS:
             return feature_value(flag, value) in ("enabled", "AllowRootBounded")
         return value == "enabled"
+
+    def sets_run_as_non_root(self) -> bool:
+        """Whether Knative's revision defaulting sets `runAsNonRoot: true` on a container that leaves it unset (with
+        the pod's unset too): only with `secure-pod-defaults` Enabled (revision_defaults.go defaultSecurityContext,
+        knative-v1.20.0 on). AllowRootBounded sets allowPrivilegeEscalation, seccompProfile and capabilities only,
+        and an explicit `runAsNonRoot: false` is kept (SecurityContextMask admits it)."""
+        value = self.knative_features.get(SECURE_POD_DEFAULTS, KNATIVE_FEATURE_DEFAULTS[SECURE_POD_DEFAULTS])
+        return feature_value(SECURE_POD_DEFAULTS, value) == "enabled"
 
     def with_features(self, enabled: Iterable[str]) -> "ClusterAdmission":
         return ClusterAdmission({**self.knative_features, **{f: "enabled" for f in enabled}},
