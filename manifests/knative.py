@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from simulation.autoscaler.cluster_config import ClusterAutoscaler
-from validation.admission import knative_pod_refusals
+from validation.knative_podspec import knative_pod_refusals
 from validation.cluster_admission import KNATIVE_FEATURE_DEFAULTS, ClusterAdmission
 from validation.deployment_mode import MODE_ANNOTATION, STANDARD_MODES
 

@@ -23,7 +23,8 @@ import re
 from catalog import Model
 from stackconfig.formats import IMAGE_REFERENCE, matches
 from stackconfig.types import InputCaps
-from validation.admission import KNATIVE_RESERVED_ENV, KSERVE_BLOCKED_ENV, kserve_blocked_env, release
+from validation.admission import KSERVE_BLOCKED_ENV, kserve_blocked_env, release
+from validation.knative_podspec import KNATIVE_RESERVED_ENV
 from validation.fields import Section
 from validation.kubernetes import expandable_segments, image_pinned
 from simulation.engine_flags import (Reading, flag_problems, image_repository, read_args, read_env,

@@ -4,24 +4,9 @@ Schema validation (validation/kubernetes.py) says a manifest is well-formed; the
 depend on the cluster's configuration. This module applies the ones that bite a GPU InferenceService, each with
 the upstream function it follows (knative/serving and kserve/kserve, checked 2026-08 `main`):
 
-Knative Serving webhook — KServe copies a Knative-mode predictor's pod spec into the Knative Service
-(kserve `reconcilers/knative/ksvc_reconciler.go`), so Knative's pod-spec rules apply to it (kserve/kserve#2554):
-- `pkg/apis/serving/fieldmask.go: PodSpecMask`: pod fields behind `config-features` flags, off by default
-  (affinity, nodeSelector, tolerations, topology spread, priorityClassName, …); `automountServiceAccountToken`
-  only `false`; restartPolicy, nodeName, terminationGracePeriodSeconds … never.
-- `pkg/apis/serving/k8s_validation.go: validateInitContainers` ("pod spec support for init-containers is off"),
-  `validatePersistentVolumeClaims` ("Persistent volume claim support is disabled", "… write support is
-  disabled"), `validateVolume` (emptyDir, hostPath, csi, ephemeral, image volumes behind their flags),
-  `validateEnvValueFrom` (fieldRef behind `kubernetes.podspec-fieldref`), `validateEnvVar` (`reservedEnvVars`:
-  PORT, K_SERVICE, K_CONFIGURATION, K_REVISION are the revision's own).
-- `fieldmask.go: PodSecurityContextMask` (pod-level securityContext behind `kubernetes.podspec-securitycontext`;
-  only a RuntimeDefault or Unconfined seccompProfile with `secure-pod-defaults` Enabled or, from Knative 1.20,
-  AllowRootBounded), `SecurityContextMask` (no privileged, seLinuxOptions, procMount), `CapabilitiesMask`
-  (capabilities.add behind `kubernetes.containerspec-addcapabilities`; just NET_BIND_SERVICE with
-  `secure-pod-defaults` Enabled or AllowRootBounded), `ContainerMask` (no lifecycle, stdin, tty …).
-  `VolumeSourceMask` has no ephemeral volumes before Knative 1.23 (`ClusterAdmission.knative_version`).
-- `pkg/apis/serving/v1/revision_defaults.go: defaultSecurityContext` with `secure-pod-defaults` Enabled, then the
-  kubelet (`pkg/kubelet/kuberuntime/security_context_others.go: verifyRunAsNonRoot`): `run_as_root_refusals`.
+Knative Serving webhook — its pod-spec rules on a Knative-mode predictor: validation/knative_podspec.py.
+Knative's revision defaulting (`pkg/apis/serving/v1/revision_defaults.go: defaultSecurityContext`, with
+`secure-pod-defaults` Enabled) and then the kubelet (`verifyRunAsNonRoot`): validation/run_as_root.py.
 KServe webhook — `pkg/apis/serving/v1beta1/inference_service_validation.go`:
 - `validateInferenceServiceName` (IsvcNameFmt), `validateInferenceServiceAutoscaler` (AutoscalerAllowedClassList),
   `validateAutoScalingCompExtension` → `validateScalingHPACompExtension` (class hpa: cpu/memory only,
@@ -52,48 +37,12 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
-from validation.cluster_admission import KNATIVE_FEATURE_SINCE, ClusterAdmission, Refusal, release
+from validation.cluster_admission import ClusterAdmission, Refusal, release
 from validation.deployment_mode import (MODE_ANNOTATION, STANDARD_MODES, deployment_mode_update_refusals,
                                         mode_name_refusals)
+from validation.knative_podspec import knative_pod_refusals, predictor_containers
+from validation.run_as_root import run_as_root_refusals
 
-
-# PodSpecMask: pod-spec field → the flag that admits it.
-POD_FEATURES = {
-    "affinity": "kubernetes.podspec-affinity",
-    "topologySpreadConstraints": "kubernetes.podspec-topologyspreadconstraints",
-    "hostAliases": "kubernetes.podspec-hostaliases",
-    "nodeSelector": "kubernetes.podspec-nodeselector",
-    "runtimeClassName": "kubernetes.podspec-runtimeclassname",
-    "tolerations": "kubernetes.podspec-tolerations",
-    "shareProcessNamespace": "kubernetes.podspec-shareprocessnamespace",
-    "priorityClassName": "kubernetes.podspec-priorityclassname",
-    "schedulerName": "kubernetes.podspec-schedulername",
-    "initContainers": "kubernetes.podspec-init-containers",
-    "dnsPolicy": "kubernetes.podspec-dnspolicy",
-    "dnsConfig": "kubernetes.podspec-dnsconfig",
-    "hostIPC": "kubernetes.podspec-hostipc",
-    "hostPID": "kubernetes.podspec-hostpid",
-    "hostNetwork": "kubernetes.podspec-hostnetwork",
-}
-POD_NEVER = ("restartPolicy", "terminationGracePeriodSeconds", "activeDeadlineSeconds", "nodeName", "hostname",
-             "subdomain", "readinessGates", "ephemeralContainers", "overhead", "preemptionPolicy", "os")
-# validateVolume / VolumeSourceMask: volume source → flag (secret, configMap, projected are always admitted).
-VOLUME_FEATURES = {"emptyDir": "kubernetes.podspec-volumes-emptydir",
-                   "persistentVolumeClaim": "kubernetes.podspec-persistent-volume-claim",
-                   "hostPath": "kubernetes.podspec-volumes-hostpath", "csi": "kubernetes.podspec-volumes-csi",
-                   "ephemeral": "kubernetes.podspec-volumes-ephemeral", "image": "kubernetes.podspec-volumes-image"}
-VOLUME_ALWAYS = ("name", "secret", "configMap", "projected")
-# PodSecurityContextMask: the seccompProfile types secure-pod-defaults lets a pod-level securityContext carry.
-SECURE_DEFAULT_SECCOMP = ("RuntimeDefault", "Unconfined")
-# ContainerMask's allowed fields, plus the fields of KServe's ModelSpec that KServe consumes itself.
-CONTAINER_ALLOWED = {"name", "args", "command", "env", "workingDir", "envFrom", "image", "imagePullPolicy",
-                     "livenessProbe", "ports", "readinessProbe", "resources", "securityContext", "startupProbe",
-                     "terminationMessagePath", "terminationMessagePolicy", "volumeMounts"}
-KSERVE_MODEL_FIELDS = {"modelFormat", "storageUri", "runtime", "protocolVersion", "storage"}
-# Predictor fields that are KServe's own (ComponentExtensionSpec, PredictorSpec), not pod-spec fields.
-PREDICTOR_OWN = {"minReplicas", "maxReplicas", "scaleMetric", "scaleMetricType", "scaleTarget", "autoScaling",
-                 "containerConcurrency", "timeout", "canaryTrafficPercent", "logger", "batcher", "labels",
-                 "annotations", "deploymentStrategy", "workerSpec", "model", "containers", "name"}
 
 # KServe v0.15.2 config/runtimes/*.yaml, the single-node ClusterServingRuntimes: name → (the model formats it
 # auto-selects, the protocols it serves). Unchanged through v0.19 for the formats the stack renders.
@@ -109,8 +58,6 @@ DEFAULT_RUNTIMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kserve-paddleserver": (("paddle",), ("v1", "v2")),
     "kserve-pmmlserver": (("pmml",), ("v1", "v2")),
 }
-# knative/serving pkg/apis/serving/k8s_validation.go reservedEnvVars ("%q is a reserved environment variable").
-KNATIVE_RESERVED_ENV = frozenset({"PORT", "K_SERVICE", "K_CONFIGURATION", "K_REVISION"})
 # kserve pkg/validation/env_policy.go DefaultBlockedEnvVars: name → the first KServe release refusing it (#5340).
 KSERVE_BLOCKED_ENV: dict[str, tuple[int, int]] = {"PYTHONPATH": (0, 18)}
 
@@ -130,175 +77,6 @@ ACTIVATION_SCALE = "autoscaling.knative.dev/activation-scale"
 MAX_SCALE_KEYS = ("autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale")
 KSERVE_DEFAULT_MIN_REPLICAS = 1  # kserve constants.DefaultMinReplicas
 _GO_INT = re.compile(r"^[+-]?[0-9]+$")
-
-
-def _feature_off(cluster: ClusterAdmission, flag: str) -> str:
-    if not cluster.knows(flag):  # no flag to enable on this release (cluster_admission.KNATIVE_FEATURE_SINCE)
-        return (f"Knative Serving {release(cluster.knative_version)} never admits it: its config-features has no "
-                f"`{flag}` (that key and the field it admits come with Knative "
-                f"{release(KNATIVE_FEATURE_SINCE[flag])}; knative.version says which release the cluster runs)")
-    return (f"Knative refuses it: `{flag}` is {cluster.knative_features.get(flag, 'disabled')!r} in "
-            f"knative-serving/config-features; enable it there (or let the stack manage it: knative.features)")
-
-
-def _containers(pred: Mapping) -> Iterator[tuple[str, Mapping]]:
-    if isinstance(pred.get("model"), Mapping):
-        yield "spec.predictor.model", pred["model"]
-    for i, c in enumerate(pred.get("containers") or []):
-        if isinstance(c, Mapping):
-            yield f"spec.predictor.containers[{i}]", c
-
-
-def knative_pod_refusals(obj: str, pred: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
-    """Knative's pod-spec rules on a Knative-mode predictor (see the module docstring for the sources)."""
-    p = "spec.predictor"
-    for key, flag in POD_FEATURES.items():
-        if pred.get(key) and not cluster.admits(flag):
-            rule = "k8s_validation.go validateInitContainers" if key == "initContainers" else "fieldmask.go PodSpecMask"
-            yield Refusal(obj, f"{p}.{key}", rule, _feature_off(cluster, flag))
-    for key in POD_NEVER:
-        if key in pred:
-            yield Refusal(obj, f"{p}.{key}", "fieldmask.go PodSpecMask", "Knative never admits this pod field")
-    if pred.get("automountServiceAccountToken") is True:
-        yield Refusal(obj, f"{p}.automountServiceAccountToken", "fieldmask.go PodSpecMask",
-                      "Knative admits only `false` here; leave it unset for the default")
-    sc = pred.get("securityContext")
-    if isinstance(sc, Mapping) and sc and not cluster.admits("kubernetes.podspec-securitycontext"):
-        # PodSecurityContextMask keeps only a RuntimeDefault or Unconfined seccompProfile when secure-pod-defaults
-        # is Enabled or AllowRootBounded (cluster.admits)
-        seccomp_only = (set(sc) == {"seccompProfile"} and cluster.admits("secure-pod-defaults")
-                        and (sc.get("seccompProfile") or {}).get("type") in SECURE_DEFAULT_SECCOMP)
-        if not seccomp_only:
-            yield Refusal(obj, f"{p}.securityContext", "fieldmask.go PodSecurityContextMask",
-                          _feature_off(cluster, "kubernetes.podspec-securitycontext")
-                          + "; or set these fields in the container's securityContext, which Knative admits")
-    for i, vol in enumerate(pred.get("volumes") or []):
-        yield from _volume_refusals(obj, f"{p}.volumes[{i}]", vol, cluster)
-    for path, c in _containers(pred):
-        yield from _container_refusals(obj, path, c, cluster)
-
-
-def _volume_refusals(obj: str, path: str, vol: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
-    for key in vol:
-        if key in VOLUME_ALWAYS:
-            continue
-        flag = VOLUME_FEATURES.get(key)
-        if flag is None:
-            yield Refusal(obj, f"{path}.{key}", "fieldmask.go VolumeSourceMask",
-                          "Knative admits only secret, configMap, projected and flag-gated volume sources")
-        elif not cluster.admits(flag):
-            rule = ("k8s_validation.go validatePersistentVolumeClaims" if key == "persistentVolumeClaim"
-                    else "k8s_validation.go validateVolume" if cluster.knows(flag)
-                    else "fieldmask.go VolumeSourceMask")  # a source this release's mask does not have
-            yield Refusal(obj, f"{path}.{key}", rule, _feature_off(cluster, flag))
-        elif key == "persistentVolumeClaim" and not (vol[key] or {}).get("readOnly") \
-                and not cluster.admits("kubernetes.podspec-persistent-volume-write"):
-            yield Refusal(obj, f"{path}.{key}", "k8s_validation.go validatePersistentVolumeClaims",
-                          "a writable PVC: " + _feature_off(cluster, "kubernetes.podspec-persistent-volume-write"))
-
-
-def _container_refusals(obj: str, path: str, c: Mapping, cluster: ClusterAdmission) -> Iterator[Refusal]:
-    for key in sorted(set(c) - CONTAINER_ALLOWED - KSERVE_MODEL_FIELDS):
-        yield Refusal(obj, f"{path}.{key}", "fieldmask.go ContainerMask", "Knative never admits this container field")
-    for i, env in enumerate(c.get("env") or []):
-        if (env or {}).get("name") in KNATIVE_RESERVED_ENV:
-            yield Refusal(obj, f"{path}.env[{i}].name", "k8s_validation.go validateEnvVar",
-                          f"{env['name']!r} is a reserved environment variable: Knative sets it in the revision")
-        source = (env or {}).get("valueFrom") or {}
-        for key in ("fieldRef", "resourceFieldRef"):
-            if key in source and not cluster.admits("kubernetes.podspec-fieldref"):
-                yield Refusal(obj, f"{path}.env[{i}].valueFrom.{key}", "k8s_validation.go validateEnvValueFrom",
-                              _feature_off(cluster, "kubernetes.podspec-fieldref"))
-    sc = c.get("securityContext") or {}
-    if sc.get("privileged") is True:
-        yield Refusal(obj, f"{path}.securityContext.privileged", "fieldmask.go SecurityContextMask",
-                      "Knative admits only privileged: false")
-    for key in ("seLinuxOptions", "procMount", "windowsOptions"):
-        if key in sc:
-            yield Refusal(obj, f"{path}.securityContext.{key}", "fieldmask.go SecurityContextMask",
-                          "Knative never admits this securityContext field")
-    add = (sc.get("capabilities") or {}).get("add")
-    if add and not cluster.admits("kubernetes.containerspec-addcapabilities") and not (
-            list(add) == ["NET_BIND_SERVICE"] and cluster.admits("secure-pod-defaults")):
-        yield Refusal(obj, f"{path}.securityContext.capabilities.add", "fieldmask.go CapabilitiesMask",
-                      _feature_off(cluster, "kubernetes.containerspec-addcapabilities"))
-    for i, mount in enumerate(c.get("volumeMounts") or []):
-        if (mount or {}).get("mountPropagation") and not cluster.admits("kubernetes.podspec-volumes-mount-propagation"):
-            yield Refusal(obj, f"{path}.volumeMounts[{i}].mountPropagation", "k8s_validation.go validateVolumeMounts",
-                          _feature_off(cluster, "kubernetes.podspec-volumes-mount-propagation"))
-
-
-# Serving images whose user is root: the image repository's last path component (any registry, tag or digest) →
-# why. An image not named here (a custom or mirrored-and-renamed one) is accepted: its user is unknown offline.
-# KServe's huggingfaceserver runs as USER 1000 (python/huggingface_server.Dockerfile, v0.15–v0.19), so it is not here.
-ROOT_IMAGES: dict[str, str] = {
-    "text-generation-inference": "TGI's Dockerfile sets no USER, v1.4 through v3.3",
-    "vllm-openai": "vLLM's docker/Dockerfile sets no USER in its vllm-openai target",
-    "tritonserver": "Triton's build.py creates user triton-server (uid 1000) but sets no USER",
-}
-# What runs instead, per root image.
-NON_ROOT_ALTERNATIVE = {
-    "text-generation-inference": "an image that runs as a non-root user, e.g. KServe's huggingfaceserver "
-                                 "(runtime.image kserve/huggingfaceserver:v0.15.2-gpu, USER 1000) with engine vllm",
-    "vllm-openai": "an image that runs as a non-root user, e.g. KServe's huggingfaceserver "
-                   "(runtime.image kserve/huggingfaceserver:v0.15.2-gpu, USER 1000), which serves vLLM",
-    "tritonserver": "runAsUser: 1000 (the image's triton-server user), as KServe's kserve-tritonserver runtime sets",
-}
-KUBELET_NON_ROOT = "kubelet kuberuntime/security_context_others.go verifyRunAsNonRoot"
-
-
-def _image_repository(image: str) -> str:
-    """`ghcr.io/huggingface/text-generation-inference:3.3.4@sha256:…` → `text-generation-inference`."""
-    return image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
-
-
-def run_as_root_refusals(obj: str, pred: Mapping, cluster: ClusterAdmission, knative_mode: bool) -> Iterator[Refusal]:
-    """Containers the kubelet never starts: `runAsNonRoot: true` on a container whose user is root
-    (verifyRunAsNonRoot: 'container has runAsNonRoot and image will run as root', or "container's runAsUser breaks
-    non-root policy" for runAsUser 0; CreateContainerConfigError on every try, so the revision never becomes Ready
-    and `pulumi up` waits out its timeout). `runAsNonRoot` is the container's, else the pod's; in Knative mode,
-    when both are unset and `secure-pod-defaults` is Enabled, Knative's revision defaulting sets it to true
-    (`ClusterAdmission.sets_run_as_non_root`; AllowRootBounded and Disabled do not, and an explicit `false` is
-    kept). The user is `runAsUser` (container, else pod), else the image's own: known only for `ROOT_IMAGES`, so
-    an unknown or custom image without runAsUser is accepted. Only `spec.predictor.containers`: a
-    `spec.predictor.model` runs on a serving runtime whose securityContext KServe merges in
-    (kserve-huggingfaceserver's image is USER 1000, kserve-tritonserver sets runAsUser 1000)."""
-    pod_sc = pred.get("securityContext") if isinstance(pred.get("securityContext"), Mapping) else {}
-    for i, c in enumerate(pred.get("containers") or []):
-        if not isinstance(c, Mapping):
-            continue
-        sc = c.get("securityContext") if isinstance(c.get("securityContext"), Mapping) else {}
-        given = sc.get("runAsNonRoot") if sc.get("runAsNonRoot") is not None else pod_sc.get("runAsNonRoot")
-        defaulted = given is None and knative_mode and cluster.sets_run_as_non_root()
-        if given is not True and not defaulted:
-            continue
-        user = sc.get("runAsUser") if sc.get("runAsUser") is not None else pod_sc.get("runAsUser")
-        image = str(c.get("image", ""))
-        repo = _image_repository(image)
-        if user is not None and user != 0 or user is None and repo not in ROOT_IMAGES:
-            continue
-        path = f"spec.predictor.containers[{i}]"
-        if defaulted:
-            cause = ("secure-pod-defaults is 'enabled' in knative-serving/config-features "
-                     "(knative.features.secure-pod-defaults), so Knative's revision defaulting sets runAsNonRoot: true "
-                     "on the container (revision_defaults.go defaultSecurityContext)")
-            rule = "revision_defaults.go defaultSecurityContext, " + KUBELET_NON_ROOT
-        else:
-            cause = "its securityContext sets runAsNonRoot: true"
-            rule = KUBELET_NON_ROOT
-        if user is not None:  # runAsUser 0
-            yield Refusal(obj, f"{path}.securityContext.runAsUser", rule, f"runAsUser 0 is root and {cause}: the "
-                          "kubelet refuses to start it (CreateContainerConfigError: \"container's runAsUser breaks "
-                          "non-root policy\") and the pod never becomes Ready; set a non-zero runAsUser")
-            continue
-        fixes = NON_ROOT_ALTERNATIVE[repo]
-        if defaulted:
-            fixes += ("; or, if the cluster's config-features says otherwise, set knative.features."
-                      "secure-pod-defaults to what it has (AllowRootBounded and disabled set no runAsNonRoot)")
-        yield Refusal(obj, f"{path}.image", rule, f"{image!r} (the service's runtime.image, or its engine's "
-                      f"default) runs as root ({ROOT_IMAGES[repo]}) and {cause}: the kubelet refuses to start it "
-                      "(CreateContainerConfigError: 'container has runAsNonRoot and image will run as root'), so the "
-                      f"pod never becomes Ready and `pulumi up` waits out its timeout; use {fixes}")
 
 
 def _number(value: Any) -> float | None:
@@ -366,7 +144,7 @@ def kserve_refusals(isvc: Mapping, cluster: ClusterAdmission, previous: Mapping 
                           "config-autoscaler; without it KServe drops the annotation and the revision starts at "
                           "min-scale")
     blocked = kserve_blocked_env(cluster.kserve_version)
-    for path, c in _containers(pred):
+    for path, c in predictor_containers(pred):
         for i, env in enumerate(c.get("env") or []):
             name = (env or {}).get("name")
             if name in blocked:

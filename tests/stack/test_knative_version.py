@@ -23,7 +23,7 @@ from offline import run_program
 from stackconfig.cluster import KNATIVE_KUBERNETES_FLOOR, KUBERNETES_VERSIONS
 from stackconfig.load import load_stack, stack_names
 from stackconfig.schema import parse_stack_config
-from validation.admission import knative_pod_refusals
+from validation.knative_podspec import knative_pod_refusals
 from validation.cluster_admission import (DEFAULT_KNATIVE, KNATIVE_FEATURE_DEFAULTS, KNATIVE_VERSIONS,
                                           ClusterAdmission, knative_feature_keys)
 from validation.errors import InputError
