@@ -22,7 +22,8 @@ from stackconfig.types import GateConfig, ServiceConfig
 from validation.errors import Problem
 from validation.fields import Section
 
-MAX_ROLLOUT_DEADLINE_S = 86400.0   # the longest progress deadline the gate simulates a rollout out to (it runs until past it)
+# The longest progress deadline the gate simulates a rollout out to (the rollout run lasts until past it).
+MAX_ROLLOUT_DEADLINE_S = 86400.0
 GATE_STRESS = ("spike", "rollout", "scaleFromZero", "nodeLoss")   # gate/stress.py KINDS[1:]
 DEFAULT_MAX_REPLICATIONS = 20   # gate.replications.max's default (stackconfig/platform.py parse_gate)
 # The whole gate's simulated requests, every scenario it runs at gate.replications.max replications: each run is

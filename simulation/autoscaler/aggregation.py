@@ -134,7 +134,8 @@ class WindowBuckets:
         d = now_idx - last
         if d == 1 and n > 1:
             # Stale seconds after the last write are left out, not counted as 0: Knative divides by
-            # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first 50 s").
+            # min(lastWrite − firstWrite + 1, n − d) ("last received data 10 s ago → average over the first
+            # 50 s").
             # One stale second (a KPA tick just before the scrape of its own second): total − b[now].
             nb = last - self.first + 1
             if nb > n - 1:
@@ -144,8 +145,8 @@ class WindowBuckets:
             nb = min(last - self.first + 1, n)
             return round6(self.total / nb)
         if d < n:
-            # total − b[last+1] − … − b[now] in that order; with no write since the previous call (the same total
-            # object: `add` replaces it) the subtractions go on from where that call stopped.
+            # total − b[last+1] − … − b[now] in that order; with no write since the previous call (the same
+            # total object: `add` replaces it) the subtractions go on from where that call stopped.
             total = self.total
             buckets = self.buckets
             t, l, to, ret = self._stale

@@ -53,7 +53,7 @@ def test_weights_that_leave_no_room_are_refused_at_the_gpu_count():
 
 def test_tgi_is_held_to_its_own_start_up_plan():
     [problem] = start_problems(_qwen(engine="tgi"))
-    assert problem.path in ("services[0].limits", "services[0].resources.gpus") and "tgi on 4 GPU(s)" in problem.allowed
+    assert problem.path == "services[0].limits" and "tgi on 4 GPU(s)" in problem.allowed   # its KV pool is too small
     assert "raise gpuMemoryUtilization" not in problem.allowed      # a vLLM setting
     assert start_problems(_qwen(engine="tgi", gpus=8, input_tokens=1024)) == []
 
