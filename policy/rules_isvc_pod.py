@@ -9,9 +9,9 @@ from typing import Iterator
 from catalog.allocatable import quantity
 from policy.registry import rule
 from policy.resources import (ADVISORY, ANN, MANDATORY, PREDICTOR_CONTAINER_KEYS, PYTORCH_ENGINES, PYTORCH_FORMATS,
-                              Context, Resource, _has_flag, _list, _map, all_args_env, annotations, containers, gpu_limit,
-                              is_device_plugin, is_gpu_isvc, is_model_cache_daemonset, isvc_gpus, num, pod_spec,
-                              predictor, tolerations)
+                              Context, Resource, _has_flag, _list, _map, all_args_env, annotations, containers,
+                              gpu_limit, is_device_plugin, is_gpu_isvc, is_model_cache_daemonset, isvc_gpus, num,
+                              pod_spec, predictor, tolerations)
 from stackconfig.resource_floors import KSERVE_RUNTIME_MEMORY
 from validation.kubernetes import (GPU_RESOURCE, expandable_segments, startup_budget, startup_failures_needed,
                                    tolerates)
