@@ -4,7 +4,10 @@
 max seq len …, … KV cache is needed, which is larger than the available KV cache memory"); TGI's launcher does the
 same with its `--max-total-tokens` and its warm-up batch. The pod crash-loops and the revision never becomes Ready,
 so the stack refuses it at load, gate on or off, with the simulation's own start-up plan (`VllmBudget`, read from
-the same rendered InferenceService and `engineProfile` as the gate: `scenario_for`)."""
+the same rendered InferenceService and `engineProfile` as the gate: `scenario_for`). Whatever the engine, the server
+settings the simulation's reader refuses (a vLLM step budget below --max-num-seqs, which vLLM refuses at start-up;
+a catalog model it cannot size) are refused at load too, at the gate's key path, so a stack with the gate off is
+held to them as well."""
 
 from __future__ import annotations
 
@@ -19,25 +22,28 @@ ENGINES = ("vllm", "tgi")
 _PLACEHOLDER_WORKLOAD = {"kind": "poisson", "rate": 1.0}
 
 
-def _server_spec(cfg: StackConfig, svc: ServiceConfig) -> Any:
+def _server_spec(cfg: StackConfig, svc: ServiceConfig) -> tuple[Any, list[Problem]]:
+    """The server spec the gate would simulate for `svc`, or None and the scenario reader's problems with its
+    `server:` keys (those the server refuses to start with, e.g. vLLM's step budget below --max-num-seqs)."""
     from gate import ROOT, scenario_for
     from simulation.scenario import load_scenario
 
     scenario = scenario_for(cfg, svc)
     scenario["workload"] = scenario.get("workload") or _PLACEHOLDER_WORKLOAD
     try:
-        return load_scenario(scenario, base_dir=ROOT).server.spec
-    except InputError:   # a problem the gate reports at its own keys when it runs
-        return None
+        return load_scenario(scenario, base_dir=ROOT).server.spec, []
+    except InputError as err:   # the workload's own problems are the gate's, when it runs
+        return None, [p for p in err.problems if p.path.split(".")[0].split("[")[0] == "server"]
 
 
 def start_problems(cfg: StackConfig) -> list[Problem]:
-    """One problem per vLLM or TGI service whose server would exit at start-up on its GPUs."""
+    """One problem per service whose server would exit at start-up on its GPUs (vLLM or TGI: its start-up plan),
+    or whose server settings the simulation's reader refuses (with the gate's key path, `services[i]/server.…`)."""
     problems = []
     for i, svc in enumerate(cfg.services):
-        if svc.engine not in ENGINES:
-            continue
-        budget = getattr(_server_spec(cfg, svc), "budget", None)
+        spec, refused = _server_spec(cfg, svc)
+        problems += [Problem(f"services[{i}]/{p.path}", p.value, p.allowed) for p in refused]
+        budget = getattr(spec, "budget", None) if svc.engine in ENGINES else None
         if budget is None or budget.can_start:
             continue
         context = budget.num_blocks and budget.blocks_per_max_request > budget.num_blocks

@@ -14,6 +14,8 @@ from validation.fields import Section
 
 MAX_GPU_GIB = 4096           # one GPU's memory
 MAX_TOKENS = 100_000_000     # a context, a sliding window, a vocabulary
+# An LLM's KV-cache shape: stack key → catalog.Model field (simulation/gpu/profile.py LLM_SHAPE)
+LLM_KEYS = (("layers", "layers"), ("kvHeads", "kv_heads"), ("headDim", "head_dim"), ("maxContext", "max_context"))
 
 
 def parse_catalog(sec: Section) -> Catalog:
@@ -28,6 +30,13 @@ def parse_catalog(sec: Section) -> Catalog:
     models = [_model(name, m) for name, m in named_items(sec.section("models"))]
     sec.done()
     catalog = DEFAULT_CATALOG.extended(gpus, instances, models)
+    for m in models:   # after `extended`: a restated built-in keeps its KV heads (`catalog._keep_shape`)
+        merged = catalog.models[m.name]
+        for key, field in LLM_KEYS if merged.kind == "llm" else ():
+            if not getattr(merged, field):
+                sec.problem(f"models.{m.name}.{key}", getattr(merged, field), "expected a positive number for an "
+                            "llm model: its KV cache per token is sized from layers, kvHeads, headDim and maxContext "
+                            "(config.json num_hidden_layers, num_key_value_heads, head_dim, max_position_embeddings)")
     for inst in instances:
         check_format(sec, f"instanceTypes.{inst.name}", inst.name, EC2_INSTANCE_TYPE, "expected an EC2 instance "
                      "type name such as 'g6e.xlarge' or 'p4d.24xlarge' (lowercase family, '.', size): EKS refuses "

@@ -40,6 +40,7 @@ _MODEL_FIELDS = {
     "hidden_size": (int, False, 0), "vocab_size": (int, False, 0), "gflops_per_item": (float, False, 0.0),
     "intermediate_size": (int, False, 0), "num_heads": (int, False, 0), "repo_gib": (float, False, 0.0),
 }
+LLM_SHAPE = ("layers", "kv_heads", "head_dim", "max_context")   # what an LLM's KV cache is sized from
 _INSTANCE_FIELDS = {"gpu": (str, True, None), "gpus": (int, True, 1), "vcpus": (int, False, 1),
                     "memory_gib": (int, False, 1)}
 
@@ -96,8 +97,10 @@ def parse_catalog(sec: Section, base: Catalog = DEFAULT) -> Catalog:
         if "params_b" not in values:
             continue
         model = Model(name, kind, **values)
-        if kind == "llm" and not (model.layers and model.kv_heads and model.head_dim and model.max_context):
-            m.problem("layers", None, "an llm model needs layers, kv_heads, head_dim and max_context (> 0)")
+        missing = [k for k in LLM_SHAPE if not getattr(model, k)] if kind == "llm" else []
+        if missing:
+            m.problem(missing[0], values.get(missing[0]), "an llm model needs layers, kv_heads, head_dim and "
+                      "max_context (> 0)")
             continue
         models.append(model)
     for name, i in _named(sec, "instance_types"):

@@ -87,3 +87,39 @@ def test_preflight_check_refuses_it_with_the_loaders_exit(monkeypatch):
     with pytest.raises(InputError) as err:
         cli.check("dev", executor=None)
     assert [p.path for p in err.value.problems] == ["p:services[0].limits"]
+
+
+def test_server_settings_the_simulation_refuses_are_refused_at_load_with_the_gate_off():
+    """Review 12 (fuzz), F2: `--max-num-seqs=10000` leaves vLLM's 2,048-token step budget below its max_num_seqs,
+    which vLLM refuses at start-up; the gate's scenario reader refuses it, but with the gate off nothing did."""
+    values = with_service(chat_stack(), {"engine": "vllm", "args": ["--max-num-seqs=10000"]},
+                          gate={"enabled": False})
+    values["gate"] = values["services"][0].pop("gate")
+    cfg = parse_stack_config(values, "p", "dev")
+    [problem] = start_problems(cfg)
+    assert problem.path == "services[0]/server.max_num_batched_tokens" and "max_num_seqs (10000)" in problem.allowed
+    assert start_problems(parse_stack_config(with_service(chat_stack(), {"engine": "vllm",
+                                                                         "args": ["--max-num-seqs=64"]}), "p", "dev")) == []
+
+
+@pytest.mark.parametrize("drop", ["layers", "kvHeads", "headDim", "maxContext"])
+def test_a_catalog_llm_without_its_kv_shape_is_refused_at_its_key(drop):
+    """Review 12 (fuzz), F2/F5: an llm catalog entry without layers, kvHeads, headDim or maxContext passed the stack
+    loader (the gate's reader then named `layers` whatever was missing)."""
+    entry = {"paramsB": 8.03, "layers": 32, "kvHeads": 8, "headDim": 128, "maxContext": 8192, "hiddenSize": 4096,
+             "vocabSize": 128256, "intermediateSize": 14336, "numHeads": 32}
+    values = chat_stack(model={"name": "mymodel", "storageUri": "hf://m/l", "public": True})
+    values["catalog"] = {"models": {"mymodel": {k: v for k, v in entry.items() if k != drop}}}
+    with pytest.raises(InputError) as err:
+        parse_stack_config(values, "p", "dev")
+    assert [p.path for p in err.value.problems] == [f"p:catalog.models.mymodel.{drop}"]
+    values["catalog"] = {"models": {"mymodel": entry}}
+    assert parse_stack_config(values, "p", "dev").services[0].model.kv_heads == 8
+
+
+def test_the_scenario_reader_names_the_missing_kv_shape_field():
+    import gpu_fakes
+
+    entry = {"kind": "llm", "params_b": 8.0, "layers": 32, "kv_heads": 8, "max_context": 8192}
+    _, problems = gpu_fakes.spec_of("vllm", {"model": "mine", "gpu": "L40S", "catalog": {"models": {"mine": entry}}})
+    assert problems[0].path == "server.catalog.models.mine.head_dim" and problems[0].value is None
