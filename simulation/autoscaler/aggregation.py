@@ -213,11 +213,28 @@ def go_int_pow(x: float, k: int) -> float:
 class WeightedWindowBuckets(WindowBuckets):
     """`WeightedFloat64Buckets`: the same buckets and writes, the exponentially weighted average (module doc)."""
 
-    __slots__ = ("coeff",)
+    __slots__ = ("coeff", "_weights")
 
     def __init__(self, window_s: float, granularity_s: float = 1.0) -> None:
         super().__init__(window_s, granularity_s)
         self.coeff = smoothing_coeff(self.n)
+        self._weights: dict[int, list[float]] = {}   # d → the weights newest first, as the loop below makes them
+
+    def _weights_at(self, d: int) -> list[float]:
+        """The `count` weights m·(1−m)^d, m·(1−m)^(d+1), … in the order and rounding of Go's loop (each the last
+        times 1−m). Kept for d = 0 and 1, the gaps a tick meets (it runs in the second of the last scrape, or the
+        next), so a tick costs one multiply-add per non-zero bucket."""
+        weights = self._weights.get(d)
+        if weights is None:
+            keep = 1.0 - self.coeff
+            mult = self.coeff * go_int_pow(keep, d) if d > 0 else self.coeff
+            weights = []
+            for _ in range(self.n - d):
+                weights.append(mult)
+                mult *= keep
+            if d <= 1:
+                self._weights[d] = weights
+        return weights
 
     def average_at(self, now_idx: int) -> float:
         """`WeightedFloat64Buckets.WindowAverage` at any time in bucket `now_idx`."""
@@ -230,20 +247,11 @@ class WeightedWindowBuckets(WindowBuckets):
         buckets = self.buckets
         if not any(buckets):                            # every term 0.0 (and the sum starts at +0.0)
             return 0.0
-        n = self.n
-        m = self.coeff
-        keep = 1.0 - m
-        mult = m
-        count = n
-        if d > 0:
-            mult *= go_int_pow(keep, d)
-            count -= d
+        j = last % self.n                                # newest first: last, last − 1, … (n − d of them)
         ret = 0.0
-        i = last + n                                    # newest first: last, last − 1, … (count of them)
-        for _ in range(count):
-            ret += buckets[i % n] * mult
-            mult *= keep
-            i -= 1
+        for value, weight in zip(buckets[j::-1] + buckets[:j:-1], self._weights_at(max(d, 0))):
+            if value:                                   # ret + 0.0 × w = ret (ret ≥ +0.0): the zeros change nothing
+                ret += value * weight
         return ret
 
 
