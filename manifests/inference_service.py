@@ -24,7 +24,7 @@ from manifests.rollout import progress_deadline_s, ready_timeout_s
 from simulation.autoscaler.config import PROGRESS_DEADLINE_KEY
 from simulation.engine_flags import server_of, setting
 from simulation.isvc import DEFAULT_CONTAINER_CONCURRENCY, DEFAULT_TIMEOUT_S
-from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, server_image
+from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, rendered_context, server_image
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 from validation.deployment_mode import mode_name
 
@@ -73,8 +73,7 @@ def stack_args(svc: ServiceConfig) -> list[str]:
     (see TRITON_CAP_ANNOTATIONS). Without maxNewTokens, maxInputTokens is the whole context.
     """
     caps, args = svc.caps, []
-    both = caps.max_input_tokens + caps.max_new_tokens if caps.max_input_tokens and caps.max_new_tokens else None
-    total = both or caps.max_input_tokens
+    total = rendered_context(caps)   # the whole context: input + output, else the input cap
     custom = is_custom_predictor(svc.engine, svc.image)
     if svc.engine == "vllm":
         if custom:  # vllm/vllm-openai: `--model` (docs: Deploying with Docker), its port 8000 by default
@@ -96,8 +95,8 @@ def stack_args(svc: ServiceConfig) -> list[str]:
         args += [f"--port={SERVER_PORT}", f"--model-id={MODEL_DIR}"]
         if caps.max_input_tokens:
             args.append(f"--max-input-tokens={caps.max_input_tokens}")
-        if both:
-            args.append(f"--max-total-tokens={both}")
+        if caps.max_input_tokens and caps.max_new_tokens:   # else the launcher's default (the model's context)
+            args.append(f"--max-total-tokens={total}")
         if caps.max_batch_size:
             args.append(f"--max-batch-size={caps.max_batch_size}")
         if caps.max_concurrent_requests:
@@ -111,6 +110,14 @@ def engine_env(svc: ServiceConfig) -> list[dict]:
     winning: the user's variables are checked against the flags at load, simulation/engine_flags.py)."""
     env = {"PYTORCH_CUDA_ALLOC_CONF": svc.pytorch_cuda_alloc_conf, **svc.env}
     return [{"name": k, "value": str(v)} for k, v in env.items() if v is not None]
+
+
+def revision_timeout_s(svc: ServiceConfig) -> int | None:
+    """The revision timeout a Knative-mode service runs: its `timeout`, else Knative's default as the manifest
+    renders it (300 s); None in Standard mode, where no queue-proxy enforces one."""
+    if svc.deployment_mode != "Knative":
+        return None
+    return int(DEFAULT_TIMEOUT_S) if svc.timeout_s is None else svc.timeout_s
 
 
 def triton_caps(svc: ServiceConfig) -> dict[str, str]:
@@ -274,7 +281,7 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
         # manage: a cluster that changed them would otherwise run other limits than the gate simulated.
         predictor["containerConcurrency"] = (DEFAULT_CONTAINER_CONCURRENCY if svc.container_concurrency is None
                                              else svc.container_concurrency)
-        predictor["timeout"] = int(DEFAULT_TIMEOUT_S) if svc.timeout_s is None else svc.timeout_s
+        predictor["timeout"] = revision_timeout_s(svc)
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",

@@ -56,6 +56,7 @@ from __future__ import annotations
 import math
 
 from gate.verdict import COLD_START_TERM, FAIL, ROLLOUT_TERM, UNDECIDED, Verdict
+from manifests.inference_service import revision_timeout_s
 from preflight.advice_crash import crash_cause, crash_tips, errors_seen, oom_seen, oom_tips
 from preflight.advice_fit import fitted, stack_values
 from preflight.summary import fixed_size
@@ -67,9 +68,10 @@ def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
     """How many requests a continuous-batching server (vLLM, TGI) runs at once in one pod: `limits.maxBatchSize`,
     else vLLM's --max-num-seqs or TGI's --max-batch-size given in `runtime.args`/`env` (read by
     `engine_flags.engine_settings`, the reader the simulation's server keys come from: the same `max_num_seqs`), else
-    the server's default (vLLM: by engine and GPU as the simulation resolves it, `vllm_spec.resolve_batch`, the engine
-    from `engineProfile.scheduler` over `VLLM_USE_V1`; TGI: its router's --max-concurrent-requests, which also bounds
-    it); None for the other servers."""
+    the server's default (vLLM: by engine, context and GPU as the simulation resolves it, `vllm_spec.resolve_batch`,
+    the engine from `engine_flags.vllm_scheduler`, the context as the manifest renders it,
+    `runtimes.served_context`; TGI: its router's --max-concurrent-requests, which also bounds it); None for the
+    other servers."""
     if svc.engine not in ("vllm", "tgi"):
         return None
     from simulation.engine_flags import engine_settings
@@ -79,10 +81,12 @@ def batch_capacity(cfg: StackConfig, svc: ServiceConfig) -> int | None:
     if svc.engine == "vllm":
         if seqs:
             return int(seqs)
+        from simulation.engine_flags import vllm_scheduler
         from simulation.gpu.vllm_spec import chunks, resolve_batch
+        from stackconfig.runtimes import served_context
 
-        scheduler = svc.engine_profile.get("scheduler") or given.get("scheduler") or "v1"
-        max_len = svc.model.max_context
+        scheduler = vllm_scheduler(svc.env, svc.engine_profile.get("scheduler"))
+        max_len = served_context(svc.engine, svc.image, svc.args, svc.caps, svc.model)
         return resolve_batch(cfg.node_group.gpu, scheduler, max_len, given.get("max_num_batched_tokens"), None,
                              chunks(scheduler, svc.model, max_len))[1]
     from simulation.gpu.tgi import DEFAULT_MAX_CONCURRENT_REQUESTS
@@ -111,21 +115,23 @@ def _timeout_cut(svc: ServiceConfig, v: Verdict) -> str:
     not): replication 0 had 504s (no byte before the timeout) or answers cut off mid-stream (200-truncated,
     simulation/engine.py), and the timeout is below the time the server takes: the SLO's p99 latency (the floor
     policy isvc-timeout sets) or the p99 latency of all requests, which then sits at the timeout. Said even when
-    the service is saturated: more pods do not make a request faster than the timeout allows."""
-    if not svc.timeout_s or svc.slo is None:
+    the service is saturated: more pods do not make a request faster than the timeout allows. The timeout is the
+    one the revision runs (`revision_timeout_s`: Knative's 300 s when unset; none in Standard mode)."""
+    timeout = revision_timeout_s(svc)
+    if not timeout or svc.slo is None:
         return ""
     r = v.report
     n504 = sum(((r.get("errors_by_component") or {}).get("504") or {}).values())
     cut = (r.get("status_counts") or {}).get("200-truncated", 0)
     p99 = v.metrics.get("p99 latency, all requests (s)")
-    reaches = p99 is not None and p99.value is not None and p99.value >= 0.99 * svc.timeout_s
-    if not (n504 or cut) or not (svc.timeout_s < svc.slo.p99_latency_s or reaches):
+    reaches = p99 is not None and p99.value is not None and p99.value >= 0.99 * timeout
+    if not (n504 or cut) or not (timeout < svc.slo.p99_latency_s or reaches):
         return ""
     what = " and ".join(x for x in (f"{n504} 504s" if n504 else "", f"{cut} answers cut off mid-stream "
                                     "(200-truncated)" if cut else "") if x)
-    below = (f"its SLO's p99 latency {svc.slo.p99_latency_s:g} s" if svc.timeout_s < svc.slo.p99_latency_s else
+    below = (f"its SLO's p99 latency {svc.slo.p99_latency_s:g} s" if timeout < svc.slo.p99_latency_s else
              f"the p99 latency of all requests, {p99.value:.3g} s")
-    return (f"{what} in replication 0: the revision timeout {svc.timeout_s:g} s is below {below}, so requests the "
+    return (f"{what} in replication 0: the revision timeout {timeout:g} s is below {below}, so requests the "
             "server would answer are cut off (more pods do not make them faster)")
 
 
@@ -206,7 +212,8 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
                         "of every service", "gpuNodeGroup.maxSize", max(nodes, ng.max_size + 1)))
     cut = _timeout_cut(svc, v) if "error rate" in missed and not starved else ""
     if cut:   # the revision timeout cuts requests the server would answer: the cause, before any capacity
-        out.append(Tip.of(cut, "timeout", min(600, max(svc.timeout_s * 2, math.ceil(svc.slo.p99_latency_s)))))
+        out.append(Tip.of(cut, "timeout", min(600, max(revision_timeout_s(svc) * 2,
+                                                        math.ceil(svc.slo.p99_latency_s)))))
     if not starved and (saturated or (fixed and missed & {"p99 latency (s)", "p99 time to first token (s)",
                                                           "503 rate", "error rate"})):
         if not oom and (batching := _batching_tip(cfg, svc)) is not None:
@@ -240,8 +247,9 @@ def _suggestions(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> list[Tip |
                             "scaleTarget", max(1, svc.scale_target * 3 // 4)))
         if "activator" in comps["503"] and svc.min_replicas == 0:
             out.append(Tip.of("activator 503s with no pod: keep one warm", "minReplicas", 1))
-    if "504" in comps and "error rate" in missed and svc.timeout_s and not saturated and not cut:
-        out.append(Tip.of("504s: requests outlive the timeout", "timeout", min(600, svc.timeout_s * 2)))
+    timeout = revision_timeout_s(svc)
+    if "504" in comps and "error rate" in missed and timeout and not saturated and not cut:
+        out.append(Tip.of("504s: requests outlive the timeout", "timeout", min(600, timeout * 2)))
     if "429" in comps and "error rate" in missed:
         out += _admission_tips(svc, comps["429"])
     if missed & {"p99 latency (s)", "p99 time to first token (s)"} and not out and svc.scale_target and not fixed:

@@ -22,11 +22,12 @@ VISIBLE_KEY, SWAP_KEY, BLOCK_KEY = "visible_devices", "swap_space", "block_size"
 # Settings checked against the pod or the simulated scheduler (engine_flags.py), never passed to the simulation.
 RESTATED_KEYS = (TP_KEY, SHARDED_KEY, CHUNKED_KEY, VISIBLE_KEY, SWAP_KEY)
 # Where the server must listen: the port the stack renders and probes (manifests/inference_service.py SERVER_PORT,
-# KServe's default --http_port), and the ports Knative's queue-proxy takes in the same pod (Knative's reserved
-# ports, serving pkg/apis/serving/k8s_validation.go: 8012/8013 serving, 8022 admin, 9090/9091 metrics, 8008
-# profiling; 8112 its TLS port, pkg/networking/constants.go). Another listener on one of them fails to bind.
+# KServe's default --http_port), the only container port the stack renders; in Knative mode also the ports
+# Knative's queue-proxy takes in the same pod (Knative's reserved ports, serving pkg/apis/serving/k8s_validation.go:
+# 8012/8013 serving, 8022 admin, 9090/9091 metrics, 8008 profiling; 8112 its TLS port, pkg/networking/constants.go).
+# Standard (RawDeployment) mode runs no queue-proxy. Another listener on a taken port fails to bind (`taken_ports`).
 HTTP_PORT = 8080
-TAKEN_PORTS = (HTTP_PORT, 8008, 8012, 8013, 8022, 8112, 9090, 9091)
+QUEUE_PROXY_PORTS = (8008, 8012, 8013, 8022, 8112, 9090, 9091)
 # vLLM's `--block-size` choices (argparse choices from `BlockSize`, vllm config/cache.py: 1, 8, 16, 32, 64, 128
 # in 0.8.5 through 0.11.0; 0.11.1 adds 256, which the 0.11.0 image refuses), and the ones each engine starts with
 # on the catalog's GPUs (compute capability >= 8.0): V1's default FlashAttention backend raises "Block size must be
@@ -116,11 +117,30 @@ def _exactly(read: Callable[[str], int], wanted: int) -> Callable[[str], int]:
     return _one_of(read, (wanted,))
 
 
-def _free_port(read: Callable[[str], int]) -> Callable[[str], int]:
-    """A port the server can bind beside its HTTP port and the queue-proxy's (`TAKEN_PORTS`)."""
+def taken_ports(mode: str) -> tuple[int, ...]:
+    """The ports a pod of this deployment mode (Knative or Standard) already listens on, which every server's
+    second listener (KServe's --grpc_port, TGI's --prometheus-port, Triton's --grpc-port …) must stay off: the
+    serving port, and in Knative mode the queue-proxy's."""
+    return (HTTP_PORT,) + (QUEUE_PROXY_PORTS if mode == "Knative" else ())
+
+
+def port_problem(arg: str, port: int, mode: str) -> tuple[str, str] | None:
+    """(the arg as given, why) when the listener `arg` opens on `port` is taken in a pod of `mode`, else None."""
+    if port not in taken_ports(mode):
+        return None
+    queue = (f" and the queue-proxy's own ({', '.join(map(str, QUEUE_PROXY_PORTS))}, Knative's reserved ports)"
+             if mode == "Knative" else " (Standard mode runs no queue-proxy)")
+    return (arg, f"expected a port, 0 to 65535, other than {HTTP_PORT} (the server's HTTP port, where the probes"
+                 f"{', the queue-proxy' if mode == 'Knative' else ''} and the Service reach it){queue}: a second "
+                 f"listener on {port}, which the pod already uses in {mode} mode, fails to bind and the pod never "
+                 "turns Ready")
+
+
+def _port(read: Callable[[str], int]) -> Callable[[str], int]:
+    """A port number; whether the pod has it free depends on its deployment mode (`taken_ports`)."""
     def parse(text: str) -> int:
         value = read(text)
-        if not 0 <= value <= 65535 or value in TAKEN_PORTS:
+        if not 0 <= value <= 65535:
             raise ValueError(text)
         return value
     return parse
@@ -173,6 +193,7 @@ class Flag:
     value: Any = True                               # what a switch sets `key` to
     expects: str = ""                               # the values it takes, for a message
     repeatable: bool = False                        # TGI: clap appends a repeated Vec flag instead of refusing it
+    listens: bool = False                           # a port the server listens on beside HTTP (`taken_ports`)
 
     @property
     def takes_value(self) -> bool:
@@ -193,10 +214,13 @@ _USIZE = _typed(_at_least(0, rust_uint), f"a whole number >= 0 {_RUST}")
 _PORT = _typed(lambda t: rust_uint(t, 16), f"a port, 0 to 65535 {_RUST}")
 _FRACTION = "a fraction in (0, 1] (TGI's launcher: Rust's f32 FromStr takes no '_', spaces or non-ASCII digits)"
 _VALUE, _SWITCH = Flag(parse=str), Flag()
-_TAKEN = ", ".join(map(str, TAKEN_PORTS[1:]))
-_NOT_TAKEN = (f"a port, 0 to 65535, other than {HTTP_PORT} (the server's HTTP port, where the probes, Knative's "
-              f"queue-proxy and the raw Service reach it) and the queue-proxy's own ({_TAKEN}, Knative's reserved "
-              "ports): a second listener on a taken port fails to bind and the pod never turns Ready")
+_FREE_PORT = "a port, 0 to 65535, the pod does not already use"
+
+
+def _listener(read: Callable[[str], int], expects: str) -> Flag:
+    return Flag(parse=_port(read), expects=expects, listens=True)
+
+
 _EVERY_ADDRESS = ("0.0.0.0 or :: (every address): the probes and the raw Service reach the pod IP, Knative's "
                   "queue-proxy 127.0.0.1, and a server listening on one address misses the other")
 
@@ -239,8 +263,8 @@ _KSERVE = {
     "--max_model_len": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
     "--http_port": _typed(_exactly(int, HTTP_PORT), f"{HTTP_PORT}, KServe's default: the port the probes, Knative's "
                           "queue-proxy and the raw Service reach the server on; on another it never turns Ready"),
-    "--grpc_port": _typed(_free_port(int), f"{_NOT_TAKEN} (KServe's model server starts gRPC by default, "
-                          "--enable_grpc, on 8081)"),
+    "--grpc_port": _listener(int, f"{_FREE_PORT} (KServe's model server starts gRPC by default, --enable_grpc, "
+                             "on 8081)"),
     **{name: _VALUE for name in ("--model_name", "--model_dir", "--model_id", "--model_revision",
                                  "--tokenizer_revision", "--backend", "--tensor_input_names", "--enable_grpc",
                                  "--enable_docs_url", "--enable_latency_logging", "--configure_logging",
@@ -263,8 +287,8 @@ _TGI = {
     "--num-shard": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", TP_KEY),
     "--sharded": _typed(_bool, "true or false, in lower case (clap's bool parser)", SHARDED_KEY),
     "--port": _PORT,
-    **{name: _typed(_free_port(lambda t: rust_uint(t, 16)), f"{_NOT_TAKEN}; {_RUST}")
-       for name in ("--prometheus-port", "--master-port")},
+    **{name: _listener(lambda t: rust_uint(t, 16), f"{_FREE_PORT} {_RUST}") for name in ("--prometheus-port",
+                                                                                         "--master-port")},
     "--hostname": _typed(_tgi_hostname, f"{_EVERY_ADDRESS} (a name that is no IP address falls back to 0.0.0.0)"),
     "--validation-workers": _typed(_TGI_TOKENS, f"{_INT} {_RUST} (main.rs: 'validation_workers must be > 0')"),
     "--max-top-n-tokens": _typed(lambda t: rust_uint(t, 32), f"a whole number >= 0, a u32, {_RUST}"),
@@ -286,12 +310,17 @@ ALIASES = {TGI: {"-p": "--port", "-e": "--env", "-g": "--graceful-termination-ti
 # Environment variables an engine reads as a setting: name → (server key, parser, what it takes); a None key is
 # only checked. CUDA_VISIBLE_DEVICES may only name every GPU of the pod (engine_flags.tensor_parallel_problems).
 _VISIBLE = {"CUDA_VISIBLE_DEVICES": (VISIBLE_KEY, _devices, "device indices")}
+def _env_name(flag: str) -> str:
+    return flag[2:].replace("-", "_").upper()
+
+
+# The variables that set a listener's port (TGI's PROMETHEUS_PORT and MASTER_PORT), held to `taken_ports` too.
+LISTENING_ENV = {"tgi": {_env_name(flag) for flag, f in _TGI.items() if f.listens}}
 ENV_KEYS = {
     "vllm": {"VLLM_USE_V1": ("scheduler", _v1, "0 or 1 (vllm envs.py reads bool(int(...)))"), **_VISIBLE},
     "naive": _VISIBLE,
-    "tgi": {**{flag[2:].replace("-", "_").upper(): (f.key, f.parse, f.expects) for flag, f in _TGI.items()
-               if (f.key or flag in ("--hostname", "--prometheus-port", "--master-port"))
-               and flag != "--max-input-length"},
+    "tgi": {**{_env_name(flag): (f.key, f.parse, f.expects) for flag, f in _TGI.items()
+               if (f.key or f.listens or flag == "--hostname") and flag != "--max-input-length"},
             "TGI_WIGGLE_ROOM": ("wiggle_room", _between(float, 0, 1, high_open=True),
                                 "a fraction in (0, 1) (server models/globals.py)"), **_VISIBLE},
 }

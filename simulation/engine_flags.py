@@ -25,9 +25,10 @@ may vLLM's chunked-prefill switches (the scheduler the gate simulates: V1 chunks
 `=value` (argparse: 'ignored explicit argument'; clap: 'unexpected value'). TGI's values are parsed as clap parses
 them (`engine_flag_tables.py`, with the tables: ASCII digits, the type's range); a neutral flag is type-checked too,
 and one that places the server (KServe's `--http_port`/`--grpc_port`, vLLM's own server's `--host`, TGI's
-`--hostname`/`--prometheus-port`/`--master-port`) takes only values that keep it on every address at port 8080,
-clear of the queue-proxy's ports (`TAKEN_PORTS`). `--block-size` and `--swap-space` are checked against the
-scheduler and the node (`restated_problems`).
+`--hostname`/`--prometheus-port`/`--master-port`, Triton's `--grpc-port`) takes only values that keep it on every
+address at port 8080, and a second listener off the ports the pod already uses: 8080, and the queue-proxy's in
+Knative mode (`taken_ports`; the `Pod` says which mode). `--block-size`, `--swap-space` and vLLM's chunked-prefill
+switches are checked against the scheduler, the context and the node (`restated_problems`).
 Environment variables are a deny-list, since most (HF_TOKEN, NCCL_DEBUG) are no engine setting: the ones an engine
 reads as a setting are mapped (`ENV_KEYS`) or refused (`REFUSED_ENV`: NVIDIA_VISIBLE_DEVICES, the device plugin's);
 CUDA_VISIBLE_DEVICES may only name every GPU of the pod. Triton's arguments (tritonserver's getopt_long command
@@ -39,11 +40,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from catalog.allocatable import capacity_memory_mib
 from simulation.engine_flag_tables import (  # noqa: F401 (names the other modules import from here)
-    ALIASES, BLOCK_KEY, CHUNKED_KEY, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM, REFUSED_ENV,
-    RESTATED_KEYS, SHARDED_KEY, STARTABLE_BLOCK_SIZES, SWAP_KEY, TGI, TP_KEY, VISIBLE_KEY, VLLM_OPENAI,
-    human_readable_int)
-from simulation.engine_flags_triton import TRITON, triton_problems
+    ALIASES, BLOCK_KEY, CHUNKED_KEY, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM,
+    LISTENING_ENV, REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, STARTABLE_BLOCK_SIZES, SWAP_KEY, TGI, TP_KEY,
+    VISIBLE_KEY, VLLM_OPENAI, human_readable_int, port_problem, taken_ports)
+from simulation.engine_flags_triton import TRITON, triton_reading
+from simulation.gpu.vllm_spec import SCHEDULERS, v0_chunks
 
 
 def image_repository(image: str) -> str:
@@ -87,6 +90,36 @@ class Reading:
     given: dict = field(default_factory=dict)       # `server:` key → the arg as given (the last one)
     tp: list = field(default_factory=list)          # (a RESTATED_KEYS key, the arg as given, its value)
     problems: list = field(default_factory=list)    # (the arg as given, why)
+    ports: list = field(default_factory=list)       # (the arg or variable as given, a port it listens on)
+
+
+@dataclass(frozen=True)
+class Pod:
+    """What a server's flags are checked against beyond the flags themselves: the pod's GPUs and deployment mode
+    (Knative runs a queue-proxy beside the server, Standard does not: `taken_ports`), the vLLM engine the gate
+    simulates (`vllm_scheduler`), the model and the context the server runs with (`max_model_len` as the manifest
+    renders it; None: the model's), and psutil's total memory on the node (`node_memory_gib`)."""
+    gpus: int
+    mode: str
+    scheduler: str = "v1"
+    model: Any = None
+    max_model_len: int | None = None
+    node_memory_gib: float | None = None
+
+
+def vllm_scheduler(env: dict, profile_scheduler: Any = None) -> str:
+    """The vLLM engine the gate simulates: `engineProfile.scheduler` (a scenario's `server: scheduler`) over the
+    manifest's VLLM_USE_V1 (the stack refuses the two disagreeing), else V1, vLLM's default."""
+    if profile_scheduler in SCHEDULERS:
+        return profile_scheduler
+    return read_env("vllm", env).values.get("scheduler") or "v1"
+
+
+def node_memory_gib(instances: Any) -> float | None:
+    """psutil's total memory (the kernel's MemTotal, what vLLM bounds --swap-space by) on the smallest of these
+    instance types, as the catalog estimates it (`catalog.allocatable.capacity_memory_mib`); None without one."""
+    mib = [capacity_memory_mib(inst) for inst in instances if inst is not None]
+    return min(mib) / 1024 if mib else None
 
 
 def read_args(server: str | None, args: list[str] | tuple, image: str | None = None) -> Reading:
@@ -94,7 +127,8 @@ def read_args(server: str | None, args: list[str] | tuple, image: str | None = N
     (`image` says which release) give refusals only."""
     out, table, seen = Reading(), FLAGS.get(server), set()
     if server == TRITON:
-        return Reading(problems=triton_problems(args, image))
+        problems, ports = triton_reading(args, image)
+        return Reading(problems=problems, ports=ports)
     if table is None:
         return out
     args, i = list(args), 0
@@ -135,6 +169,8 @@ def read_args(server: str | None, args: list[str] | tuple, image: str | None = N
         except ValueError:
             out.problems.append((arg, f"expected {flag.expects}"))
             continue
+        if flag.listens:
+            out.ports.append((arg, value))
         if not flag.key:
             continue
         if flag.key in RESTATED_KEYS:
@@ -157,6 +193,8 @@ def read_env(engine: str, env: dict) -> Reading:
             except ValueError:
                 out.problems.append((name, f"expected {expects}"))
                 continue
+            if name in LISTENING_ENV.get(engine, ()):
+                out.ports.append((name, value))
             if key in RESTATED_KEYS:
                 out.tp.append((key, f"{name}={text}", value))
             elif key is not None:
@@ -172,27 +210,40 @@ def engine_settings(engine: str, image: str | None, args: Any, env: dict) -> dic
 
 
 def flag_problems(server: str | None, reading: Reading, env_reading: Reading, env: dict,
-                  gpus: int) -> list[tuple[str | None, Any, str]]:
+                  pod: Pod) -> list[tuple[str | None, Any, str]]:
     """(None for an arg or the variable's name, the value, why): the flags `server` refuses or the simulation does
-    not model, and tensor parallelism in the args or the environment other than the pod's GPU count."""
-    out: list[tuple[str | None, Any, str]] = [(None, arg, why) for arg, why in
-                                              reading.problems + tensor_parallel_problems(server, reading, gpus)]
-    for arg, why in tensor_parallel_problems(server, env_reading, gpus):
+    not model, tensor parallelism in the args or the environment other than the pod's GPU count, and a listener on
+    a port the pod already uses (`taken_ports`)."""
+    out: list[tuple[str | None, Any, str]] = [
+        (None, arg, why) for arg, why in
+        reading.problems + tensor_parallel_problems(server, reading, pod.gpus) + _port_problems(reading, pod)]
+    for arg, why in tensor_parallel_problems(server, env_reading, pod.gpus) + _port_problems(env_reading, pod):
         name = arg.split("=", 1)[0]
         out.append((name, env.get(name), why))
     return out
 
 
-def manifest_problems(engine: str, image: str | None, args: Any, env: dict,
-                      gpus: int) -> list[tuple[str, Any, str]]:
+def _port_problems(reading: Reading, pod: Pod) -> list[tuple[str, str]]:
+    return [why for arg, port in reading.ports if (why := port_problem(arg, port, pod.mode))]
+
+
+def manifest_problems(engine: str, serving: Any, spec: Any = None) -> list[tuple[str, Any, str]]:
     """(`args` or `env[NAME]`, the value, why) for what a manifest's server refuses or the simulation would not model:
-    `flag_problems` and the engine settings in the environment it refuses (`read_env`). The stack refuses the same
-    at load (stackconfig/runtimes.py); a scenario's own manifest gets them here, since `engine_settings` leaves them
-    out of the simulation."""
-    server = server_of(engine, image)
-    reading, env_reading = read_args(server, tuple(args), image), read_env(engine, env)
+    `flag_problems`, the engine settings in the environment it refuses (`read_env`) and, once the scenario's server
+    has parsed (`spec`: its scheduler, model and node), `restated_problems` at the context the manifest renders.
+    `serving` is the manifest's `isvc.ServingSpec` (image, args, env, GPUs, deployment mode). The stack refuses the
+    same at load (stackconfig/runtimes.py); a scenario's own manifest gets them here, since `engine_settings`
+    leaves them out of the simulation."""
+    server, env = server_of(engine, serving.image), dict(serving.env)
+    reading, env_reading = read_args(server, tuple(serving.args), serving.image), read_env(engine, env)
+    profile = getattr(spec, "profile", None)
+    model = getattr(profile, "model", None)
+    pod = Pod(serving.gpus, serving.mode, getattr(spec, "scheduler", "v1"), model,
+              reading.values.get("max_model_len"), node_memory_gib([getattr(profile, "instance_type", None)]))
     out = [("args" if name is None else f"env[{name}]", value, why)
-           for name, value, why in flag_problems(server, reading, env_reading, env, gpus)]
+           for name, value, why in flag_problems(server, reading, env_reading, env, pod)]
+    if spec is not None:
+        out += [("args", arg, why) for arg, why in restated_problems(reading, env, pod)]
     return out + [(f"env[{name}]", env[name], why) for name, why in env_reading.problems]
 
 
@@ -238,19 +289,18 @@ def tensor_parallel_problems(server: str | None, reading: Reading, gpus: int) ->
     return out
 
 
-def restated_problems(reading: Reading, scheduler: str, env: dict, gpus: int = 1,
-                      node_memory_gib: float | None = None) -> list[tuple[str, str]]:
-    """A chunked-prefill switch that turns V1's off (V1 always chunks; on V0 whether it chunks depends on the
-    context, so the stack loader checks V0's switches where it knows it: stackconfig/services.py), a `--block-size` the scheduler's attention backend cannot start with (`STARTABLE_BLOCK_SIZES`),
-    a `--swap-space` the engine refuses or spends pod memory on, and TGI's `--max-input-length` beside a
-    MAX_INPUT_TOKENS variable (the launcher refuses both).
+def restated_problems(reading: Reading, env: dict, pod: Pod) -> list[tuple[str, str]]:
+    """What a server runs differently from what the gate simulates, or refuses, given the pod (`Pod`): a chunked-prefill
+    switch other than the scheduler's at the context (`_chunking_problem`), a `--block-size` the scheduler's
+    attention backend cannot start with (`STARTABLE_BLOCK_SIZES`), a `--swap-space` the engine refuses or spends pod
+    memory on, and TGI's `--max-input-length` beside a MAX_INPUT_TOKENS variable (the launcher refuses both).
 
     `--swap-space`: every vLLM refuses to start when it times the tensor-parallel size exceeds 0.7 × the node's
-    memory (`CacheConfig.verify_with_parallel_config`; psutil's total, the node's, not the pod's limit, a little
-    under the instance's nominal memory, `node_memory_gib`). V1 allocates nothing for it (no CPU swap: it
-    preempts by recompute), so below that it changes nothing simulated; V0 pins that much host memory per GPU at
-    start (worker.py `num_cpu_blocks`), so there it may only stay at or under the default 4 GiB."""
-    out = []
+    memory (`CacheConfig.verify_with_parallel_config`; psutil's total, the node's MemTotal, not the pod's limit:
+    `node_memory_gib`). V1 allocates nothing for it (no CPU swap: it preempts by recompute), so below that it
+    changes nothing simulated; V0 pins that much host memory per GPU at start (worker.py `num_cpu_blocks`), so
+    there it may only stay at or under the default 4 GiB."""
+    out, scheduler, gpus, node_gib = [], pod.scheduler, pod.gpus, pod.node_memory_gib
     block = reading.values.get(BLOCK_KEY)
     startable = STARTABLE_BLOCK_SIZES.get(scheduler, ())
     if block is not None and block not in startable:
@@ -260,13 +310,13 @@ def restated_problems(reading: Reading, scheduler: str, env: dict, gpus: int = 1
         out.append((reading.given[BLOCK_KEY], f"expected one of {', '.join(map(str, startable))} with the "
                                               f"{scheduler} engine: {why}, so vLLM does not start"))
     for key, arg, value in reading.tp:
-        if key == CHUNKED_KEY and scheduler == "v1" and not value:
-            out.append((arg, f"expected no {arg}: the gate simulates the v1 scheduler with chunked prefill (vLLM V1 "
-                             "chunks by default; simulation/gpu/vllm.py), and the other is not modelled"))
-        elif key == SWAP_KEY and node_memory_gib and value * gpus > 0.7 * node_memory_gib:
-            out.append((arg, f"expected at most {0.7 * node_memory_gib / gpus:g} GiB: vLLM refuses to start when "
-                             f"--swap-space × {gpus} GPU(s) exceeds 0.7 × the node's {node_memory_gib:g} GiB of "
-                             "memory ('Too large swap space', CacheConfig.verify_with_parallel_config)"))
+        if key == CHUNKED_KEY and (why := _chunking_problem(arg, value, pod)):
+            out.append((arg, why))
+        elif key == SWAP_KEY and node_gib and value * gpus > 0.7 * node_gib:
+            out.append((arg, f"expected at most {0.7 * node_gib / gpus:.1f} GiB: vLLM refuses to start when "
+                             f"--swap-space × {gpus} GPU(s) exceeds 0.7 × the node's {node_gib:.1f} GiB of memory "
+                             "(psutil's total, the kernel's MemTotal; 'Too large swap space', "
+                             "CacheConfig.verify_with_parallel_config)"))
         elif key == SWAP_KEY and scheduler == "v0" and value > DEFAULT_SWAP_SPACE_GIB:
             out.append((arg, f"expected at most {DEFAULT_SWAP_SPACE_GIB:g} (vLLM's default) with the v0 engine: V0 "
                              "pins --swap-space GiB of host memory per GPU at start (worker.py num_cpu_blocks), "
@@ -277,3 +327,30 @@ def restated_problems(reading: Reading, scheduler: str, env: dict, gpus: int = 1
         out.append((given, "expected --max-input-tokens, or no MAX_INPUT_TOKENS in runtime.env: TGI's launcher "
                            "refuses to start when both max_input_tokens and its legacy max_input_length are set"))
     return out
+
+
+def _chunking_problem(arg: str, value: bool, pod: Pod) -> str | None:
+    """Why a chunked-prefill switch runs an engine the gate does not simulate (None when it restates it): V1 always
+    chunks; V0 chunks by default above a 32,768-token context (`vllm_spec.v0_chunks`) at the context the manifest
+    renders (`Pod.max_model_len`, else the model's), so there `--no-enable-chunked-prefill` runs whole-context
+    prefill and profiling, and at or below it `--enable-chunked-prefill` runs V0's chunked scheduler on a short
+    context; neither is modelled."""
+    if pod.scheduler == "v1":
+        return None if value else (f"expected no {arg}: the gate simulates the v1 scheduler with chunked prefill "
+                                   "(vLLM V1 chunks by default; simulation/gpu/vllm.py), and the other is not "
+                                   "modelled")
+    model = pod.model
+    if pod.scheduler != "v0" or model is None or model.kind != "llm":
+        return None
+    max_len = pod.max_model_len or model.max_context
+    chunked = v0_chunks(model, max_len)
+    if chunked and not value:
+        return (f"expected no {arg}: vLLM's V0 engine chunks prefills by default above a 32,768-token context "
+                f"({model.name} at {max_len}; EngineArgs._set_default_args_v0), which is what the gate simulates; "
+                "without chunking it prefills and profiles the whole context at once, which is not modelled. Lower "
+                "the context (limits.maxInputTokens + maxNewTokens) to 32768 or less to run V0 unchunked")
+    if value and not chunked:
+        return (f"expected no {arg}: vLLM's V0 engine prefills whole prompts at a context of 32,768 tokens or less "
+                f"({model.name} at {max_len}), which is what the gate simulates for V0; V0's chunked scheduler "
+                "there is not modelled. Use the V1 engine (no VLLM_USE_V1=0), which chunks")
+    return None

@@ -1,5 +1,6 @@
 """Triton Inference Server's command line (`tritonserver`), read as it reads it: the `runtime.args` check for engine
-`triton` (`simulation/engine_flags.py` `read_args` hands Triton's args here).
+`triton` (`simulation/engine_flags.py` `read_args` hands Triton's args here, and holds the gRPC port to the ports
+the pod already uses, `engine_flag_tables.taken_ports`, as it does every server's).
 
 Sources: triton-inference-server/server `src/command_line_parser.cc` (`TritonParser::SetupOptions` for the names
 and value kinds, `Parse` for how each value is read and the checks after parsing, `CheckPortCollision`), at the
@@ -297,8 +298,11 @@ def _release(version: tuple[int, int]) -> str:
     return f"{version[0]:02d}.{version[1]:02d}"
 
 
-def triton_problems(args: list[str] | tuple, image: str | None = None) -> list[tuple[str, str]]:
-    """(the arg as given, why) for each of `args` Triton refuses or the stack does not accept (module docstring)."""
+def triton_reading(args: list[str] | tuple, image: str | None = None) -> tuple[list[tuple[str, str]],
+                                                                                  list[tuple[str, int]]]:
+    """(the arg as given, why) for each of `args` Triton refuses or the stack does not accept (module docstring);
+    and (the arg as given, its port) for the listener Triton opens beside HTTP and metrics (gRPC, when enabled),
+    which the caller holds to the ports the pod already uses (`engine_flag_tables.taken_ports`)."""
     out: list[tuple[str, str]] = []
     given: list[tuple[str, str, Any]] = []          # (name, arg as given, value) of the flags read
     release, args, i = release_of(image), list(args), 0
@@ -354,11 +358,13 @@ def triton_problems(args: list[str] | tuple, image: str | None = None) -> list[t
             out.append((arg, flag.why))
             continue
         given.append((name, arg, value))
-    return out + _after_parsing(given)
+    problems, ports = _after_parsing(given)
+    return out + problems, ports
 
 
-def _after_parsing(given: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
-    """Checks across flags, on the values Triton keeps: the last of each (KServe's runtime args come first)."""
+def _after_parsing(given: list[tuple[str, str, Any]]) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """Checks across flags, on the values Triton keeps: the last of each (KServe's runtime args come first); and
+    the gRPC listener's port, when gRPC is on and Triton's own check (`CheckPortCollision`) passes."""
     last = {name: (arg, value) for name, arg, value in given}
     mode_arg, mode = last.get("--model-control-mode", (None, "none"))
     loads = [(arg, value) for name, arg, value in given if name == "--load-model"]
@@ -372,13 +378,15 @@ def _after_parsing(given: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
                               "explicit mode Triton loads only the models --load-model names, none without one, and "
                               "/v2/health/ready still answers 200 (every loaded model is ready), so the pod is Ready "
                               "and every request fails (model not found)"))
-    grpc_on = last.get("--allow-grpc", (None, True))[1]
+    grpc_on, ports = last.get("--allow-grpc", (None, True))[1], []
     if "--grpc-port" in last and grpc_on and last["--grpc-port"][1] in (HTTP_PORT, METRICS_PORT):
         arg, port = last["--grpc-port"]
         out.append((arg, f"expected a port other than {HTTP_PORT} (HTTP) and {METRICS_PORT} (metrics), or "
                          f"--allow-grpc=false: Triton refuses two endpoints on one address and port {port} "
                          f"(CheckPortCollision), so {_EXITS}"))
-    return out
+    elif "--grpc-port" in last and grpc_on:
+        ports.append(last["--grpc-port"])
+    return out, ports
 
 
 def _positional() -> str:

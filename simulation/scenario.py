@@ -207,19 +207,18 @@ def parse_gateway(sec: Section) -> GatewaySpec:
     return out
 
 
-def _server_section(top: Section, manifest: Any, serving: ServingSpec, cluster: ClusterProfile) -> Section:
+def _server_section(top: Section, manifest: Any, serving: ServingSpec,
+                    cluster: ClusterProfile) -> tuple[Section, bool]:
     """The scenario's `server:` over what the manifest states (simulation.isvc.server_from_manifest), with the
-    cluster's instance type as the GPU when a GPU server names none."""
+    cluster's instance type as the GPU when a GPU server names none; and whether the server reads the manifest's
+    runtime (a scenario naming another server kind gets none of it)."""
     explicit = top.section("server")
     derived = server_from_manifest(manifest, serving)
     if not derived or explicit.data.get("kind", derived["kind"]) != derived["kind"]:
-        return explicit
-    where = serving.container_path or "inferenceService"
-    for key, value, why in manifest_problems(derived["kind"], serving.image, serving.args, serving.env, serving.gpus):
-        top.problems.append(Problem(f"{where}.{key}", value, why))
+        return explicit, False
     if cluster.instance_type and not {"gpu", "instance_type"} & set(explicit.data):
         derived["instance_type"] = cluster.instance_type
-    return Section({**derived, **explicit.data}, explicit.path, explicit.problems)
+    return Section({**derived, **explicit.data}, explicit.path, explicit.problems), True
 
 
 def parse_server(sec: Section, model: ModelProfile) -> ServerConfig:
@@ -312,7 +311,12 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
     gateway = parse_gateway(top.section("gateway"))
     cluster = parse_cluster(top.section("cluster"))
     model = parse_model(top.section("model"))
-    server = parse_server(_server_section(top, manifest, serving, cluster), model)
+    server_sec, reads_manifest = _server_section(top, manifest, serving, cluster)
+    server = parse_server(server_sec, model)
+    if reads_manifest:   # the manifest's runtime as its server reads it, against the server simulated from it
+        where = serving.container_path or "inferenceService"
+        for key, value, why in manifest_problems(server.kind, serving, server.spec):
+            problems.append(Problem(f"{where}.{key}", value, why))
     before = len(problems)
     duration = top.float("duration_s", 600.0, min=1.0, max=30 * 86400.0, required=True)
     # A duration_s refused (or missing) reads as the default 600 s: what is checked against it below would name a

@@ -27,7 +27,7 @@ from validation.admission import KSERVE_BLOCKED_ENV, kserve_blocked_env, release
 from validation.knative_podspec import KNATIVE_RESERVED_ENV
 from validation.fields import Section
 from validation.kubernetes import expandable_segments, image_pinned
-from simulation.engine_flags import (Reading, flag_problems, image_repository, read_args, read_env,
+from simulation.engine_flags import (Pod, Reading, flag_problems, image_repository, read_args, read_env,
                                      restated_problems, server_of)
 
 # The image repository's last path component → what runs it. Matching the name, not the registry, keeps a
@@ -187,6 +187,22 @@ def check_context(sec: Section, engine: str, caps: InputCaps, model: Model) -> N
                     "model's")
 
 
+def rendered_context(caps: InputCaps) -> int | None:
+    """The context the stack renders from the caps (vLLM's `--max-model-len`, the Transformers backend's
+    `--max_length`: manifests/inference_service.py `stack_args`): maxInputTokens + maxNewTokens, else
+    maxInputTokens (then the whole context), else none (the server's default, the model's)."""
+    if caps.max_input_tokens and caps.max_new_tokens:
+        return caps.max_input_tokens + caps.max_new_tokens
+    return caps.max_input_tokens
+
+
+def served_context(engine: str, image: str | None, args: list[str] | tuple, caps: InputCaps, model: Model) -> int:
+    """max_model_len as the manifest renders it: a `--max-model-len` in `runtime.args` (after the stack's flags, so
+    the one vLLM keeps), else `rendered_context`, else the model's context."""
+    given = read_args(server_of(engine, image), tuple(args), image).values.get("max_model_len")
+    return given or rendered_context(caps) or model.max_context
+
+
 def default_alloc_conf(engine: str, gpus: int) -> str:
     """`expandable_segments:True` (less fragmentation under variable-length batches, guides 000 §5), except for
     vLLM across GPUs: its custom all-reduce shares CUDA-graph buffers with `cudaIpcGetMemHandle`, which refuses
@@ -196,15 +212,14 @@ def default_alloc_conf(engine: str, gpus: int) -> str:
     return "expandable_segments:False" if engine == "vllm" and gpus > 1 else "expandable_segments:True"
 
 
-def check_alloc_conf(sec: Section, engine: str, gpus: int, alloc: str | None, env: dict, args: list[str],
-                     node_memory_gib: float | None = None) -> None:
+def check_alloc_conf(sec: Section, engine: str, alloc: str | None, env: dict, args: list[str], pod: Pod) -> None:
     """vLLM on several GPUs with expandable segments needs custom all-reduce off; and, since services.py calls this
-    once `resources.gpus` is known, the engine's flags and tensor parallelism (`_check_engine_args`; the node's
-    memory bounds vLLM's --swap-space)."""
+    once the pod is known (`resources.gpus`, the deployment mode, the context, the node), the engine's flags and
+    tensor parallelism (`_check_engine_args`)."""
+    gpus = pod.gpus
     key, conf = ("runtime.env.PYTORCH_CUDA_ALLOC_CONF", env["PYTORCH_CUDA_ALLOC_CONF"]) \
         if "PYTORCH_CUDA_ALLOC_CONF" in env else ("pytorchCudaAllocConf", alloc)
-    off = bool(_check_engine_args(sec, engine, gpus, env, args, node_memory_gib).values.get(
-        "disable_custom_all_reduce"))
+    off = bool(_check_engine_args(sec, engine, env, args, pod).values.get("disable_custom_all_reduce"))
     if engine == "vllm" and gpus > 1 and expandable_segments(conf) and not off:
         sec.problem(key, conf, f"expected no expandable_segments:True for vLLM on {gpus} GPUs (e.g. "
                     "expandable_segments:False, the default here), or --disable-custom-all-reduce in runtime.args: "
@@ -264,22 +279,21 @@ def _check_engine_env(sec: Section, env: dict, kserve_version: tuple[int, int]) 
                         "would not run the V0 engine the gate would simulate")
 
 
-def _check_engine_args(sec: Section, engine: str, gpus: int, env: dict, args: list[str],
-                       node_memory_gib: float | None = None) -> Reading:
+def _check_engine_args(sec: Section, engine: str, env: dict, args: list[str], pod: Pod) -> Reading:
     """`runtime.args` flags the server reads (`engine_flags`): an allow-list of modelled and neutral flags, values
-    that parse, tensor parallelism (args or env) equal to `resources.gpus`, and no contradiction with
+    that parse, tensor parallelism (args or env) equal to `resources.gpus`, listeners clear of the ports the pod
+    uses in its deployment mode, what `restated_problems` checks against the pod, and no contradiction with
     `engineProfile` (it overrides what the manifest states in the gate's simulation)."""
     image = _runtime(sec)[1]
     server = server_of(engine, image)
     reading = read_args(server, args, image)
     env_reading = read_env(engine, env)
-    for name, value, why in flag_problems(server, reading, env_reading, env, gpus):
+    for name, value, why in flag_problems(server, reading, env_reading, env, pod):
         sec.problem("runtime.args" if name is None else f"runtime.env.{name}", value, why)
     profile = sec.data.get("engineProfile")
     profile = profile if isinstance(profile, dict) else {}
     scheduler = env_reading.values.get("scheduler")
-    for arg, why in restated_problems(reading, scheduler or profile.get("scheduler") or "v1", env, gpus,
-                                      node_memory_gib):
+    for arg, why in restated_problems(reading, env, pod):
         sec.problem("runtime.args", arg, why)
     if scheduler and profile.get("scheduler", scheduler) != scheduler:
         sec.problem("runtime.env.VLLM_USE_V1", env["VLLM_USE_V1"], f"expected a value that selects "

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from catalog import GIB, Gpu, Model
+from catalog import GIB, Gpu
 
 from stackconfig.autoscaling import check_hpa_behavior, check_keda, parse_annotations
 from stackconfig.cluster import GPU_LABEL, TAINT_EFFECTS
@@ -23,16 +23,15 @@ from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import cache_read_mib_s, expected_load_s, first_pods, load_gbps
 from stackconfig.resource_floors import check_serving_resources
 from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_runtime,
-                                  default_alloc_conf, health_paths)
+                                  default_alloc_conf, health_paths, served_context)
 from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed
-from simulation.engine_flags import CHUNKED_KEY, read_args, read_env, server_of
+from simulation.engine_flags import Pod, node_memory_gib, vllm_scheduler
 from simulation.gpu.memory import max_startup_utilization
 from simulation.gpu.tensor_parallel import heads_problem, shard_sizes
-from simulation.gpu.vllm_spec import v0_chunks
 from simulation.probe_routes import KSERVE_PYTHON, kserve_model_name, probe_problem, server_for
 from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
@@ -250,8 +249,11 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     probes.done()
 
     alloc = sec.str("pytorchCudaAllocConf", default_alloc_conf(engine, gpus))
-    node_gib = [catalog.instances[t].memory_gib for t in ng.instance_types if t in catalog.instances]
-    check_alloc_conf(sec, engine, gpus, alloc, env, args, min(node_gib, default=None))
+    raw_profile = sec.data.get("engineProfile")
+    pod = Pod(gpus, mode, vllm_scheduler(env, raw_profile.get("scheduler") if isinstance(raw_profile, dict) else None),
+              model, served_context(engine, image, args, caps, model),
+              node_memory_gib([catalog.instances.get(t) for t in ng.instance_types]))
+    check_alloc_conf(sec, engine, alloc, env, args, pod)
     tolerations = _tolerations(sec, ng.taints)
     node_selector = sec.str_map("nodeSelector", dict(GPU_LABEL))
     for key, value in node_selector.items():
@@ -274,7 +276,6 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     engine_profile = parse_engine_profile(sec.section("engineProfile"), engine)
     if engine == "vllm":
         _check_startup_utilization(sec, util, ng.gpu, gpus, engine_profile.get("overhead_gib"))
-        _check_v0_chunking(sec, image, args, env, caps, model, engine_profile.get("scheduler"))
     stress = parse_stress(sec.section("stress"))
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
     if min_r == 0 and not allow_zero:
@@ -290,7 +291,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         storage_uri=storage_uri, gpus=gpus, cpu=cpu, memory=memory, startup_probe=startup,
         readiness_probe=readiness, liveness_probe=liveness, caps=caps, gpu_memory_utilization=util,
         pytorch_cuda_alloc_conf=alloc, tolerations=tolerations, node_selector=node_selector,
-        workload=workload, client=client, gateway=gateway, slo=slo, allow_scale_to_zero=allow_zero, expected_load_s=round(load_s, 1),
+        workload=workload, client=client, gateway=gateway, slo=slo, allow_scale_to_zero=allow_zero,
+        expected_load_s=round(load_s, 1),
         engine_profile=engine_profile,
         stress=stress, model_public=public,
     )
@@ -344,42 +346,14 @@ def startup_at_first_deploy(secs: list[Section], services: list[ServiceConfig],
                                                  storage_uri=svc.storage_uri) else (
             f" ({readers} pods load at once at the first `pulumi up` and share the model cache's "
             f"{cache_read_mib_s(mc):g} MiB/s of reads: modelCache.throughputMode {mc.throughput_mode})")
-        sec.problem("probes.startup", {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold},
+        stated_budget = {"periodSeconds": startup.period_s, "failureThreshold": startup.failure_threshold}
+        sec.problem("probes.startup", stated_budget,
                     f"expected a startup budget (initialDelaySeconds + periodSeconds × (failureThreshold − 1) = "
                     f"{budget} s: the kubelet may kill on the failureThreshold-th probe tick, up to one period "
                     f"early) of at least the expected model load time {load_s:.0f} s{shared}, or the kubelet "
                     "restarts the pod before the model is loaded: failureThreshold at least "
                     f"{startup_failures_needed(startup.initial_delay_s, startup.period_s, load_s)}")
     return out
-
-
-def _check_v0_chunking(sec: Section, image: str | None, args: list[str], env: dict, caps: InputCaps, model: Model,
-                       profile_scheduler: str | None) -> None:
-    """On vLLM's V0 engine a chunked-prefill switch in `runtime.args` may only restate what the gate simulates for
-    the service's context: V0 chunks by default above 32,768 tokens (`vllm_spec.v0_chunks`), so there
-    `--no-enable-chunked-prefill` would run an engine the gate does not simulate (whole-context prefill and
-    profiling), and at or below it `--enable-chunked-prefill` would (V0's chunked scheduler on a short context). The
-    context is the one the manifest renders: `--max-model-len` in the args, else the caps'
-    total, else the model's (manifests/inference_service.py `stack_args`)."""
-    scheduler = read_env("vllm", env).values.get("scheduler") or profile_scheduler
-    if scheduler != "v0" or model.kind != "llm":
-        return
-    reading = read_args(server_of("vllm", image), tuple(args))
-    both = caps.max_input_tokens + caps.max_new_tokens if caps.max_input_tokens and caps.max_new_tokens else None
-    max_len = reading.values.get("max_model_len") or both or caps.max_input_tokens or model.max_context
-    chunked = v0_chunks(model, max_len)
-    for key, arg, value in reading.tp:
-        if key == CHUNKED_KEY and not value and chunked:
-            sec.problem("runtime.args", arg, f"expected no {arg}: vLLM's V0 engine chunks prefills by default "
-                        f"above a 32,768-token context ({model.name} at {max_len}; "
-                        "EngineArgs._set_default_args_v0), which is what the gate simulates; without chunking it "
-                        "prefills and profiles the whole context at once, which is not modelled. Lower the context "
-                        "(limits.maxInputTokens + maxNewTokens) to 32768 or less to run V0 unchunked")
-        elif key == CHUNKED_KEY and value and not chunked:
-            sec.problem("runtime.args", arg, f"expected no {arg}: vLLM's V0 engine prefills whole prompts at a "
-                        f"context of 32,768 tokens or less ({model.name} at {max_len}), which is what the gate "
-                        "simulates for V0; V0's chunked scheduler there is not modelled. Use the V1 engine "
-                        "(no VLLM_USE_V1=0), which chunks")
 
 
 def _check_startup_utilization(sec: Section, util: float, gpu: Gpu, gpus: int, non_torch_gib: float | None) -> None:

@@ -223,3 +223,32 @@ def test_gateway_429s_point_at_its_rate_limit():
     text = "\n".join(lines)
     assert "gateway's rate limit (2.5 req/s)" in text and "gateway.rate_limit.rate_per_s=5" in text
     _assert_every_suggestion_loads(lines, project, values)
+
+
+# --- Review rev12-diff F6: the timeout tips read the timeout the revision runs -----------------------------------
+@pytest.mark.parametrize("stated", [None, 300])
+def test_a_knative_service_without_timeout_gets_the_timeout_tips_of_the_rendered_300_s(stated):
+    """r6: the manifest renders `timeout: 300` when it is unset (manifests/inference_service.py), but the advice
+    read svc.timeout_s (None) and named no timeout for 504s; unset and 300 must advise alike."""
+    from simulation.estimates import Estimate as E
+
+    project, values = _values()
+    chat = values["services"][0]
+    chat.pop("timeout", None)
+    if stated is not None:
+        chat["timeout"] = stated
+    chat["slo"] = {**chat["slo"], "p99LatencyS": 400}
+    cfg = parse_stack_config(values, project, "dev")
+    assert cfg.services[0].timeout_s == stated
+    cut = _verdict("steady", {"504": {"queue-proxy": 40}})
+    lines = next_steps(cfg, [cut], passed=False, values=values)
+    text = "\n".join(lines)
+    assert "the revision timeout 300 s is below its SLO's p99 latency 400 s" in text
+    assert "services.chat.timeout=600" in text
+    _assert_every_suggestion_loads(lines, project, values)
+    chat["slo"] = {**chat["slo"], "p99LatencyS": 60}
+    cfg = parse_stack_config(values, project, "dev")
+    slow = _verdict("steady", {"504": {"queue-proxy": 40}},
+                    metrics={"p99 latency, all requests (s)": E(90, 80, 100, 5)})
+    text = "\n".join(next_steps(cfg, [slow], passed=False, values=values))
+    assert "504s: requests outlive the timeout" in text and "services.chat.timeout=600" in text

@@ -91,5 +91,5 @@ def test_a_raw_manifests_visible_devices_and_swap_space_reach_no_server_key():
 
     assert _derived("vllm", gpus=2, args=["--swap-space=8"], env={"CUDA_VISIBLE_DEVICES": "0,1"}) == {
         "tensor_parallel_size": 2}
-    problems = manifest_problems("tgi", None, [], {"CUDA_VISIBLE_DEVICES": "0"}, 2)
+    problems = manifest_problems("tgi", ServingSpec(gpus=2, env={"CUDA_VISIBLE_DEVICES": "0"}))
     assert [(where, value) for where, value, _ in problems] == [("env[CUDA_VISIBLE_DEVICES]", "0")]

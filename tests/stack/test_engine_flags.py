@@ -350,9 +350,58 @@ def test_tgi_reads_its_address_and_port_variables_too():
 
 def test_the_flag_tables_port_is_the_one_the_stack_renders():
     from manifests.inference_service import SERVER_PORT
-    from simulation.engine_flag_tables import HTTP_PORT, TAKEN_PORTS
+    from simulation.engine_flag_tables import HTTP_PORT, taken_ports
 
-    assert HTTP_PORT == SERVER_PORT and SERVER_PORT in TAKEN_PORTS
+    assert HTTP_PORT == SERVER_PORT and SERVER_PORT in taken_ports("Knative") and SERVER_PORT in taken_ports("Standard")
+
+
+# --- Review rev12-diff F2/F8: one rule for the ports the pod already uses, by deployment mode -------------------
+def _in(mode: str, cfg: dict) -> dict:
+    cfg["services"][0]["deploymentMode"] = mode
+    return cfg
+
+
+@pytest.mark.parametrize("runtime, arg", [
+    ({"engine": "vllm"}, "--grpc_port=8012"),
+    ({"engine": "naive"}, "--grpc_port=9091"),
+    ({"engine": "tgi"}, "--prometheus-port=8013"),
+    ({"engine": "tgi"}, "--master-port=9090"),
+])
+def test_a_listener_on_a_queue_proxy_port_is_refused_in_knative_mode_only(runtime, arg):
+    """Standard (RawDeployment) mode runs no queue-proxy: 8012, 9091 … are free there, and were refused."""
+    text = _refused(_in("Knative", _cfg({**runtime, "args": [arg]}, gpus=2)))
+    assert f"got '{arg}'; expected a port, 0 to 65535, other than 8080" in text
+    assert "and the queue-proxy's own (8008, 8012, 8013, 8022, 8112, 9090, 9091" in text
+    _spec(_in("Standard", _cfg({**runtime, "args": [arg]}, gpus=2)))
+
+
+@pytest.mark.parametrize("mode", ["Knative", "Standard"])
+def test_a_listener_on_the_serving_port_is_refused_in_either_mode(mode):
+    text = _refused(_in(mode, _cfg({"engine": "vllm", "args": ["--grpc_port=8080"]})))
+    assert "got '--grpc_port=8080'; expected a port, 0 to 65535, other than 8080 (the server's HTTP port" in text
+    assert f"which the pod already uses in {mode} mode" in text
+    text = _refused(_in(mode, _cfg({"engine": "tgi", "env": {"MASTER_PORT": "8080"}})))
+    assert "services[0].runtime.env.MASTER_PORT: got '8080'; expected a port, 0 to 65535, other than 8080" in text
+
+
+def test_tgis_port_variables_follow_the_mode_too():
+    text = _refused(_in("Knative", _cfg({"engine": "tgi", "env": {"PROMETHEUS_PORT": "8012"}})))
+    assert "services[0].runtime.env.PROMETHEUS_PORT: got '8012'; expected a port" in text
+    _spec(_in("Standard", _cfg({"engine": "tgi", "env": {"PROMETHEUS_PORT": "8012"}})))
+
+
+def test_a_scenario_manifest_is_held_to_the_ports_of_its_own_mode():
+    """The scenario's ServingSpec knows the mode: a Standard-mode manifest may listen on 8012, a Knative one not."""
+    for mode, refused_too in (("Knative", True), ("Standard", False)):
+        stack = parse_stack_config(_in(mode, _cfg({"engine": "vllm"})), "p", "dev")
+        scenario = scenario_for(stack, stack.services[0])
+        scenario["inferenceService"]["spec"]["predictor"]["model"]["args"].append("--grpc_port=8012")
+        if refused_too:
+            with pytest.raises(InputError) as err:
+                load_scenario(scenario)
+            assert "model.args: got '--grpc_port=8012'; expected a port" in str(err.value)
+        else:
+            load_scenario(scenario)
 
 
 # --- Review rev12-runtimes F4: CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in runtime.env -------------------
@@ -411,9 +460,11 @@ def test_swap_space_is_accepted_on_v1_and_changes_nothing_simulated():
 
 
 @pytest.mark.parametrize("runtime, gpus, arg, why", [
-    ({"engine": "vllm"}, 4, "--swap-space=100", "expected at most 67.2 GiB: vLLM refuses to start when --swap-space "
-                                                "× 4 GPU(s) exceeds 0.7 × the node's 384 GiB"),
-    ({"engine": "vllm", "image": OPENAI}, 1, "--swap-space=300", "expected at most 268.8 GiB"),
+    ({"engine": "vllm"}, 4, "--swap-space=100", "expected at most 63.8 GiB: vLLM refuses to start when --swap-space "
+                                                "× 4 GPU(s) exceeds 0.7 × the node's 364.8 GiB of memory (psutil's "
+                                                "total, the kernel's MemTotal"),
+    ({"engine": "vllm"}, 4, "--swap-space=66", "expected at most 63.8 GiB"),   # under 0.7 × the nominal 384 GiB
+    ({"engine": "vllm", "image": OPENAI}, 1, "--swap-space=256", "expected at most 255.4 GiB"),
     ({"engine": "vllm", "env": {"VLLM_USE_V1": "0"}}, 1, "--swap-space=8", "expected at most 4 (vLLM's default) "
                                                                              "with the v0 engine"),
     ({"engine": "vllm"}, 1, "--swap-space=-1", "expected GiB of CPU swap space per GPU, a number >= 0"),
@@ -422,3 +473,98 @@ def test_swap_space_is_accepted_on_v1_and_changes_nothing_simulated():
 def test_a_swap_space_vllm_refuses_or_v0_pins_beyond_the_default_is_refused(runtime, gpus, arg, why):
     text = _refused(_cfg({**runtime, "args": [arg]}, gpus))
     assert f"services[0].runtime.args: got '{arg}'; {why}" in text
+
+
+def test_the_swap_space_bound_is_the_nodes_memtotal_as_the_catalog_estimates_it():
+    """r5: 0.7 × g6e.12xlarge's nominal 384 GiB let --swap-space=66 × 4 GPUs (264 GiB) pass; vLLM bounds it by
+    psutil's total, which `catalog.allocatable.capacity_memory_mib` puts at 364.8 GiB (255.4 GiB allowed)."""
+    from catalog import DEFAULT
+    from catalog.allocatable import capacity_memory_mib
+
+    memtotal = capacity_memory_mib(DEFAULT.instances["g6e.12xlarge"]) / 1024
+    assert 66 * 4 > 0.7 * memtotal and 63 * 4 <= 0.7 * memtotal
+    _spec(_cfg({"engine": "vllm", "args": ["--swap-space=63"]}, gpus=4))
+
+
+# --- Review rev12-diff F5: a scenario's manifest gets the V0 chunked-prefill and swap checks the stack gets ------
+def _v0(args: list[str], model: str = "llama-3-8b", **caps) -> dict:
+    cfg = _cfg({"engine": "vllm", "env": {"VLLM_USE_V1": "0"}, "args": args})
+    cfg["services"][0]["limits"] = caps
+    cfg["services"][0]["model"]["name"] = model
+    return cfg
+
+
+def _v0_scenario(*extra: str, model: str = "llama-3-8b", **caps) -> dict:
+    stack = parse_stack_config(_v0([], model, **caps), "p", "dev")
+    scenario = scenario_for(stack, stack.services[0])
+    scenario["inferenceService"]["spec"]["predictor"]["model"]["args"] += list(extra)
+    return scenario
+
+
+def _scenario_refuses(scenario: dict) -> str:
+    with pytest.raises(InputError) as err:
+        load_scenario(scenario)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("extra, why", [
+    (["--enable-chunked-prefill"], "vLLM's V0 engine prefills whole prompts at a context of 32,768 tokens or less"),
+    (["--swap-space=64"], "expected at most 4 (vLLM's default) with the v0 engine"),
+])
+def test_a_scenario_manifest_on_v0_is_refused_what_the_stack_refuses(extra, why):
+    """r3: both were accepted in a scenario's own manifest (manifest_problems ran no restated check)."""
+    text = _scenario_refuses(_v0_scenario(*extra, maxInputTokens=4096, maxNewTokens=1024))
+    assert f"inferenceService.spec.predictor.model.args: got '{extra[0]}'; expected" in text and why in text
+    assert why in _refused(_v0(extra))
+
+
+LONG = "llama-3.1-8b"   # 131,072 tokens: V0 chunks by default above 32,768
+
+
+def test_the_v0_chunking_check_reads_the_context_the_manifest_renders():
+    """The context is `--max-model-len` in the args, else maxInputTokens + maxNewTokens, else the model's; the
+    stack and a scenario's manifest read it through one rule (engine_flags.restated_problems)."""
+    off, on = "--no-enable-chunked-prefill", "--enable-chunked-prefill"
+    assert "chunks prefills by default above a 32,768-token context" in _refused(_v0([off], LONG))
+    assert "chunks prefills by default" in _scenario_refuses(_v0_scenario(off, model=LONG))
+    _spec(_v0([on], LONG))
+    load_scenario(_v0_scenario(on, model=LONG))
+    short = {"maxInputTokens": 16384, "maxNewTokens": 1024}
+    assert f"({LONG} at 17408)" in _refused(_v0([on], LONG, **short))
+    assert f"({LONG} at 17408)" in _scenario_refuses(_v0_scenario(on, model=LONG, **short))
+    _spec(_v0([off], LONG, **short))
+    load_scenario(_v0_scenario(off, model=LONG, **short))
+    _spec(_v0(["--max-model-len=16k", off], LONG))
+    assert f"({LONG} at 16000)" in _refused(_v0(["--max-model-len=16k", on], LONG))
+
+
+# --- Review rev12-diff F7: one rule each for the context the manifest renders and the vLLM engine simulated ------
+def test_the_simulated_vllm_engine_is_one_rule_engine_profile_over_vllm_use_v1():
+    """The stack loader, the advice and the scenario's manifest check resolve the engine with `vllm_scheduler`,
+    the simulation's priority: `server:` keys (engineProfile.scheduler) over the manifest's VLLM_USE_V1."""
+    from simulation.engine_flags import vllm_scheduler
+
+    assert vllm_scheduler({}) == "v1" and vllm_scheduler({"VLLM_USE_V1": "0"}) == "v0"
+    assert vllm_scheduler({"VLLM_USE_V1": "0"}, "v1") == "v1" and vllm_scheduler({}, "v0") == "v0"
+    scenario = _v0_scenario()
+    assert load_scenario(copy.deepcopy(scenario)).server.spec.scheduler == "v0"
+    scenario["server"] = {"scheduler": "v1"}
+    assert load_scenario(scenario).server.spec.scheduler == "v1"
+
+
+@pytest.mark.parametrize("caps, args", [
+    ({"maxInputTokens": 4096, "maxNewTokens": 1024}, []), ({"maxInputTokens": 4096}, []), ({}, []),
+    ({}, ["--max-model-len=2k"]), ({"maxNewTokens": 512}, []),
+])
+def test_the_context_the_manifest_renders_is_one_rule(caps, args):
+    """`runtimes.served_context` is what manifests/inference_service.py renders and what the gate simulates."""
+    from manifests.inference_service import stack_args
+    from stackconfig.runtimes import rendered_context, served_context
+
+    cfg = _cfg({"engine": "vllm", "args": args})
+    cfg["services"][0]["limits"] = caps
+    svc = parse_stack_config(cfg, "p", "dev").services[0]
+    rendered = [a for a in stack_args(svc) if a.startswith("--max-model-len=")]
+    assert rendered == ([f"--max-model-len={rendered_context(svc.caps)}"] if rendered_context(svc.caps) else [])
+    served = served_context(svc.engine, svc.image, svc.args, svc.caps, svc.model)
+    assert served == _spec(cfg).max_model_len

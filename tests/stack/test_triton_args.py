@@ -207,3 +207,26 @@ def test_a_scenarios_own_triton_manifest_is_held_to_the_same_rules():
         load_scenario(scenario, base_dir=ROOT)
     assert [p.value for p in err.value.problems if p.path == "inferenceService.spec.predictor.model.args"] == \
         ["--model-control-mode=explicit"]
+
+
+# --- Review rev12-diff F2/F8: Triton's gRPC listener is held to the ports the pod uses, as every server's --------
+def _mode(mode: str, args: list[str]) -> dict:
+    cfg = _cfg(args)
+    cfg["services"][0]["deploymentMode"] = mode
+    return cfg
+
+
+@pytest.mark.parametrize("port", ["8012", "9091", "8008"])
+def test_grpc_on_a_queue_proxy_port_is_refused_in_knative_mode_and_free_in_standard(port):
+    """r2: --grpc-port=8012 was accepted while KServe's --grpc_port=8012 was refused; in Standard mode no
+    queue-proxy runs, so there both are free."""
+    text = refused(_mode("Knative", [f"--grpc-port={port}"]))
+    assert f"services[0].runtime.args: got '--grpc-port={port}'; expected a port, 0 to 65535, other than 8080" in text
+    assert "and the queue-proxy's own (8008, 8012, 8013, 8022, 8112, 9090, 9091" in text
+    _spec(_mode("Standard", [f"--grpc-port={port}"]))
+    _spec(_mode("Knative", [f"--grpc-port={port}", "--allow-grpc=false"]))   # no gRPC listener: nothing to bind
+
+
+def test_grpc_on_the_http_port_is_refused_once_as_triton_refuses_it():
+    text = refused(_mode("Standard", ["--grpc-port=8080"]))
+    assert text.count("got '--grpc-port=8080'") == 1 and "CheckPortCollision" in text
