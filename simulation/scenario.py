@@ -184,7 +184,8 @@ def parse_client(sec: Section) -> ClientSpec:
         backoff_max_s=sec.float("backoff_max_s", d.backoff_max_s, min=0),
         jitter=sec.choice("jitter", ["full", "equal", "none"], d.jitter),
         budget_max_tokens=budget.float("max_tokens", 10.0 if has_budget else None, min=1) if has_budget else None,
-        budget_token_ratio=budget.float("token_ratio", d.budget_token_ratio, min=0, max=1) if has_budget else d.budget_token_ratio,
+        budget_token_ratio=(budget.float("token_ratio", d.budget_token_ratio, min=0, max=1) if has_budget
+                            else d.budget_token_ratio),
     )
     if has_budget:
         budget.done()
@@ -287,7 +288,8 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
         problems.append(Problem("inferenceService", None,
                                 "required: embed the InferenceService manifest, or name it with inferenceServiceFile"))
     elif manifest is not None and isvc_file is not None:
-        problems.append(Problem("inferenceServiceFile", isvc_file, "give either inferenceService or inferenceServiceFile, not both"))
+        problems.append(Problem("inferenceServiceFile", isvc_file,
+                                "give either inferenceService or inferenceServiceFile, not both"))
     elif isvc_file is not None:
         docs = read_yaml(Path(base) / isvc_file, "inferenceServiceFile", problems, multi=True) or []
         for doc in docs:
@@ -297,7 +299,8 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
                     and hpa_manifest is None:
                 hpa_manifest = doc
         if manifest is None and not any(p.path == "inferenceServiceFile" for p in problems):
-            problems.append(Problem("inferenceServiceFile", isvc_file, "the file holds no document with kind: InferenceService"))
+            problems.append(Problem("inferenceServiceFile", isvc_file,
+                                    "the file holds no document with kind: InferenceService"))
     isvc_path = "inferenceService" if isvc_file is None else f"inferenceServiceFile({isvc_file})"
     _check_isvc_schema(manifest, isvc_path, problems)
     knative = parse_config_autoscaler(top.raw("config_autoscaler"), "config_autoscaler", problems)
@@ -355,7 +358,8 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
     )
     if serving.gpus > cluster.gpus_per_node:
         problems.append(Problem("cluster.gpus_per_node", cluster.gpus_per_node,
-                                f"the predictor asks for {serving.gpus} GPUs per pod (resources.limits nvidia.com/gpu); "
+                                f"the predictor asks for {serving.gpus} GPUs per pod "
+                                "(resources.limits nvidia.com/gpu); "
                                 "no node could ever hold it"))
     if initial is not None and serving.kpa.max_scale and initial > serving.kpa.max_scale:
         top.problem("initial_replicas", initial, f"expected <= the service's max replicas ({serving.kpa.max_scale})")
