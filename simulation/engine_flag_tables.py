@@ -44,14 +44,18 @@ _RUST_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 
 
 def human_readable_int(text: str) -> int:
-    """vLLM's `human_readable_int`: '16k' → 16000, '16K' → 16384, '2048' → 2048; ValueError otherwise."""
+    """vLLM's `human_readable_int`: '16k' → 16000, '16K' → 16384, '2048' → 2048; ValueError otherwise (also for a
+    decimal one too large for a float, where vLLM's own int(inf) fails with OverflowError)."""
     text = text.strip()
     match = _HRI.fullmatch(text)
     if not match:
         return int(text)
     number, suffix = match.groups()
     if suffix.islower():
-        return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
+        value = float(number) * 1000 ** ("kmgt".index(suffix) + 1)
+        if not math.isfinite(value):
+            raise ValueError(f"{text!r} is too large")
+        return int(value)
     return int(number) * 1024 ** ("KMGT".index(suffix) + 1)   # int(): no decimals with a binary suffix
 
 

@@ -354,12 +354,22 @@ def triton_reading(args: list[str] | tuple, image: str | None = None) -> tuple[l
         except ValueError:
             out.append((arg, f"expected {flag.expects} for {name}: Triton refuses {text!r}, so {_EXITS}"))
             continue
-        if flag.accepts is not None and not flag.accepts(value):
+        if flag.accepts is not None and not flag.accepts(value) and name in ADDITIVE:
             out.append((arg, flag.why))
             continue
         given.append((name, arg, value))
+    last = {name: (arg, value) for name, arg, value in given}   # a setting Triton keeps: the last one given
+    out += [(arg, FLAGS[name].why) for name, (arg, value) in last.items()
+            if name not in ADDITIVE and FLAGS[name].accepts is not None and not FLAGS[name].accepts(value)]
+    given = [(name, arg, value) for name, arg, value in given if name in ADDITIVE or last[name][0] == arg]
     problems, ports = _after_parsing(given)
     return out + problems, ports
+
+
+# Flags each occurrence of which adds to a list (command_line_parser.cc: the repository paths, the models to load,
+# the metrics and trace settings): every one counts. Any other setting is overwritten by a later one (getopt_long's
+# loop assigns it again), so only the last is held to what the stack accepts.
+ADDITIVE = frozenset({"--model-repository", "--model-store", "--load-model", "--metrics-config", "--trace-config"})
 
 
 def _after_parsing(given: list[tuple[str, str, Any]]) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:

@@ -568,3 +568,8 @@ def test_the_context_the_manifest_renders_is_one_rule(caps, args):
     assert rendered == ([f"--max-model-len={rendered_context(svc.caps)}"] if rendered_context(svc.caps) else [])
     served = served_context(svc.engine, svc.image, svc.args, svc.caps, svc.model)
     assert served == _spec(cfg).max_model_len
+
+
+def test_a_token_count_too_large_for_a_float_is_refused_at_runtime_args():
+    text = _refused(_cfg({"engine": "vllm", "args": ["--max-model-len=" + "1" * 400 + "k"]}))
+    assert "runtime.args" in text

@@ -230,3 +230,20 @@ def test_grpc_on_a_queue_proxy_port_is_refused_in_knative_mode_and_free_in_stand
 def test_grpc_on_the_http_port_is_refused_once_as_triton_refuses_it():
     text = refused(_mode("Standard", ["--grpc-port=8080"]))
     assert text.count("got '--grpc-port=8080'") == 1 and "CheckPortCollision" in text
+
+
+@pytest.mark.parametrize("args", [["--allow-http=false", "--allow-http=true"],
+                                  ["--model-control-mode=poll", "--model-control-mode=none"],
+                                  ["--strict-readiness=false", "--strict-readiness=true"]])
+def test_a_setting_overridden_by_a_later_one_is_judged_by_the_last(args):
+    """Review 12 (fuzz), F6: getopt_long keeps the last of a repeated setting, so an earlier value the stack would
+    refuse is overridden; the reversed order ends on it and is refused."""
+    parse_stack_config(_cfg(args), "p", "dev")
+    text = refused(_cfg(list(reversed(args))))
+    assert repr(args[0]) in text or args[0] in text
+
+
+def test_each_repository_path_counts_whatever_its_place():
+    """--model-repository adds a repository each time: an extra path before /mnt/models is still a second one."""
+    text = refused(_cfg(["--model-repository=/x", "--model-repository=/mnt/models"]))
+    assert "--model-repository=/x" in text
