@@ -29,10 +29,10 @@ RESTATED_KEYS = (TP_KEY, SHARDED_KEY, CHUNKED_KEY, VISIBLE_KEY, SWAP_KEY)
 HTTP_PORT = 8080
 QUEUE_PROXY_PORTS = (8008, 8012, 8013, 8022, 8112, 9090, 9091)
 # vLLM's `--block-size` choices (argparse choices from `BlockSize`, vllm config/cache.py: 1, 8, 16, 32, 64, 128
-# in 0.8.5 through 0.11.0; 0.11.1 adds 256, which the 0.11.0 image refuses), and the ones each engine starts with
-# on the catalog's GPUs (compute capability >= 8.0): V1's default FlashAttention backend raises "Block size must be
-# a multiple of 16" (v1/attention/backends/flash_attn.py); V0 falls back from FlashAttention to xFormers below a
-# multiple of 16, whose paged-attention kernel takes 8, 16 or 32 ("Unsupported block size",
+# in 0.8.5 through 0.11.0; 0.11.1 adds 256, which the 0.11.0 image refuses: not accepted), and the ones each
+# engine starts with on the catalog's GPUs (compute capability >= 8.0): V1's default FlashAttention backend raises
+# "Block size must be a multiple of 16" (v1/attention/backends/flash_attn.py); V0 falls back from FlashAttention to
+# xFormers below a multiple of 16, whose paged-attention kernel takes 8, 16 or 32 ("Unsupported block size",
 # csrc/attention/paged_attention_v1.cu).
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 STARTABLE_BLOCK_SIZES = {"v1": (16, 32, 64, 128), "v0": (8, 16, 32, 64, 128)}
@@ -235,7 +235,8 @@ _VLLM = {
     "--max-num-seqs": Flag("max_num_seqs", _PY_INT, expects=_INT),
     "--gpu-memory-utilization": Flag("gpu_memory_utilization", _between(float, 0, 1), expects="a fraction in (0, 1]"),
     "--block-size": Flag(BLOCK_KEY, _one_of(int, VLLM_BLOCK_SIZES), expects=f"one of "
-                         f"{', '.join(map(str, VLLM_BLOCK_SIZES))} (vLLM's argparse choices; 256 only from 0.11.1)"),
+                         f"{', '.join(map(str, VLLM_BLOCK_SIZES))} (vLLM's argparse choices through 0.11.0, the "
+                         "default image's; 0.11.1's 256 is not accepted)"),
     "--swap-space": Flag(SWAP_KEY, _swap_gib, expects="GiB of CPU swap space per GPU, a number >= 0"),
     "--disable-custom-all-reduce": Flag("disable_custom_all_reduce"),
     "--no-disable-custom-all-reduce": Flag("disable_custom_all_reduce", value=False),

@@ -16,9 +16,10 @@ keys not given must be at Knative's defaults.
 `version` is the cluster's Knative Serving release, a quoted string ("1.22", "v1.21.1"; the patch is dropped), one
 of 1.20-1.23, by default 1.23: the release the upstream citations were checked against, the newest, and the one
 with the strictest Kubernetes floor. It decides what changed between those releases and nothing else: the
-Kubernetes version its controllers start on (stackconfig/cluster.py `check_knative_floor`), whether config-features
-has `kubernetes.podspec-volumes-ephemeral` (1.23 on) and the values of `secure-pod-defaults`
-(validation/cluster_admission.py). The autoscaler, activator, queue-proxy and timeout defaults the simulation reads
+Kubernetes version its controllers start on (stackconfig/cluster.py `check_knative_floor`, for a stack with a
+Knative-mode service) and whether config-features has `kubernetes.podspec-volumes-ephemeral` (1.23 on). The
+values of `secure-pod-defaults` are the same on all of them (validation/cluster_admission.py: they changed in
+1.20). The autoscaler, activator, queue-proxy and timeout defaults the simulation reads
 are the same in all of them, so the simulation does not depend on it.
 """
 

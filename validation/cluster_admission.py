@@ -1,13 +1,14 @@
 """What the offline admission checks share: the cluster settings the webhooks read (`ClusterAdmission`) and one
-refused object (`Refusal`). The rules: validation/admission.py (Knative's and KServe's webhooks) and
-validation/deployment_mode.py (KServe's deployment-mode names).
+refused object (`Refusal`). The rules: validation/admission.py (KServe's webhook, and the others in order),
+validation/knative_podspec.py (Knative's pod-spec masks), validation/run_as_root.py (the kubelet's non-root check)
+and validation/deployment_mode.py (KServe's deployment-mode names).
 
-Knative Serving's release (`knative.version`, 1.20-1.23) changes two things here (knative/serving
+Knative Serving's release (`knative.version`, 1.20-1.23) changes one thing here (knative/serving
 pkg/apis/config/features.go and pkg/apis/serving/fieldmask.go, knative-v1.19.0 → knative-v1.23.0): the
 `kubernetes.podspec-volumes-ephemeral` key exists only from 1.23 (#16590; before, VolumeSourceMask drops every
-ephemeral volume, so none is admitted), and `secure-pod-defaults` is read by `asSecurePodDefaultsFlag` from 1.20:
-`Disabled`, `AllowRootBounded` or `Enabled`, matched case-insensitively; `Allowed` is no longer parsed (the flag
-stays at its default, Disabled), and AllowRootBounded admits what Enabled admits (PodSecurityContextMask,
+ephemeral volume, so none is admitted). On all of them `secure-pod-defaults` is read by `asSecurePodDefaultsFlag`
+(1.20 on): `Disabled`, `AllowRootBounded` or `Enabled`, matched case-insensitively; `Allowed` is no longer parsed
+(the flag stays at its default, Disabled), and AllowRootBounded admits what Enabled admits (PodSecurityContextMask,
 CapabilitiesMask). Both make the revision defaulting fill in a restricted container securityContext; only Enabled
 adds `runAsNonRoot: true` (`ClusterAdmission.sets_run_as_non_root`).
 """
