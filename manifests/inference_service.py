@@ -54,6 +54,12 @@ def _flag(svc: ServiceConfig, arg: str) -> str:
     return setting(server_of(svc.engine, svc.image), arg.split("=", 1)[0])
 
 
+def _gives(svc: ServiceConfig, flag: str) -> bool:
+    """Whether the user's `runtime.args` set `flag`'s setting."""
+    name = setting(server_of(svc.engine, svc.image), flag)
+    return any(a.startswith("-") and _flag(svc, a) == name for a in svc.args)
+
+
 def repeated_flags(svc: ServiceConfig) -> list[str]:
     """The user's `runtime.args` entries that give a flag the stack already renders. TGI's launcher (clap) refuses
     a repeated flag at start-up; vLLM's argparse keeps the last one, so the cap the gate simulated would not be
@@ -77,7 +83,9 @@ def stack_args(svc: ServiceConfig) -> list[str]:
     custom = is_custom_predictor(svc.engine, svc.image)
     if svc.engine == "vllm":
         if custom:  # vllm/vllm-openai: `--model` (docs: Deploying with Docker), its port 8000 by default
-            args += [f"--model={MODEL_DIR}", f"--served-model-name={svc.name}", f"--port={SERVER_PORT}"]
+            # served under the service's name unless runtime.args names it (the clients' `model`, often the HF id)
+            served = [] if _gives(svc, "--served-model-name") else [f"--served-model-name={svc.name}"]
+            args += [f"--model={MODEL_DIR}", *served, f"--port={SERVER_PORT}"]
             if svc.gpus > 1:  # KServe's huggingfaceserver sets it to the GPU count; vLLM's own server to 1
                 args.append(f"--tensor-parallel-size={svc.gpus}")
         else:

@@ -225,6 +225,10 @@ def _listener(read: Callable[[str], int], expects: str) -> Flag:
     return Flag(parse=_port(read), expects=expects, listens=True)
 
 
+# `--dtype`: the values that keep 2 bytes a weight and KV element, as the simulation sizes the catalog's models
+# (vLLM `ModelConfig` dtype: auto is the checkpoint's, half = float16; KServe's huggingfaceserver turns auto into
+# float16 on a GPU); float32 would double both, which is not simulated.
+_DTYPE = "auto, half, float16 or bfloat16 (2 bytes a weight and KV element, as simulated; float32 is not)"
 _EVERY_ADDRESS = ("0.0.0.0 or :: (every address): the probes and the raw Service reach the pod IP, Knative's "
                   "queue-proxy 127.0.0.1, and a server listening on one address misses the other")
 
@@ -238,6 +242,9 @@ _VLLM = {
                          f"{', '.join(map(str, VLLM_BLOCK_SIZES))} (vLLM's argparse choices through 0.11.0, the "
                          "default image's; 0.11.1's 256 is not accepted)"),
     "--swap-space": Flag(SWAP_KEY, _swap_gib, expects="GiB of CPU swap space per GPU, a number >= 0"),
+    "--dtype": _typed(_choice("auto", "half", "float16", "bfloat16"), _DTYPE),
+    "--kv-cache-dtype": _typed(_choice("auto"), "auto (the model's dtype; an fp8 KV cache holds twice the tokens, "
+                               "which is not simulated)"),
     "--disable-custom-all-reduce": Flag("disable_custom_all_reduce"),
     "--no-disable-custom-all-reduce": Flag("disable_custom_all_reduce", value=False),
     "--no-enable-prefix-caching": Flag("prefix_cache_hit_ratio", value=0.0),
@@ -268,6 +275,7 @@ _KSERVE = {
     "--max_model_len": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
     "--http_port": _typed(_exactly(int, HTTP_PORT), f"{HTTP_PORT}, KServe's default: the port the probes, Knative's "
                           "queue-proxy and the raw Service reach the server on; on another it never turns Ready"),
+    "--dtype": _typed(_choice("auto", "half", "float16", "bfloat16"), _DTYPE),
     "--grpc_port": _listener(int, f"{_FREE_PORT} (KServe's model server starts gRPC by default, --enable_grpc, "
                              "on 8081)"),
     **{name: _VALUE for name in ("--model_name", "--model_dir", "--model_id", "--model_revision",
@@ -292,6 +300,8 @@ _TGI = {
     "--num-shard": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", TP_KEY),
     "--sharded": _typed(_bool, "true or false, in lower case (clap's bool parser)", SHARDED_KEY),
     "--port": _PORT,
+    "--dtype": _typed(_choice("float16", "bfloat16"), "float16 or bfloat16 (the launcher's value enum; 2 bytes a "
+                      "weight, as simulated)"),
     **{name: _listener(lambda t: rust_uint(t, 16), f"{_FREE_PORT} {_RUST}") for name in ("--prometheus-port",
                                                                                          "--master-port")},
     "--hostname": _typed(_tgi_hostname, f"{_EVERY_ADDRESS} (a name that is no IP address falls back to 0.0.0.0)"),
@@ -325,7 +335,7 @@ ENV_KEYS = {
     "vllm": {"VLLM_USE_V1": ("scheduler", _v1, "0 or 1 (vllm envs.py reads bool(int(...)))"), **_VISIBLE},
     "naive": _VISIBLE,
     "tgi": {**{_env_name(flag): (f.key, f.parse, f.expects) for flag, f in _TGI.items()
-               if (f.key or f.listens or flag == "--hostname") and flag != "--max-input-length"},
+               if (f.key or f.listens or flag in ("--hostname", "--dtype")) and flag != "--max-input-length"},
             "TGI_WIGGLE_ROOM": ("wiggle_room", _between(float, 0, 1, high_open=True),
                                 "a fraction in (0, 1) (server models/globals.py)"), **_VISIBLE},
 }
@@ -348,7 +358,7 @@ REFUSED_ENV = {
     "tgi": {**_NVIDIA_VISIBLE,
             **{name: "the launcher reads it as its --" + name.lower().replace("_", "-") + ", which changes GPU "
                "memory or scheduling and is not simulated"
-               for name in ("QUANTIZE", "SPECULATE", "DTYPE", "KV_CACHE_DTYPE", "WAITING_SERVED_RATIO",
+               for name in ("QUANTIZE", "SPECULATE", "KV_CACHE_DTYPE", "WAITING_SERVED_RATIO",
                             "MAX_BATCH_TOTAL_TOKENS", "MAX_WAITING_TOKENS", "CUDA_GRAPHS", "ROPE_SCALING",
                             "ROPE_FACTOR", "DISABLE_CUSTOM_KERNELS", "LORA_ADAPTERS")},
             "MAX_INPUT_LENGTH": "it is the launcher's legacy name of MAX_INPUT_TOKENS, and the launcher refuses to "

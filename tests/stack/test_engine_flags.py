@@ -104,15 +104,12 @@ def test_an_auto_or_unreadable_max_model_len_is_refused(value):
 
 
 @pytest.mark.parametrize("runtime, arg", [
-    ({"engine": "vllm"}, "--dtype=float32"),
-    ({"engine": "vllm"}, "--kv-cache-dtype=fp8"),
     ({"engine": "vllm"}, "--quantization=awq"),
     ({"engine": "vllm"}, "--enforce-eager"),
     ({"engine": "vllm", "image": OPENAI}, "--kv-cache-memory=8G"),
     ({"engine": "vllm", "image": OPENAI}, "--long_prefill_token_threshold=512"),
     ({"engine": "tgi"}, "--quantize=awq"),
     ({"engine": "tgi"}, "--max_batch_size=8"),
-    ({"engine": "naive"}, "--dtype=float32"),
 ])
 def test_an_engine_flag_the_simulation_does_not_model_is_refused_with_the_allowed_ones(runtime, arg):
     text = _refused(_cfg({**runtime, "args": [arg]}))
@@ -573,3 +570,48 @@ def test_the_context_the_manifest_renders_is_one_rule(caps, args):
 def test_a_token_count_too_large_for_a_float_is_refused_at_runtime_args():
     text = _refused(_cfg({"engine": "vllm", "args": ["--max-model-len=" + "1" * 400 + "k"]}))
     assert "runtime.args" in text
+
+
+@pytest.mark.parametrize("runtime, args", [
+    ({"engine": "vllm"}, ["--dtype=auto"]), ({"engine": "vllm"}, ["--dtype", "bfloat16"]),
+    ({"engine": "vllm", "image": OPENAI}, ["--dtype=half"]), ({"engine": "naive"}, ["--dtype=float16"]),
+    ({"engine": "vllm"}, ["--kv-cache-dtype=auto"]), ({"engine": "tgi"}, ["--dtype", "bfloat16"]),
+])
+def test_a_dtype_of_two_bytes_restates_what_is_simulated_and_loads(runtime, args):
+    """Review 12 (realistic configs), F2: `--dtype auto` is vLLM's default and float16/bfloat16/half are 2 bytes a
+    weight, as the catalog's models are sized; they were refused as unmodelled."""
+    _spec(_cfg({**runtime, "args": args}))
+
+
+def test_tgis_dtype_variable_reads_as_its_flag():
+    _spec(_cfg({"engine": "tgi", "env": {"DTYPE": "bfloat16"}}))
+    text = _refused(_cfg({"engine": "tgi", "env": {"DTYPE": "float32"}}))
+    assert "runtime.env.DTYPE: got 'float32'; expected float16 or bfloat16" in text
+
+
+@pytest.mark.parametrize("runtime, arg, allowed", [
+    ({"engine": "vllm"}, "--dtype=float32", "auto, half, float16 or bfloat16"),
+    ({"engine": "naive"}, "--dtype=float32", "auto, half, float16 or bfloat16"),
+    ({"engine": "vllm"}, "--kv-cache-dtype=fp8", "expected auto (the model's dtype"),
+    ({"engine": "tgi"}, "--dtype=float32", "float16 or bfloat16"),
+])
+def test_a_dtype_that_changes_the_memory_is_refused(runtime, arg, allowed):
+    text = _refused(_cfg({**runtime, "args": [arg]}))
+    assert f"services[0].runtime.args: got '{arg}'; expected" in text and allowed in text
+
+
+def test_vllms_own_server_may_be_served_under_the_name_its_clients_send():
+    """Review 12 (realistic configs), F1: OpenAI clients send the Hugging Face id as `model`, so vllm-openai is
+    commonly run with `--served-model-name <hf id>`; the stack's own `--served-model-name=<service>` made it a
+    repeated flag, refused with a fix (rename the service) no service name can follow (it cannot hold '/')."""
+    from manifests.admission import check_pods_can_run
+    from manifests.inference_service import engine_args, repeated_flags
+
+    name = "meta-llama/Meta-Llama-3-8B-Instruct"
+    cfg = parse_stack_config(_cfg({"engine": "vllm", "image": OPENAI, "args": ["--served-model-name", name]}), "p",
+                             "dev")
+    svc = cfg.services[0]
+    check_pods_can_run(cfg)
+    assert repeated_flags(svc) == [] and not any(a.startswith("--served-model-name=") for a in engine_args(svc))
+    plain = parse_stack_config(_cfg({"engine": "vllm", "image": OPENAI}), "p", "dev").services[0]
+    assert f"--served-model-name={plain.name}" in engine_args(plain)
