@@ -47,16 +47,28 @@ def start_problems(cfg: StackConfig) -> list[Problem]:
         if budget is None or budget.can_start:
             continue
         context = budget.num_blocks and budget.blocks_per_max_request > budget.num_blocks
-        key = "limits" if context else "resources.gpus"
-        value = ({"maxInputTokens": svc.caps.max_input_tokens, "maxNewTokens": svc.caps.max_new_tokens} if context
-                 else svc.gpus)
+        key, value, lower = _context_key(svc) if context else ("resources.gpus", svc.gpus, "")
         problems.append(Problem(f"services[{i}].{key}", value, (
             f"expected a server that starts: {svc.engine} on {svc.gpus} GPU(s) would exit at start-up "
-            f"({budget.reason}), so the pod crash-loops and the revision never becomes Ready. "
-            + ("Lower limits.maxInputTokens + maxNewTokens (the max_model_len), " if context else "")
+            f"({budget.reason}), so the pod crash-loops and the revision never becomes Ready. {lower}"
             + ("raise gpuMemoryUtilization, " if svc.engine == "vllm" else "")
             + "give each replica more GPUs (resources.gpus) or use a GPU with more memory")))
     return problems
+
+
+def _context_key(svc: ServiceConfig) -> tuple[str, Any, str]:
+    """Where the service's max_model_len comes from (`runtimes.served_context`): a flag in `runtime.args`, the
+    limits, or neither (the model's own context); the key, its value and how to lower it."""
+    from simulation.engine_flags import read_args, server_of
+
+    given = read_args(server_of(svc.engine, svc.image), tuple(svc.args), svc.image).given.get("max_model_len")
+    if given:
+        return "runtime.args", given, "Lower the context it gives, "
+    if svc.caps.max_input_tokens:
+        return ("limits", {"maxInputTokens": svc.caps.max_input_tokens, "maxNewTokens": svc.caps.max_new_tokens},
+                "Lower limits.maxInputTokens + maxNewTokens (the max_model_len), ")
+    return ("limits", None, f"Set limits.maxInputTokens and maxNewTokens below the model's own context, "
+            f"{svc.model.max_context:,} tokens, which it runs with when they are unset, ")
 
 
 def check_servers_start(cfg: StackConfig) -> None:

@@ -53,7 +53,7 @@ def _model(name: str, m: Section) -> Model:
     return Model(name, m.choice("kind", ["llm", "vision"], "llm"), m.float("paramsB", 1.0, min=0.0001,
                  max=100_000, required=True), dtype_bytes=m.int("dtypeBytes", 2, min=1, max=4),
                  layers=m.int("layers", 0, min=0, max=10_000), kv_heads=m.int("kvHeads", 0, min=0, max=4096),
-                 head_dim=m.int("headDim", 0, min=0, max=65536),
+                 head_dim=m.int("headDim", 0, min=0, max=65536) or _head_dim(m),
                  max_context=m.int("maxContext", 0, min=0, max=MAX_TOKENS),
                  sliding_window=m.int("slidingWindow", 0, min=0, max=MAX_TOKENS),
                  activation_mib_per_item=m.float("activationMibPerItem", 0.0, min=0, max=MAX_GPU_GIB * 1024),
@@ -65,6 +65,15 @@ def _model(name: str, m: Section) -> Model:
                  gflops_per_item=m.float("gflopsPerItem", 0.0, min=0, max=1e9),
                  intermediate_size=m.int("intermediateSize", 0, min=0, max=10_000_000),
                  num_heads=m.int("numHeads", 0, min=1, max=4096))
+
+
+def _head_dim(m: Section) -> int:
+    """A model's head width when `headDim` is unstated: hidden_size / num_attention_heads, as Llama's, Mistral's
+    and Qwen2's config.json leave it (transformers' LlamaAttention: `head_dim = getattr(config, "head_dim",
+    hidden_size // num_attention_heads)`); 0 (refused for an llm) without both."""
+    hidden, heads = m.data.get("hiddenSize"), m.data.get("numHeads")
+    ok = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (hidden, heads))
+    return hidden // heads if ok else 0
 
 
 def _link(g: Section) -> tuple[str, float]:

@@ -109,7 +109,8 @@ def test_a_catalog_llm_without_its_kv_shape_is_refused_at_its_key(drop):
     entry = {"paramsB": 8.03, "layers": 32, "kvHeads": 8, "headDim": 128, "maxContext": 8192, "hiddenSize": 4096,
              "vocabSize": 128256, "intermediateSize": 14336, "numHeads": 32}
     values = chat_stack(model={"name": "mymodel", "storageUri": "hf://m/l", "public": True})
-    values["catalog"] = {"models": {"mymodel": {k: v for k, v in entry.items() if k != drop}}}
+    gone = {drop, "numHeads"} if drop == "headDim" else {drop}   # headDim is derived from hiddenSize / numHeads
+    values["catalog"] = {"models": {"mymodel": {k: v for k, v in entry.items() if k not in gone}}}
     with pytest.raises(InputError) as err:
         parse_stack_config(values, "p", "dev")
     assert [p.path for p in err.value.problems] == [f"p:catalog.models.mymodel.{drop}"]
@@ -123,3 +124,32 @@ def test_the_scenario_reader_names_the_missing_kv_shape_field():
     entry = {"kind": "llm", "params_b": 8.0, "layers": 32, "kv_heads": 8, "max_context": 8192}
     _, problems = gpu_fakes.spec_of("vllm", {"model": "mine", "gpu": "L40S", "catalog": {"models": {"mine": entry}}})
     assert problems[0].path == "server.catalog.models.mine.head_dim" and problems[0].value is None
+
+
+@pytest.mark.parametrize("args, limits, key, value, says", [
+    (["--max-model-len=65536"], None, "services[0].runtime.args", "--max-model-len=65536", "Lower the context it gives"),
+    ([], None, "services[0].limits", None, "below the model's own context, 131,072 tokens"),
+])
+def test_the_context_refusal_names_the_key_that_set_the_context(args, limits, key, value, says):
+    """Review 12 (realistic configs), F3: a context from runtime.args, or the model's own when nothing sets one,
+    was reported at `limits` with {maxInputTokens: None, …}, whose fix the loader then refuses as a flag given twice."""
+    base = chat_stack()
+    base["gpuNodeGroup"] = {"instanceTypes": ["g5.2xlarge"]}                 # one A10G, 24 GB
+    values = with_service(base, {"engine": "vllm", "args": args}, resources={"gpus": 1, "cpu": "3", "memory": "24Gi"},
+                          model={"name": "llama-3.1-8b", "storageUri": "hf://m/l", "public": True})
+    [problem] = start_problems(parse_stack_config(values, "p", "dev"))
+    assert (problem.path, problem.value) == (key, value) and says in problem.allowed
+
+
+def test_a_catalog_llm_copied_from_a_config_json_without_head_dim_derives_it():
+    """Review 12 (realistic configs), F5: Llama's and Qwen2's config.json give hidden_size and num_attention_heads,
+    not head_dim (transformers computes hidden_size // num_attention_heads)."""
+    entry = {"paramsB": 8.03, "layers": 32, "kvHeads": 8, "maxContext": 8192, "hiddenSize": 4096, "vocabSize": 128256,
+             "intermediateSize": 14336, "numHeads": 32}
+    values = chat_stack(model={"name": "mymodel", "storageUri": "hf://m/l", "public": True})
+    values["catalog"] = {"models": {"mymodel": entry}}
+    assert parse_stack_config(values, "p", "dev").services[0].model.head_dim == 128
+    values["catalog"] = {"models": {"mymodel": {k: v for k, v in entry.items() if k != "numHeads"}}}
+    with pytest.raises(InputError) as err:
+        parse_stack_config(values, "p", "dev")
+    assert [p.path for p in err.value.problems] == ["p:catalog.models.mymodel.headDim"]
