@@ -65,9 +65,10 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
         if cold is not None and cold.total_s > progress_deadline_s(svc):
             which = "a new pod" if cold.pods == 1 else f"the new revision's {cold.pods} pods (on {cold.nodes} new " \
                                                          f"node{'s' if cold.nodes > 1 else ''}) all Ready"
-            problems.append(Problem(f"services[{i}].annotations[{PROGRESS_DEADLINE_KEY}]",
-                                    svc.annotations.get(PROGRESS_DEADLINE_KEY, f"{DEFAULT_PROGRESS_DEADLINE_S:g}s"), (
-                f"expected at least the {PERCENTILE} cold start of {which}, {cold.total_s:.0f} s "
+            given = svc.annotations.get(PROGRESS_DEADLINE_KEY)
+            unset = "" if given else f"unset, so Knative's default {DEFAULT_PROGRESS_DEADLINE_S:g}s; "
+            problems.append(Problem(f"services[{i}].annotations[{PROGRESS_DEADLINE_KEY}]", given, (
+                f"{unset}expected at least the {PERCENTILE} cold start of {which}, {cold.total_s:.0f} s "
                 f"({cold.describe()}), or a slow rollout (1 in {round(1 / (1 - COLD_START_QUANTILE))} when "
                 "the phases are slow together) outlasts it and Knative fails the revision before it is Ready. Raise "
                 "the deadline, or shorten the cold start (a warm node: gpuNodeGroup.minSize; a smaller image; "
