@@ -116,3 +116,26 @@ def test_refs_name_the_image_and_the_storage_uri(scn):
     manifest["spec"]["predictor"]["model"].update(image=IMAGE_A, storageUri="s3://bucket/m/")
     own = load_scenario({**base, "inferenceService": manifest})
     assert image_ref(own) == IMAGE_A and model_ref(own) == "uri:s3://bucket/m/"
+
+
+def test_pods_starting_during_a_download_of_their_model_wait_for_it(scn, tmp_path):
+    """Review 12 (mutation testing), N6: two pods starting together on one new node share the node's download of
+    their model (model_cache: node): the second waits for the first's, it does not get the weights at once."""
+    from simulation import load_scenario
+    from simulation.engine import Sim
+
+    trace = tmp_path / "two.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+                     "2023-11-16 18:15:46.6805900,374,44\n")
+    m = {"inferenceService": scn.isvc(cc=1, min_replicas=0, max_replicas=2, annotations={
+             "autoscaling.knative.dev/target-utilization-percentage": "100"}),
+         "workload": {"kind": "trace", "path": str(trace)},
+         "server": {"kind": "simple", "base_s": 1.0, "distribution": "deterministic"},
+         "cluster": {"gpus_per_node": 2, "max_nodes": 1, "warm_nodes": 0, "node_provision_s": 30, "image_gib": 10,
+                     "model_cache": "node", "model_download_mib_s": {"dist": "uniform", "low": 50, "high": 150},
+                     "warmup_s": 5},
+         "model": {"name": "m", "weights_gib": 4}, "initial_replicas": 0, "duration_s": 600}
+    sim = Sim(load_scenario(m), 3)
+    sim.run()
+    downloads = [p["download_s"] for p in sim.cold_phases]
+    assert len(downloads) == 2 and downloads[0] > 0 and downloads[0] == pytest.approx(downloads[1])
