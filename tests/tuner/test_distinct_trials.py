@@ -57,7 +57,14 @@ def test_a_space_smaller_than_trials_is_tried_exhaustively_each_point_once(monke
     last = (space[-1]["minReplicas"], space[-1]["nodeMax"])
     calls: list = []
     monkeypatch.setattr(search, "evaluate", _fake(last, calls))
+    import optuna
+
+    samplers: list = []
+    brute = optuna.samplers.BruteForceSampler
+    monkeypatch.setattr(optuna.samplers, "BruteForceSampler",
+                        lambda *a, **k: samplers.append("brute") or brute(*a, **k))   # review 12 mutant U4
     out = tune(values, project, "dev", "chat", trials=len(space) + 3, seed=0, knobs=KNOBS)
+    assert samplers == ["brute"]                                       # point by point, not TPE's luck
     tried = [key(c.settings) for c in out]
     assert len(tried) == len(set(tried)) == len(calls)                 # nothing simulated twice
     assert {key(s) for s in space} <= set(tried)                       # every point of the space
