@@ -34,7 +34,7 @@ def test_the_stacks_own_manifest_loads():
 
 
 @pytest.mark.parametrize("arg, why", [
-    ("--dtype=float32", "the gate would simulate the default this flag replaces"),
+    ("--dtype=float32", "expected auto, half, float16 or bfloat16 (2 bytes"),
     ("--disable-custom-all-reduce=false", "a switch takes no value"),
     ("--tensor-parallel-size=2", "expected 1 (resources.gpus)"),
     ("--max_num_seqs=8", "expected --max-num-seqs"),     # huggingfaceserver's parse_known_args drops it
