@@ -60,7 +60,8 @@ def _batch_caps(res: Resource, ctx: Context) -> Iterator[str]:
     if not (_has_flag(args, BATCH_CAP_FLAGS) or _declared(res, BATCH_CAP_ANNOTATIONS)):
         yield (f"{res.label}: no batch cap the runtime enforces: the batch is whatever the runtime's default "
                "allows (Triton's dynamic batcher and the Transformers backend until the GPU runs out of memory; vLLM "
-               "and TGI their defaults, which the guides' checklist wants stated). Set one: --max-num-seqs (vLLM), --max-batch-size (TGI), or for Triton max_batch_size in "
+               "and TGI their defaults, which the guides' checklist wants stated). Set one: --max-num-seqs (vLLM), "
+               "--max-batch-size (TGI), or for Triton max_batch_size in "
                "config.pbtxt, declared as preflight.kserve.io/triton-max-batch-size (stack: limits.maxBatchSize). "
                "Environment variables such as MAX_BATCH_SIZE are read by no runtime.")
 

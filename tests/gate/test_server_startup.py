@@ -98,8 +98,8 @@ def test_server_settings_the_simulation_refuses_are_refused_at_load_with_the_gat
     cfg = parse_stack_config(values, "p", "dev")
     [problem] = start_problems(cfg)
     assert problem.path == "services[0]/server.max_num_batched_tokens" and "max_num_seqs (10000)" in problem.allowed
-    assert start_problems(parse_stack_config(with_service(chat_stack(), {"engine": "vllm",
-                                                                         "args": ["--max-num-seqs=64"]}), "p", "dev")) == []
+    fits = with_service(chat_stack(), {"engine": "vllm", "args": ["--max-num-seqs=64"]})
+    assert start_problems(parse_stack_config(fits, "p", "dev")) == []
 
 
 @pytest.mark.parametrize("drop", ["layers", "kvHeads", "headDim", "maxContext"])
@@ -127,12 +127,14 @@ def test_the_scenario_reader_names_the_missing_kv_shape_field():
 
 
 @pytest.mark.parametrize("args, limits, key, value, says", [
-    (["--max-model-len=65536"], None, "services[0].runtime.args", "--max-model-len=65536", "Lower the context it gives"),
+    (["--max-model-len=65536"], None, "services[0].runtime.args", "--max-model-len=65536",
+     "Lower the context it gives"),
     ([], None, "services[0].limits", None, "below the model's own context, 131,072 tokens"),
 ])
 def test_the_context_refusal_names_the_key_that_set_the_context(args, limits, key, value, says):
     """Review 12 (realistic configs), F3: a context from runtime.args, or the model's own when nothing sets one,
-    was reported at `limits` with {maxInputTokens: None, …}, whose fix the loader then refuses as a flag given twice."""
+    was reported at `limits` with {maxInputTokens: None, …}, whose fix the loader then refuses as a flag given
+    twice."""
     base = chat_stack()
     base["gpuNodeGroup"] = {"instanceTypes": ["g5.2xlarge"]}                 # one A10G, 24 GB
     values = with_service(base, {"engine": "vllm", "args": args}, resources={"gpus": 1, "cpu": "3", "memory": "24Gi"},

@@ -76,9 +76,9 @@ def test_warm_flags_off_leave_the_warm_node_without_the_image_or_model(tmp_path)
     assert ph["image_pull_s"] == pytest.approx(PULL_S) and ph["download_s"] == pytest.approx(DOWNLOAD_S)
 
 
-def test_pods_starting_during_a_pull_of_their_image_wait_for_that_pull_not_a_second_one(scn, tmp_path):
-    # Two requests from zero: two pods on one new 2-GPU node at once, the pull rate drawn per pull: one pull →
-    # both wait the same time (two pulls would have drawn two rates).
+def _two_pods_at_once(scn, tmp_path, cluster: dict, weights_gib: float) -> list[dict]:
+    """Two requests from zero: two pods on one new 2-GPU node at once (`cluster` over the base); each pod's
+    cold-start phases."""
     trace = tmp_path / "two.csv"
     trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
                      "2023-11-16 18:15:46.6805900,374,44\n")
@@ -87,11 +87,17 @@ def test_pods_starting_during_a_pull_of_their_image_wait_for_that_pull_not_a_sec
          "workload": {"kind": "trace", "path": str(trace)},
          "server": {"kind": "simple", "base_s": 1.0, "distribution": "deterministic"},
          "cluster": {"gpus_per_node": 2, "max_nodes": 1, "warm_nodes": 0, "node_provision_s": 30, "image_gib": 10,
-                     "image_pull_mib_s": {"dist": "uniform", "low": 50, "high": 150}, "warmup_s": 5},
-         "model": {"name": "m", "weights_gib": 1}, "initial_replicas": 0, "duration_s": 600}
+                     "warmup_s": 5, **cluster},
+         "model": {"name": "m", "weights_gib": weights_gib}, "initial_replicas": 0, "duration_s": 600}
     sim = Sim(load_scenario(m), 3)
     sim.run()
-    pulls = [p["image_pull_s"] for p in sim.cold_phases]
+    return sim.cold_phases
+
+
+def test_pods_starting_during_a_pull_of_their_image_wait_for_that_pull_not_a_second_one(scn, tmp_path):
+    # The pull rate is drawn per pull: one pull → both wait the same time (two pulls would have drawn two rates).
+    pulls = [p["image_pull_s"] for p in _two_pods_at_once(
+        scn, tmp_path, {"image_pull_mib_s": {"dist": "uniform", "low": 50, "high": 150}}, 1)]
     assert len(pulls) == 2 and pulls[0] > 0 and pulls[0] == pulls[1]
 
 
@@ -121,21 +127,6 @@ def test_refs_name_the_image_and_the_storage_uri(scn):
 def test_pods_starting_during_a_download_of_their_model_wait_for_it(scn, tmp_path):
     """Review 12 (mutation testing), N6: two pods starting together on one new node share the node's download of
     their model (model_cache: node): the second waits for the first's, it does not get the weights at once."""
-    from simulation import load_scenario
-    from simulation.engine import Sim
-
-    trace = tmp_path / "two.csv"
-    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
-                     "2023-11-16 18:15:46.6805900,374,44\n")
-    m = {"inferenceService": scn.isvc(cc=1, min_replicas=0, max_replicas=2, annotations={
-             "autoscaling.knative.dev/target-utilization-percentage": "100"}),
-         "workload": {"kind": "trace", "path": str(trace)},
-         "server": {"kind": "simple", "base_s": 1.0, "distribution": "deterministic"},
-         "cluster": {"gpus_per_node": 2, "max_nodes": 1, "warm_nodes": 0, "node_provision_s": 30, "image_gib": 10,
-                     "model_cache": "node", "model_download_mib_s": {"dist": "uniform", "low": 50, "high": 150},
-                     "warmup_s": 5},
-         "model": {"name": "m", "weights_gib": 4}, "initial_replicas": 0, "duration_s": 600}
-    sim = Sim(load_scenario(m), 3)
-    sim.run()
-    downloads = [p["download_s"] for p in sim.cold_phases]
+    downloads = [p["download_s"] for p in _two_pods_at_once(scn, tmp_path, {
+        "model_cache": "node", "model_download_mib_s": {"dist": "uniform", "low": 50, "high": 150}}, 4)]
     assert len(downloads) == 2 and downloads[0] > 0 and downloads[0] == pytest.approx(downloads[1])
