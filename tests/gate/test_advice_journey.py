@@ -161,3 +161,13 @@ def test_a_service_whose_pods_never_got_a_gpu_is_told_so_not_to_batch_or_add_rep
     assert "no pod of chat was ever Ready" in lines[1] and "504 × 1829 from the activator" in lines[1]
     assert lines[1].endswith("--set 'gpuNodeGroup.maxSize=4'")
     assert not any("containerConcurrency" in ln or "maxReplicas=" in ln or "timeout=" in ln for ln in lines)
+
+
+def test_a_tip_needing_several_more_nodes_is_paired_with_all_of_them():
+    """Review 12 (mutation testing), F4: minReplicas 3 on dev's 3-GPU group: the next rollout holds 3 old + 3 new
+    pods, so the tip needs maxSize 6, three more nodes, not the first size tried."""
+    project, values = _values()
+    cfg = parse_stack_config(values, project, "dev")
+    chat = cfg.services[0]
+    tip = Tip("warm", (("minReplicas", 3), ("maxReplicas", max(3, chat.max_replicas))))
+    assert fitted(values, cfg, chat, tip).edits[-1] == ("gpuNodeGroup.maxSize", 6)

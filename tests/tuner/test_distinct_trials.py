@@ -98,3 +98,18 @@ def test_the_output_lists_every_trial_with_scenario_names_kept(monkeypatch):
     assert f"{len(out)} distinct settings tried (every setting of the search space" in text
     assert "today's first miss: chat [spike]: p99" in text                       # rich kept "[spike]"
     assert text.count("misses: chat [spike]") == len(out)                      # one row per trial
+
+
+def test_todays_setting_outside_the_space_counts_as_one_more_point():
+    """Review 12 (mutation testing), U3: trial 0 is today's setting, which may lie outside the space's ranges (a
+    node group larger than twice what maxReplicas needs): the count includes it, which decides exhaustive or TPE."""
+    project, values = _dev()
+    cfg = parse_stack_config(values, project, "dev")
+    chat = next(s for s in cfg.services if s.name == "chat")
+    need = -(-chat.max_replicas * chat.gpus // cfg.node_group.gpus_per_node)
+    inside = space_size(values, project, "dev", "chat", PRICES, KNOBS, 1000)
+    values = {**values, "gpuNodeGroup": {**values["gpuNodeGroup"], "maxSize": 2 * need + 1}}
+    cfg = parse_stack_config(values, project, "dev")
+    assert current(cfg, "chat")["nodeMax"] == 2 * need + 1
+    assert space_size(values, project, "dev", "chat", PRICES, KNOBS, 1000) == len(
+        points(cfg, "chat", PRICES, KNOBS, 1000)) + 1 and inside == len(points(cfg, "chat", PRICES, KNOBS, 1000))
