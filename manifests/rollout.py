@@ -69,18 +69,19 @@ def first_pods(cfg: StackConfig, svc: ServiceConfig) -> int:
                                cfg.knative.autoscaler.initial_scale)
 
 
-def cold_start(cfg: StackConfig, svc: ServiceConfig, pods: int | None = None,
-               first_deploy: bool = False) -> ColdStart:
-    """The time by which `pods` new pods (default `first_pods`) are all Ready in COLD_START_QUANTILE of cases: in
-    a rollout of `svc` alone, or at the first `pulumi up` (`first_deploy`), where the first pods of every service
-    read the model cache at once (`stackconfig.services.readers_together`)."""
+def cold_start(cfg: StackConfig, svc: ServiceConfig, pods: int | None = None, first_deploy: bool = False,
+               quantile: float = COLD_START_QUANTILE) -> ColdStart:
+    """The time by which `pods` new pods (default `first_pods`) are all Ready in `quantile` of cases (by default
+    COLD_START_QUANTILE; 0.5 for a typical one): in a rollout of `svc` alone, or at the first `pulumi up`
+    (`first_deploy`), where the first pods of every service read the model cache at once
+    (`stackconfig.services.readers_together`)."""
     cold, ng = cfg.cold_start, cfg.node_group
     pods = pods or first_pods(cfg, svc)
     others = readers_together(cfg.services, svc, cfg.knative.autoscaler.initial_scale,
                                        first_deploy) - first_pods(cfg, svc)
     readers = pods + others   # the other services' first pods read with these at the first `pulumi up`
     nodes = max(1, math.ceil(pods * svc.gpus / ng.gpus_per_node))
-    node_level, pod_level = COLD_START_QUANTILE ** (1 / nodes), COLD_START_QUANTILE ** (1 / pods)
+    node_level, pod_level = quantile ** (1 / nodes), quantile ** (1 / pods)
     pull = cold.image_gib * 2**30 / (slow_rate(cold.image_pull_mbps, node_level) * 1e6)
     mc = cfg.model_cache
     # The pods load at once (as if their nodes and pulls ended together: the bound), each reading the weights

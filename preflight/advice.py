@@ -151,19 +151,17 @@ def _late_scale_out(cfg: StackConfig, svc: ServiceConfig, v: Verdict) -> str:
 
 
 def _typical_cold_start(cfg: StackConfig, svc: ServiceConfig) -> tuple[float, str]:
-    """One new pod's cold start with every phase at its median (the priors manifests/rollout.py `cold_start`
-    takes at their p95): node provision (none when the node group's minimum nodes hold a spare GPU for it) + image
-    pull + model load (download unless cached, weights to the GPU, engine init), and how it adds up."""
-    from stackconfig.platform import expected_load_s, load_gbps, slow_rate, slow_s
+    """One new pod's cold start with every phase at its median (manifests/rollout.py `cold_start` at 0.5, where the
+    rollout check takes a p95): node provision (none when the node group's minimum nodes hold a spare GPU for it) +
+    image pull + model load (download unless cached, weights to the GPU, engine init), and how it adds up."""
+    from manifests.rollout import cold_start
 
-    cold, ng, mc = cfg.cold_start, cfg.node_group, cfg.model_cache
+    ng, typical = cfg.node_group, cold_start(cfg, svc, pods=1, quantile=0.5)
     spare = ng.min_size * ng.gpus_per_node - sum(o.min_replicas * o.gpus for o in cfg.services) >= svc.gpus
-    node = 0.0 if spare else slow_s(cold.node_provision_s, 0.5)
-    pull = cold.image_gib * 2**30 / (slow_rate(cold.image_pull_mbps, 0.5) * 1e6)
-    load = expected_load_s(svc.model, cold, mc.enabled, load_gbps(cold, mc), 0.5, storage_uri=svc.storage_uri)
+    node = 0.0 if spare else typical.node_s
     how = (("a spare GPU on a warm node" if spare else f"node provision {node:.0f} s")
-           + f" + image pull {pull:.0f} s + model load {load:.0f} s")
-    return node + pull + load, how
+           + f" + image pull {typical.pull_s:.0f} s + model load {typical.load_s:.0f} s")
+    return node + typical.pull_s + typical.load_s, how
 
 
 def _warm_tip(cfg: StackConfig, svc: ServiceConfig, why: str, pods: int) -> Tip:
