@@ -5,7 +5,6 @@ the KServe release `kserve.version` names."""
 from __future__ import annotations
 
 from manifests import knative_features, render_stack, service_manifests
-from manifests.inference_service import repeated_flags
 from manifests.kserve_config import kserve_config_problems
 from manifests.model_cache import capacity_problems
 from stackconfig.load import stack_file
@@ -42,15 +41,11 @@ def admission_failure(cfg: StackConfig) -> str | None:
 def check_pods_can_run(cfg: StackConfig) -> None:
     """Raise InputError (key paths under the project namespace) when a pod cannot fit its nodes (requests, or
     downloaded weights on the root volume: `node_disk`), the cached models do not fit the cache's PVC
-    (`model_cache.capacity_problems`), a server would not start on its rendered args (a flag
-    given twice: `inference_service.repeated_flags`), or a KServe config the user manages would copy the
-    stack-only annotations onto the pods (manifests/kserve_config.py)."""
+    (`model_cache.capacity_problems`), or a KServe config the user manages would copy the stack-only annotations
+    onto the pods (manifests/kserve_config.py). A `runtime.args` flag the stack renders too is the loader's
+    (stackconfig/runtimes.py `check_rendered_flags`)."""
     problems = (node_fit_problems(cfg) + root_disk_problems(cfg) + capacity_problems(cfg)
                 + kserve_config_problems(cfg, service_manifests(cfg)))
-    for i, svc in enumerate(cfg.services):
-        problems += [Problem(f"services[{i}].runtime.args", arg, "expected no flag the stack already renders from "
-                             "the service's settings (limits, gpuMemoryUtilization, its name and port): set the value "
-                             "there, not twice") for arg in repeated_flags(svc)]
     if problems:
         raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems],
                          stack_file(cfg.stack))  # named like the loader's problems: "1 problem in stacks/Pulumi.X.yaml"

@@ -60,14 +60,6 @@ def _gives(svc: ServiceConfig, flag: str) -> bool:
     return any(a.startswith("-") and _flag(svc, a) == name for a in svc.args)
 
 
-def repeated_flags(svc: ServiceConfig) -> list[str]:
-    """The user's `runtime.args` entries that give a flag the stack already renders. TGI's launcher (clap) refuses
-    a repeated flag at start-up; vLLM's argparse keeps the last one, so the cap the gate simulated would not be
-    the one the server runs with: refused either way (manifests/admission.py)."""
-    ours = {_flag(svc, a) for a in stack_args(svc)}
-    return [a for a in svc.args if a.startswith("-") and _flag(svc, a) in ours]
-
-
 def stack_args(svc: ServiceConfig) -> list[str]:
     """Input, batch and memory caps as the runtime's own flags, the only place a runtime reads them.
 

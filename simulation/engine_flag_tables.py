@@ -198,6 +198,10 @@ class Flag:
     expects: str = ""                               # the values it takes, for a message
     repeatable: bool = False                        # TGI: clap appends a repeated Vec flag instead of refusing it
     listens: bool = False                           # a port the server listens on beside HTTP (`taken_ports`)
+    refusal: str = ""                               # the server takes it, the simulation does not model it: why
+    since: tuple | None = None                      # vllm-openai: the first vLLM release with this flag
+    until: tuple | None = None                      # vllm-openai: the release that removed it
+    instead: str = ""                               # what to give there instead (`until`)
 
     @property
     def takes_value(self) -> bool:
@@ -206,6 +210,31 @@ class Flag:
 
 def _typed(parse: Callable[[str], Any], expects: str, key: str | None = None) -> Flag:
     return Flag(key, parse, expects=expects)
+
+
+_VLLM_TAG = re.compile(r":v?(\d+)\.(\d+)")
+
+
+def vllm_release(image: str | None) -> tuple[int, int] | None:
+    """The vLLM release a `vllm/vllm-openai` image's tag names (`:v0.11.0` → (0, 11)); None without one (then the
+    newest is assumed, as the stack's V0 check does)."""
+    match = _VLLM_TAG.search((image or "").split("@", 1)[0])
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def version_problem(name: str, flag: Flag, image: str | None) -> str | None:
+    """Why vLLM's own server (`image`) refuses `flag` at start-up, being too old or too new for it, else None: its
+    argparse stops at an unrecognized argument."""
+    release = vllm_release(image)
+    shown = f"{image} names no vLLM version (the newest is assumed)" if release is None else \
+        f"{image} runs vLLM {release[0]}.{release[1]}"
+    if flag.until and (release is None or release >= flag.until):
+        return (f"expected no {name}: {shown}, and vLLM {flag.until[0]}.{flag.until[1]} removed this flag; its "
+                f"argparse stops at an unrecognized argument, so the server does not start. {flag.instead}")
+    if flag.since and release is not None and release < flag.since:
+        return (f"expected no {name}: {shown}, which has no such flag (added in {flag.since[0]}.{flag.since[1]}); "
+                "its argparse stops at an unrecognized argument, so the server does not start")
+    return None
 
 
 _TOKENS = "a number of tokens such as 8192 or 8k (vLLM's human_readable_int; 'auto' and -1, which newer vLLM fit " \
@@ -266,6 +295,77 @@ _VLLM = {
                                   "--enable-prompt-tokens-details", "--enable-prefix-caching",   # V1's default
                                   "--disable-uvicorn-access-log", "--allow-credentials")},
 }
+# Flags the server takes that change what the simulation models, refused with their reason (`Flag.refusal`), and
+# common neutral ones with the values vLLM's argparse takes (`choices`): vLLM 0.8.5 (KServe 0.15's) to 0.11.0 (the
+# default vllm-openai image), docs.vllm.ai v0.8.5 serving/engine_args, v0.10.1 and v0.11.0 configuration/engine_args.
+_NOT_SIMULATED = "which the simulation does not model"
+_GUIDED = ("auto", "xgrammar", "guidance", "outlines")   # every release with the flag; 0.10 dropped lm-format-enforcer
+_VLLM_CHOSEN = {
+    # `--load-format`: the checkpoint's own 16-bit weights, as the catalog sizes them and the cold start reads them.
+    "--load-format": _typed(_choice("auto", "pt", "safetensors"), "auto, pt or safetensors (the checkpoint's weights, "
+                            "as the catalog sizes them and the cold start reads them); bitsandbytes and gguf "
+                            "quantize the weights in GPU memory, dummy loads none, and runai_streamer, "
+                            "fastsafetensors, tensorizer, sharded_state, npcache change how fast they load, "
+                            f"{_NOT_SIMULATED}"),
+    # `--task` (deprecated in 0.10 for --runner/--convert, still read in 0.11): the catalog's LLMs generate.
+    "--task": _typed(_choice("auto", "generate"), "auto or generate (the catalog's LLMs generate text); embedding, "
+                     f"embed, classify, score, reward, transcription and draft run a pooling or other runner, "
+                     f"{_NOT_SIMULATED}"),
+    # Structured outputs: the backend only serves requests that ask for a grammar, neutral for the others. Removed
+    # in vLLM 0.11 (vllm#22772: --structured-outputs-config.backend), which the default vllm-openai image runs.
+    "--guided-decoding-backend": Flag(parse=_choice(*_GUIDED), until=(0, 11), expects=f"{', '.join(_GUIDED)} (the "
+                                      "choices of every vLLM with this flag, 0.8.5 to 0.10)",
+                                      instead="Use --structured-outputs-config.backend=<backend> there"),
+    "--structured-outputs-config.backend": Flag(parse=_choice(*_GUIDED, "lm-format-enforcer"), since=(0, 11),
+                                                expects=f"{', '.join(_GUIDED)} or lm-format-enforcer"),
+    "--scheduling-policy": _typed(_choice("fcfs"), "fcfs (vLLM's default, first come first served, as simulated); "
+                                  "priority orders the queue by each request's priority, "
+                                  f"{_NOT_SIMULATED}"),
+    "--pipeline-parallel-size": _typed(_exactly(int, 1), "1 (no pipeline parallelism): the gate simulates the pod's "
+                                       "GPUs as tensor-parallel shards (resources.gpus); pipeline stages split the "
+                                       f"layers and their KV cache across GPUs, {_NOT_SIMULATED}"),
+    "-pp": _typed(_exactly(int, 1), "1 (it is --pipeline-parallel-size): the gate simulates the pod's GPUs as "
+                  "tensor-parallel shards; pipeline stages are not modelled"),
+    "--max-num-partial-prefills": _typed(_exactly(int, 1), "1 (vLLM's default: one prompt prefilled in chunks at a "
+                                         "time, as simulated); more run several partial prefills at once, "
+                                         f"{_NOT_SIMULATED}"),
+    "--long-prefill-token-threshold": _typed(_exactly(int, 0), "0 (vLLM's default with one partial prefill: a "
+                                             "prompt's chunk is bounded by the step's token budget alone, as "
+                                             f"simulated); a threshold caps long prompts' chunks, {_NOT_SIMULATED}"),
+    "--max-logprobs": _ARGPARSE_INT,
+}
+_VLLM_REFUSED = {
+    "--enforce-eager": Flag(refusal="it runs every step without CUDA graphs: decode steps take longer (each kernel "
+                            "launched from Python) and no graph memory is reserved, while the simulation's step "
+                            "times are those of vLLM's default CUDA-graph mode (state measured graph memory as "
+                            "engineProfile.cudaGraphGib); eager mode's speed is not modelled. Remove it"),
+    "--quantization": Flag(parse=str, refusal="quantized weights take less GPU memory and run other kernels than the "
+                           "16-bit weights the catalog sizes and the simulation times; neither is modelled. Remove it "
+                           "(a quantized checkpoint is not simulated either)"),
+    "-q": Flag(parse=str, refusal="it is --quantization: quantized weights take less GPU memory and run other "
+               f"kernels than the 16-bit weights the catalog sizes, {_NOT_SIMULATED}. Remove it"),
+    "--enable-lora": Flag(refusal="LoRA reserves GPU memory for --max-loras adapters and runs extra kernels each "
+                          f"step, {_NOT_SIMULATED}. Serve the merged model instead"),
+    "--limit-mm-per-prompt": Flag(parse=str, refusal="it sizes multimodal inputs (the encoder's profiling memory "
+                                  "and cache, image tokens), which are not simulated. Remove it"),
+    "--disable-sliding-window": Flag(refusal="it caps the context at the model's sliding window and gives every "
+                                     "layer full attention, while the simulation sizes the KV cache with the "
+                                     "model's window. Remove it"),
+    "--compilation-config": Flag(parse=str, refusal="it changes torch.compile and the CUDA-graph capture sizes, and "
+                                 "with them step times and graph memory; the simulation times vLLM's default. Remove "
+                                 "it"),
+    "-O": Flag(parse=str, refusal="it is --compilation-config (the optimization level): it changes torch.compile "
+               "and CUDA-graph capture, and with them step times and graph memory; the simulation times vLLM's "
+               "default. Remove it"),
+    "--max-seq-len-to-capture": Flag(parse=str, refusal="it changes which steps run as CUDA graphs, and so step "
+                                     f"times and graph memory, {_NOT_SIMULATED}. Remove it"),
+    "--cpu-offload-gb": Flag(parse=str, refusal="offloaded weights are read from host memory every step, slowing "
+                             f"it and freeing GPU memory for the KV cache, {_NOT_SIMULATED}. Remove it"),
+    "--speculative-config": Flag(parse=str, refusal="speculative decoding loads a draft model and changes tokens "
+                                 f"per step, {_NOT_SIMULATED}. Remove it"),
+    "--num-gpu-blocks-override": Flag(parse=str, refusal="it replaces the KV cache size the simulation computes "
+                                      "from GPU memory. Remove it, or set gpuMemoryUtilization"),
+}
 # vLLM's own server (`vllm/vllm-openai`) listens where `--host` says; KServe's huggingfaceserver reads and ignores
 # vLLM's `--host` and `--port` (its server is KServe's, on --http_port).
 _VLLM_SERVER = {"--host": _typed(_every_address, _EVERY_ADDRESS)}
@@ -317,6 +417,7 @@ _TGI = {
     **{name: _SWITCH for name in ("--trust-remote-code", "--json-output", "--disable-grammar-support",
                                   "--enable-prefill-logprobs", "--env")},
 }
+_VLLM.update({**_VLLM_CHOSEN, **_VLLM_REFUSED})
 FLAGS = {VLLM_OPENAI: {**_VLLM, **_VLLM_SERVER}, HF_VLLM: {**_KSERVE, **_VLLM}, HF_TRANSFORMERS: _KSERVE, TGI: _TGI}
 # Short forms (clap `short`: the field's first letter). TGI 3.3.4 gives `-p` to both --port and --prometheus-port;
 # clap's release build (no debug asserts) takes the first declared, --port.

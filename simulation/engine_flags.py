@@ -1,6 +1,6 @@
 """The runtime flags and environment variables each model server reads, parsed the way it parses them: one reader
-for the stack's load-time checks (stackconfig/runtimes.py), the rendered-flag check (manifests/inference_service.py
-`repeated_flags`) and the simulation (simulation/isvc.py `server_from_manifest`), so all three see one value.
+for the stack's load-time checks (stackconfig/runtimes.py, with the flags the stack renders itself:
+`check_rendered_flags`) and the simulation (simulation/isvc.py `server_from_manifest`), so both see one value.
 
 How each server reads its command line:
 - vLLM's OpenAI server (image `vllm/vllm-openai`): `FlexibleArgumentParser.parse_args` reads `_` in a flag's name as
@@ -16,9 +16,12 @@ Values: vLLM's `human_readable_int` (`engine/arg_utils.py`) for `--max-model-len
 '16k' = 16,000, '16K' = 16,384, '25.6k' = 25,600 (decimals only with the decimal suffixes k, m, g, t).
 
 Flags are an allow-list: a flag is read when the simulation models it (mapped onto a `server:` key) or when it is
-neutral (it changes neither GPU memory nor scheduling: names, ports, logging, chat templates, …). Any other flag —
-`--dtype`, `--quantization`, `--kv-cache-dtype`, `--enforce-eager`, `--kv-cache-memory`, TGI's `--quantize` … — is
-refused at load with the allowed ones, since the gate would simulate the default the flag replaces. Tensor
+neutral (it changes neither GPU memory nor scheduling: names, ports, logging, chat templates, `--load-format`
+safetensors, `--task generate` …; a value that would change them is refused, e.g. `--dtype float32`). Flags vLLM
+takes that change what is simulated (`--enforce-eager`, `--quantization`, `--enable-lora` …) are refused with their
+reason (`Flag.refusal`), a flag vLLM's own image is too old or too new for by its tag (`Flag.since`/`until`,
+`version_problem`), and any other flag (`--kv-cache-memory`, TGI's `--quantize` …) with the allowed ones, since the
+gate would simulate the default the flag replaces. Tensor
 parallelism is the pod's GPU count (KServe's huggingfaceserver sets it to `torch.cuda.device_count()`,
 `vllm/vllm_model.py`; TGI shards over every visible GPU, `find_num_shards`): a flag may only restate it, and so
 may vLLM's chunked-prefill switches (the scheduler the gate simulates: V1 chunks, V0 does not). A switch takes no
@@ -42,9 +45,9 @@ from typing import Any
 
 from catalog.allocatable import capacity_memory_mib
 from simulation.engine_flag_tables import (  # noqa: F401 (names the other modules import from here)
-    ALIASES, BLOCK_KEY, CHUNKED_KEY, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM,
+    ALIASES, BLOCK_KEY, CHUNKED_KEY, HTTP_PORT, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM,
     LISTENING_ENV, REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, STARTABLE_BLOCK_SIZES, SWAP_KEY, TGI, TP_KEY,
-    VISIBLE_KEY, VLLM_OPENAI, human_readable_int, port_problem, taken_ports)
+    VISIBLE_KEY, VLLM_OPENAI, human_readable_int, port_problem, taken_ports, version_problem)
 from simulation.engine_flags_triton import TRITON, triton_reading
 from simulation.gpu.vllm_spec import SCHEDULERS, v0_chunks
 
@@ -136,6 +139,8 @@ def read_args(server: str | None, args: list[str] | tuple, image: str | None = N
         arg = args[i]
         i += 1
         name, eq, text = arg.partition("=")
+        if server in (VLLM_OPENAI, HF_VLLM) and arg.startswith("-O") and len(arg) > 2 and arg[2] != "=":
+            name, eq, text = "-O", "=", arg[2:]    # argparse's attached short value: -O3 is -O 3
         if not arg.startswith("-"):
             out.problems.append((arg, "expected a flag: a value goes right after its flag (--flag=value or "
                                       "--flag value)"))
@@ -169,6 +174,12 @@ def read_args(server: str | None, args: list[str] | tuple, image: str | None = N
         except ValueError:
             out.problems.append((arg, f"expected {flag.expects}"))
             continue
+        if flag.refusal:
+            out.problems.append((arg, f"expected no {name}: {flag.refusal}"))
+            continue
+        if server == VLLM_OPENAI and (why := version_problem(name, flag, image)):
+            out.problems.append((arg, why))
+            continue
         if flag.listens:
             out.ports.append((arg, value))
         if not flag.key:
@@ -177,6 +188,28 @@ def read_args(server: str | None, args: list[str] | tuple, image: str | None = N
             out.tp.append((flag.key, arg, value))
         else:
             out.values[flag.key], out.given[flag.key] = value, arg
+    return out
+
+
+def flag_entries(server: str | None, args: list[str] | tuple) -> list[tuple[str, Any, str]]:
+    """(what it sets: `setting`, its value as `server` parses it or None when it does not parse, the arg as given
+    with a separate value joined as `read_args` joins it) for each flag in `args`, in order."""
+    table, out, args, i = FLAGS.get(server) or {}, [], list(args), 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not arg.startswith("-"):
+            continue
+        name, eq, text = arg.partition("=")
+        flag = table.get(canonical(server, name))
+        if flag is not None and flag.takes_value and not eq and i < len(args):
+            text, arg = args[i], f"{arg} {args[i]}"
+            i += 1
+        try:
+            value = (flag.parse(text) if flag.takes_value else flag.value) if flag is not None else text
+        except ValueError:
+            value = None
+        out.append((setting(server, name), value, arg))
     return out
 
 
@@ -255,7 +288,7 @@ def _unknown(server: str | None, name: str) -> str:
     if server == TGI and dashed in table:
         return f"expected {dashed}: TGI's launcher (clap) knows no other spelling and refuses this one at start-up"
     modelled = sorted(n for n, f in table.items() if f.key)
-    neutral = sorted(n for n, f in table.items() if not f.key)
+    neutral = sorted(n for n, f in table.items() if not f.key and not f.refusal)
     return (f"expected a flag {server} reads that the simulation models ({', '.join(modelled)}) or one that "
             f"changes neither GPU memory nor scheduling ({', '.join(neutral)}): the gate would simulate the default "
             "this flag replaces")

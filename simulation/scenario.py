@@ -314,10 +314,14 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
     gateway = parse_gateway(top.section("gateway"))
     cluster = parse_cluster(top.section("cluster"))
     model = parse_model(top.section("model"))
+    explicit = top.data.get("server") if isinstance(top.data, dict) else None
+    explicit_keys = set(explicit) if isinstance(explicit, dict) else set()
     server_sec, reads_manifest = _server_section(top, manifest, serving, cluster)
     server = parse_server(server_sec, model)
     if reads_manifest:   # the manifest's runtime as its server reads it, against the server simulated from it
         where = serving.container_path or "inferenceService"
+        if "block_size" not in explicit_keys:   # a manifest's --block-size: reported once, at the args that set it
+            problems[:] = [p for p in problems if p.path != server_sec.key_path("block_size")]
         for key, value, why in manifest_problems(server.kind, serving, server.spec):
             problems.append(Problem(f"{where}.{key}", value, why))
     before = len(problems)

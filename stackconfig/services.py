@@ -22,8 +22,8 @@ from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAM
 from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import cache_read_mib_s, expected_load_s, first_pods, load_gbps
 from stackconfig.resource_floors import check_serving_resources
-from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_runtime,
-                                  default_alloc_conf, health_paths, served_context)
+from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_rendered_flags,
+                                  check_runtime, default_alloc_conf, health_paths, served_context)
 from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from stackconfig.stress import parse_stress
@@ -282,7 +282,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         sec.problem("minReplicas", 0, f"expected >= 1 in {ctx.environment}: scale-to-zero makes the first request "
                     f"wait for a ~{load_s:.0f} s GPU cold start; set allowScaleToZero: true to accept that")
     sec.done()
-    return ServiceConfig(
+    svc = ServiceConfig(
         name=name, namespace=ctx.cluster.namespace, deployment_mode=mode, min_replicas=min_r,
         max_replicas=max_r, container_concurrency=cc, scale_metric=scale_metric, scale_target=scale_target,
         timeout_s=timeout, annotations=annotations, hpa_behavior=behavior, hpa_pods_metric=pods_metric,
@@ -296,6 +296,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         engine_profile=engine_profile,
         stress=stress, model_public=public,
     )
+    check_rendered_flags(sec, svc)   # runtime.args beside the flags the stack renders from these settings
+    return svc
 
 
 def read_from_cache(storage_uri: str) -> bool:
