@@ -43,7 +43,7 @@ def check_pods_can_run(cfg: StackConfig) -> None:
     downloaded weights on the root volume: `node_disk`), the cached models do not fit the cache's PVC
     (`model_cache.capacity_problems`), or a KServe config the user manages would copy the stack-only annotations
     onto the pods (manifests/kserve_config.py). A `runtime.args` flag the stack renders too is the loader's
-    (stackconfig/runtimes.py `check_rendered_flags`)."""
+    (stackconfig/server_args.py `check_rendered_flags`)."""
     problems = (node_fit_problems(cfg) + root_disk_problems(cfg) + capacity_problems(cfg)
                 + kserve_config_problems(cfg, service_manifests(cfg)))
     if problems:

@@ -22,9 +22,9 @@ from manifests.model_cache import cache_uri
 from manifests.model_download import predictor_account
 from manifests.rollout import progress_deadline_s, ready_timeout_s
 from simulation.autoscaler.config import PROGRESS_DEADLINE_KEY
-from simulation.engine_flags import server_of, setting
 from simulation.isvc import DEFAULT_CONTAINER_CONCURRENCY, DEFAULT_TIMEOUT_S
-from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, rendered_context, server_image
+from stackconfig.runtimes import is_custom_predictor, server_image
+from stackconfig.server_args import engine_args
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
 from validation.deployment_mode import mode_name
 
@@ -41,67 +41,6 @@ TRITON_CAP_ANNOTATIONS = {"max_batch_size": ANNOTATION_PREFIX + "triton-max-batc
                           "max_pixels": ANNOTATION_PREFIX + "triton-max-image-pixels",
                           "max_queue_delay_microseconds": ANNOTATION_PREFIX + "triton-max-queue-delay-microseconds",
                           "max_queue_size": ANNOTATION_PREFIX + "triton-max-queue-size"}
-
-
-def engine_args(svc: ServiceConfig) -> list[str]:
-    """The stack's flags (`stack_args`), then the user's `runtime.args`."""
-    return stack_args(svc) + list(svc.args)
-
-
-def _flag(svc: ServiceConfig, arg: str) -> str:
-    """What a flag sets, as the server reads its name (simulation/engine_flags.py: vLLM's own server reads `_` as
-    `-`, huggingfaceserver's `--max_length`, `--max_model_len` and `--max-model-len` are one setting)."""
-    return setting(server_of(svc.engine, svc.image), arg.split("=", 1)[0])
-
-
-def _gives(svc: ServiceConfig, flag: str) -> bool:
-    """Whether the user's `runtime.args` set `flag`'s setting."""
-    name = setting(server_of(svc.engine, svc.image), flag)
-    return any(a.startswith("-") and _flag(svc, a) == name for a in svc.args)
-
-
-def stack_args(svc: ServiceConfig) -> list[str]:
-    """Input, batch and memory caps as the runtime's own flags, the only place a runtime reads them.
-
-    vLLM (engine args passed through KServe's huggingfaceserver, or vLLM's own OpenAI server as a custom
-    predictor): `--max-model-len` (prompt + max_tokens above it is answered 400), `--max-num-seqs`; TGI launcher:
-    `--max-input-tokens`, `--max-total-tokens` (default the model's context; must exceed the input cap),
-    `--max-batch-size`, `--max-concurrent-requests`; the Transformers backend: `--max_length`, the whole context
-    (huggingfaceserver `generative_model.py`: prompt + max_tokens above it is answered 400). Triton takes none
-    (see TRITON_CAP_ANNOTATIONS). Without maxNewTokens, maxInputTokens is the whole context.
-    """
-    caps, args = svc.caps, []
-    total = rendered_context(caps)   # the whole context: input + output, else the input cap
-    custom = is_custom_predictor(svc.engine, svc.image)
-    if svc.engine == "vllm":
-        if custom:  # vllm/vllm-openai: `--model` (docs: Deploying with Docker), its port 8000 by default
-            # served under the service's name unless runtime.args names it (the clients' `model`, often the HF id)
-            served = [] if _gives(svc, "--served-model-name") else [f"--served-model-name={svc.name}"]
-            args += [f"--model={MODEL_DIR}", *served, f"--port={SERVER_PORT}"]
-            if svc.gpus > 1:  # KServe's huggingfaceserver sets it to the GPU count; vLLM's own server to 1
-                args.append(f"--tensor-parallel-size={svc.gpus}")
-        else:
-            args += [f"--model_name={svc.name}", "--backend=vllm"]
-        args.append(f"--gpu-memory-utilization={svc.gpu_memory_utilization:g}")
-        if total:
-            args.append(f"--max-model-len={total}")
-        if caps.max_batch_size:
-            args.append(f"--max-num-seqs={caps.max_batch_size}")
-    elif svc.engine == "naive":  # plain Transformers backend: memory grows with what is in flight
-        args += [f"--model_name={svc.name}", "--backend=huggingface"]
-        if total:
-            args.append(f"--max_length={total}")
-    elif svc.engine == "tgi":  # text-generation-launcher, a custom predictor on the container port
-        args += [f"--port={SERVER_PORT}", f"--model-id={MODEL_DIR}"]
-        if caps.max_input_tokens:
-            args.append(f"--max-input-tokens={caps.max_input_tokens}")
-        if caps.max_input_tokens and caps.max_new_tokens:   # else the launcher's default (the model's context)
-            args.append(f"--max-total-tokens={total}")
-        if caps.max_batch_size:
-            args.append(f"--max-batch-size={caps.max_batch_size}")
-        if caps.max_concurrent_requests:
-            args.append(f"--max-concurrent-requests={caps.max_concurrent_requests}")
-    return args
 
 
 def engine_env(svc: ServiceConfig) -> list[dict]:

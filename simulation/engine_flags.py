@@ -1,6 +1,6 @@
 """The runtime flags and environment variables each model server reads, parsed the way it parses them: one reader
-for the stack's load-time checks (stackconfig/runtimes.py, with the flags the stack renders itself:
-`check_rendered_flags`) and the simulation (simulation/isvc.py `server_from_manifest`), so both see one value.
+for the stack's load-time checks (stackconfig/runtimes.py; beside the flags the stack renders itself,
+stackconfig/server_args.py) and the simulation (simulation/isvc.py `server_from_manifest`), so both see one value.
 
 How each server reads its command line:
 - vLLM's OpenAI server (image `vllm/vllm-openai`): `FlexibleArgumentParser.parse_args` reads `_` in a flag's name as

@@ -19,7 +19,6 @@ know its flags, port or health path. What KServe then does to a `huggingfaceserv
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from catalog import Model
 from stackconfig.formats import IMAGE_REFERENCE, matches
@@ -28,8 +27,8 @@ from validation.admission import KSERVE_BLOCKED_ENV, kserve_blocked_env, release
 from validation.knative_podspec import KNATIVE_RESERVED_ENV
 from validation.fields import Section
 from validation.kubernetes import expandable_segments, image_pinned
-from simulation.engine_flags import (HTTP_PORT, RESTATED_KEYS, TGI, Pod, Reading, flag_entries, flag_problems,
-                                     image_repository, read_args, read_env, restated_problems, server_of)
+from simulation.engine_flags import (Pod, Reading, flag_problems, image_repository, read_args, read_env,
+                                     restated_problems, server_of)
 
 # The image repository's last path component → what runs it. Matching the name, not the registry, keeps a
 # mirrored copy (e.g. in ECR) working.
@@ -190,7 +189,7 @@ def check_context(sec: Section, engine: str, caps: InputCaps, model: Model) -> N
 
 def rendered_context(caps: InputCaps) -> int | None:
     """The context the stack renders from the caps (vLLM's `--max-model-len`, the Transformers backend's
-    `--max_length`: manifests/inference_service.py `stack_args`): maxInputTokens + maxNewTokens, else
+    `--max_length`: stackconfig/server_args.py `stack_args`): maxInputTokens + maxNewTokens, else
     maxInputTokens (then the whole context), else none (the server's default, the model's)."""
     if caps.max_input_tokens and caps.max_new_tokens:
         return caps.max_input_tokens + caps.max_new_tokens
@@ -305,49 +304,3 @@ def _check_engine_args(sec: Section, engine: str, env: dict, args: list[str], po
         sec.problem("engineProfile.prefixCacheHitRatio", hit, "expected 0 or none with --no-enable-prefix-caching "
                     "in runtime.args: the server then finds no prompt in the prefix cache")
     return reading
-
-
-def _rendered_from(key: str, caps: InputCaps) -> tuple[str, str]:
-    """(the service setting the stack renders a flag of setting `key` from, manifests/inference_service.py
-    `stack_args`; what to do instead of repeating it)."""
-    context = "limits.maxInputTokens + limits.maxNewTokens" if caps.max_input_tokens and caps.max_new_tokens \
-        else "limits.maxInputTokens"
-    setting = {"max_model_len": context, "max_num_seqs": "limits.maxBatchSize",
-               "gpu_memory_utilization": "gpuMemoryUtilization", "max_input_tokens": "limits.maxInputTokens",
-               "max_concurrent_requests": "limits.maxConcurrentRequests"}.get(key)
-    if setting:
-        return setting, f"set {setting} instead"
-    fixed = {"--port": f"the serving port ({HTTP_PORT}: the probes and the Service reach the server there)",
-             "--model": f"the model directory ({MODEL_DIR}, filled from model.storageUri)",
-             "--model-id": f"the model directory ({MODEL_DIR}, filled from model.storageUri)",
-             "--model_name": "the service's name", "--served-model-name": "the service's name",
-             "--backend": "runtime.engine"}.get(key, "the service's settings")
-    return fixed, "remove it"
-
-
-def check_rendered_flags(sec: Section, svc: Any) -> None:
-    """`runtime.args` flags that set what the stack already renders from the service's settings (`stack_args`:
-    the caps, gpuMemoryUtilization, the name, port and model directory), at `runtime.args` with the arg as given.
-    TGI's launcher refuses a repeated flag (clap) and max_input_length beside max_input_tokens (main.rs), so any
-    repeat stops it; vLLM's and KServe's argparse keep the last one, the user's (after the stack's), so a repeat
-    is refused only when its value differs: the server would run with it while the stack's checks, the advice and
-    the gate's caps read the setting. Tensor parallelism is checked against the pod instead (`_check_engine_args`),
-    and a value that does not parse is reported there once."""
-    from manifests.inference_service import stack_args   # manifests imports this module
-
-    server = server_of(svc.engine, svc.image)
-    ours = {key: (value, arg) for key, value, arg in flag_entries(server, stack_args(svc))}
-    for key, value, arg in flag_entries(server, svc.args):
-        if key not in ours or key in RESTATED_KEYS or value is None:
-            continue
-        stack_value, stack_arg = ours[key]
-        source, fix = _rendered_from(key, svc.caps)
-        if server == TGI:
-            sec.problem("runtime.args", arg, f"expected no {arg.split('=')[0].split()[0]}: the stack renders "
-                        f"{stack_arg} from {source}, and TGI's launcher refuses a setting given twice (clap: "
-                        "'cannot be used multiple times'; main.rs: max_input_length beside max_input_tokens), so it "
-                        f"does not start; {fix}")
-        elif value != stack_value:
-            sec.problem("runtime.args", arg, f"expected {stack_arg} or no such flag: the stack renders {stack_arg} "
-                        f"from {source}, and the server's argparse keeps the last one given (this one), so it "
-                        f"would run with {value}, not the {stack_value} the stack's checks and the gate read; {fix}")

@@ -22,10 +22,11 @@ from stackconfig.formats import (ENV_NAME, QUALIFIED_NAME, QUANTITY, SERVICE_NAM
 from stackconfig.model_credentials import check_model_credentials
 from stackconfig.platform import cache_read_mib_s, expected_load_s, first_pods, load_gbps
 from stackconfig.resource_floors import check_serving_resources
-from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env, check_rendered_flags,
+from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env,
                                   check_runtime, default_alloc_conf, health_paths, served_context)
 from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
+from stackconfig.server_args import check_rendered_flags
 from stackconfig.stress import parse_stress
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed

@@ -545,7 +545,7 @@ def test_the_simulated_vllm_engine_is_one_rule_engine_profile_over_vllm_use_v1()
 ])
 def test_the_context_the_manifest_renders_is_one_rule(caps, args):
     """`runtimes.served_context` is what manifests/inference_service.py renders and what the gate simulates."""
-    from manifests.inference_service import stack_args
+    from stackconfig.server_args import stack_args
     from stackconfig.runtimes import rendered_context, served_context
 
     cfg = _cfg({"engine": "vllm", "args": args})
@@ -595,7 +595,7 @@ def test_vllms_own_server_may_be_served_under_the_name_its_clients_send():
     commonly run with `--served-model-name <hf id>`; the stack's own `--served-model-name=<service>` made it a
     repeated flag, refused with a fix (rename the service) no service name can follow (it cannot hold '/')."""
     from manifests.admission import check_pods_can_run
-    from manifests.inference_service import engine_args
+    from stackconfig.server_args import engine_args
 
     name = "meta-llama/Meta-Llama-3-8B-Instruct"
     cfg = parse_stack_config(_cfg({"engine": "vllm", "image": OPENAI, "args": ["--served-model-name", name]}), "p",

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from gate import scenario_for
-from manifests.inference_service import engine_args, inference_service
+from manifests.inference_service import inference_service
+from stackconfig.server_args import engine_args
 from manifests.model_cache import cache_uri
 from program_refusal import refusal
 from simulation import load_scenario

@@ -115,7 +115,7 @@ def test_yaml_loader_merges_like_the_cli():
 
 
 def test_tgi_gets_its_own_health_path_and_port():
-    from manifests.inference_service import engine_args
+    from stackconfig.server_args import engine_args
 
     cfg = dict(MINIMAL, services=[dict(MINIMAL["services"][0], runtime={
         "engine": "tgi", "image": "ghcr.io/huggingface/text-generation-inference:3.3.4"},
@@ -138,7 +138,7 @@ def test_tgi_admission_limit_is_its_launcher_flag_and_what_the_gate_simulates():
     """limits.maxConcurrentRequests → `--max-concurrent-requests` (TGI's router answers 429 above it), read back
     from the rendered InferenceService by the simulation (no second copy of the knob)."""
     from gate import scenario_for
-    from manifests.inference_service import engine_args
+    from stackconfig.server_args import engine_args
     from simulation import load_scenario
 
     cfg = parse_stack_config(_tgi({"maxBatchSize": 32, "maxConcurrentRequests": 48}), "p", "dev")
