@@ -33,11 +33,26 @@ gate assume (HTTP on 0.0.0.0:8080, the model repository /mnt/models, every model
 change neither GPU memory nor scheduling (ids, logging, tracing, gRPC's own settings, thread counts, directories).
 Refused: what stops start-up (unknown flags, values Triton refuses, positionals, `--load-model` outside explicit
 mode), what moves the server off what the probes, the queue-proxy or the autoscaler's metrics use, what loads a
-different set of models (`explicit` without `--load-model=*`, `poll`, a second repository) or makes the pod Ready
-before its model is (`--strict-readiness=false`), and what the simulation does not model: Triton's CUDA and
-pinned memory pools, its rate limiter, response cache, backend settings and host policies. `--exit-on-error` is
-read and left alone: with the model loading (the stack checks it fits) it changes nothing, and a model that fails
-to load leaves the pod un-Ready either way (exit and restart, or a live server whose readiness never passes).
+different set of models (`explicit` without a `--load-model`, several models, `poll`, a second repository) or makes
+the pod Ready before its model is (`--strict-readiness=false`), and what the simulation does not model: Triton's
+CUDA and pinned memory pools, its rate limiter, response cache, backend settings other than the python backend's
+(`BACKEND_SETTINGS`) and host policies.
+- The simulation serves one model per pod, the service's, which the storage initializer puts in /mnt/models: Triton
+  loads it by default (every model of the repository), with `--load-model=*`, or named (`--model-control-mode=
+  explicit --load-model=<its directory>`, which loads only it). The stack does not see the repository, so it takes
+  the name on trust, as it takes the repository's config.pbtxt; a name not there fails that model's load at
+  start-up, as a broken config.pbtxt does.
+- The python backend's settings (python_backend `src/python_be.cc` TRITONBACKEND_Initialize, r23.05 to r26.07)
+  change neither GPU memory nor scheduling; `shm-default-byte-size` is host shared memory, a region of that size
+  in /dev/shm per model instance (`src/shm_manager.cc`: 'Unable to initialize shared memory key … to requested
+  size', and the model does not load). The stack's Triton pod mounts nothing at /dev/shm (kserve-tritonserver
+  declares no volume; manifests/inference_service.py mounts a memory emptyDir only for a custom predictor), so it
+  has the container runtime's 64 MiB (containerd's sandbox /dev/shm, CRI `defaultShmSize`): the region must fit it
+  (`POD_SHM_BYTES`) and be no smaller than the backend's minimum (4 MiB to r23.08, 1 MiB from r23.09).
+
+`--exit-on-error` is read and left alone: with the model loading (the stack checks it fits) it changes nothing, and
+a model that fails to load leaves the pod un-Ready either way (exit and restart, or a live server whose readiness
+never passes).
 Flags added after 23.05 are refused on an image older than the release that added them (Triton exits on an
 unknown option); without `runtime.image` the pod runs KServe's 23.05 image. Images older than 23.05 are read as
 23.05. The values inside `--trace-config` and `--metrics-config` settings are not checked beyond their form.
@@ -143,6 +158,7 @@ class TritonFlag:
     refused: str = ""                               # why the stack refuses it whatever its value
     accepts: Callable[[Any], bool] | None = None    # the values the stack accepts (None: all Triton reads)
     why: str = ""                                   # why another value is refused
+    judge: Callable[[Any, Any], str] | None = None  # (value, release) → why the stack refuses it, "" if it does not
 
 
 _INT, _BOOL = "an integer (std::stoi)", "true, false, on, off, 1 or 0 (any case)"
@@ -178,6 +194,101 @@ def _keeps_latency_counter(text: str) -> bool:
     return name.strip().lower() != "counter_latencies" or value.strip().lower() not in ("false", "off", "0")
 
 
+# --- --backend-config ---------------------------------------------------------------------------------------------
+MIB = 1 << 20
+POD_SHM_BYTES = 64 * MIB    # the pod's /dev/shm: containerd's sandbox default (CRI defaultShmSize), nothing mounted
+_LOAD_FAILS = ("the python backend refuses it when it starts, so the model does not load and the pod never becomes "
+               "Ready (tritonserver exits under --exit-on-error, its default)")
+
+
+def _backend_setting(text: str) -> tuple[str, str, str]:
+    """`ParseBackendConfigOption`: (backend, setting, value) from `<backend>,<setting>=<value>` or `<setting>=<value>`
+    (a backend-agnostic one, backend ''): the first ',' ends the backend's name, the first '=' after it the setting's;
+    an empty backend, setting or value, or no '=', is a ParseException (tritonserver exits)."""
+    comma = text.find(",")
+    equals = text.find("=", comma + 1)
+    if comma == 0 or equals < 0:
+        raise ValueError(text)
+    backend, setting, value = text[:max(comma, 0)], text[comma + 1:equals], text[equals + 1:]
+    if not setting or not value:
+        raise ValueError(text)
+    return backend, setting, value
+
+
+def _long(text: str, low: int, expected: str, setting: str) -> tuple[int | None, str]:
+    """`std::stol` of a python backend setting, and why the backend refuses it ("" when it takes it)."""
+    try:
+        value = c_int(text, 64)
+    except ValueError:
+        return None, f"expected {expected} for python's {setting} (std::stol): {_LOAD_FAILS}"
+    read = f" (std::stol reads {text!r} as {value})" if text.strip().lstrip("+") != str(value) else ""
+    return value, "" if value >= low else f"expected {expected} for python's {setting}{read}: {_LOAD_FAILS}"
+
+
+def _shm_region(text: str, release: tuple[int, int] | None) -> str:
+    low = MIB if release is not None and release >= (23, 9) else 4 * MIB
+    span = f"an integer from {low} ({low // MIB} MiB) to {POD_SHM_BYTES} ({POD_SHM_BYTES // MIB} MiB)"
+    value, why = _long(text, low, span, "shm-default-byte-size")
+    if why or value is None:
+        return why + ("" if release is None or release >= (23, 9) else
+                      f" (its minimum is 4 MiB up to Triton 23.08; the pod runs {_release(release)})")
+    if value > POD_SHM_BYTES:
+        return (f"expected {span} for python's shm-default-byte-size: the python backend creates a shared-memory "
+                "region of that size in /dev/shm for each model instance ('Unable to initialize shared memory key "
+                "… to requested size', python_backend shm_manager.cc), and the stack's Triton pod has the container "
+                f"runtime's {POD_SHM_BYTES // MIB} MiB /dev/shm (containerd's sandbox default; kserve-tritonserver and "
+                "the stack mount no memory emptyDir there), so the model does not load and the pod never becomes "
+                "Ready")
+    return ""
+
+
+def _positive(setting: str, low: int = 1) -> Callable[[str, Any], str]:
+    return lambda text, release: _long(text, low, f"an integer of at least {low}", setting)[1]
+
+
+def _region_prefix(text: str, release: Any) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_.-]+", text):
+        return ""
+    return ("expected letters, digits, '_', '.' or '-' for python's shm-region-prefix-name: it names the /dev/shm "
+            "regions (shm_open takes no '/', and python_backend 24.xx+ refuses shell characters: 'Invalid shared "
+            "memory region name'), so the model does not load")
+
+
+# The python backend's settings (python_be.cc TRITONBACKEND_Initialize reads these and ignores any other): host
+# shared memory, the stub's start-up timeout, its thread pool and message queue — no GPU memory, no scheduling.
+BACKEND_SETTINGS: dict[tuple[str, str], Callable[[str, Any], str]] = {
+    ("python", "shm-default-byte-size"): _shm_region,
+    ("python", "shm-growth-byte-size"): _positive("shm-growth-byte-size"),
+    ("python", "stub-timeout-seconds"): _positive("stub-timeout-seconds"),
+    ("python", "thread-pool-size"): _positive("thread-pool-size"),
+    ("python", "shm_message_queue_size"): _positive("shm_message_queue_size"),
+    ("python", "shm-region-prefix-name"): _region_prefix,
+}
+
+
+def _backend_problem(value: tuple[str, str, str], release: tuple[int, int] | None) -> str:
+    """Why the stack refuses a `--backend-config` setting ("" when it takes it): `BACKEND_SETTINGS`, checked as the
+    python backend reads them; any other changes what the simulation does not model, or the stack cannot tell."""
+    backend, setting, text = value
+    if (backend, setting) in BACKEND_SETTINGS:
+        return BACKEND_SETTINGS[backend, setting](text, release)
+    checked = ", ".join(f"{b},{s}" for b, s in BACKEND_SETTINGS)
+    if setting == "default-max-batch-size":
+        why = ("it is the max_batch_size Triton's auto-complete gives a model whose config.pbtxt states none (Triton's "
+               "model_configuration.md, 'Default Max Batch Size and Dynamic Batcher'), which the simulation does not "
+               "model: it batches at limits.maxBatchSize, the config.pbtxt's max_batch_size")
+    elif backend == "python":
+        why = ("the python backend reads no such setting and ignores it (python_be.cc TRITONBACKEND_Initialize), "
+               "so it does not do what it says")
+    else:
+        why = (f"the stack checks the python backend's settings only, and cannot tell whether "
+               f"{backend or 'every backend'}'s {setting} changes GPU memory or batching (tensorflow's "
+               "gpu-memory-fraction sizes GPU memory, a backend's default-max-batch-size the batch), which the "
+               "simulation does not model; set it in the model's config.pbtxt where it can and declare its caps "
+               "under limits")
+    return f"expected one of the backend settings the stack checks ({checked}): {why}"
+
+
 FLAGS: dict[str, TritonFlag] = {
     # -- restated or checked: what KServe's runtime and the gate assume --------------------------------------------
     "--model-repository": TritonFlag(**_REPOSITORY),
@@ -201,11 +312,9 @@ FLAGS: dict[str, TritonFlag] = {
                                            "changed under a running pod; a reload holds both copies on the GPU), "
                                            "which the simulation does not model, and Triton's model management "
                                            "guide advises against it in production"),
-    "--load-model": TritonFlag(accepts=lambda v: v == "*",
-                               why="expected --load-model=* (every model, as the default mode loads them) with "
-                                   "--model-control-mode=explicit: a model is named by its directory in the "
-                                   "repository, which the stack does not see, and a name Triton cannot load stops "
-                                   "start-up"),
+    "--load-model": TritonFlag(accepts=bool, why="expected a model's name (its directory in /mnt/models) or *: an "
+                                                 "empty name is no model of the repository, so its load fails at "
+                                                 "start-up"),
     "--allow-metrics": TritonFlag(c_bool, _BOOL, **_only(True, "true", _SCRAPED)),
     "--metrics-port": TritonFlag(_PORT.parse, _PORT.expects, **_only(METRICS_PORT, "8002", _SCRAPED)),
     "--metrics-address": TritonFlag(**_only(ANY_ADDRESS, ANY_ADDRESS, _SCRAPED)),
@@ -237,10 +346,8 @@ FLAGS: dict[str, TritonFlag] = {
     "--rate-limit-resource": TritonFlag(refused=_RATE_LIMITER),
     "--response-cache-byte-size": TritonFlag(refused=_RESPONSE_CACHE),
     "--cache-config": TritonFlag(refused=_RESPONSE_CACHE),
-    "--backend-config": TritonFlag(refused="backend settings change GPU memory and batching (a backend's "
-                                           "default-max-batch-size, memory fractions, arenas), which the "
-                                           "simulation does not model; set them in the model's config.pbtxt and "
-                                           "declare its caps under limits"),
+    "--backend-config": TritonFlag(_backend_setting, "[<backend>,]<setting>=<value> (ParseBackendConfigOption)",
+                                   judge=_backend_problem),
     "--http-restricted-api": TritonFlag(refused="Triton then answers a restricted API only to requests carrying "
                                                 "the header, which neither the probes nor the simulated clients send",
                                         since=(23, 11)),
@@ -354,6 +461,9 @@ def triton_reading(args: list[str] | tuple, image: str | None = None) -> tuple[l
         except ValueError:
             out.append((arg, f"expected {flag.expects} for {name}: Triton refuses {text!r}, so {_EXITS}"))
             continue
+        if flag.judge is not None and (why := flag.judge(value, release)):
+            out.append((arg, why))
+            continue
         if flag.accepts is not None and not flag.accepts(value) and name in ADDITIVE:
             out.append((arg, flag.why))
             continue
@@ -369,7 +479,8 @@ def triton_reading(args: list[str] | tuple, image: str | None = None) -> tuple[l
 # Flags each occurrence of which adds to a list (command_line_parser.cc: the repository paths, the models to load,
 # the metrics and trace settings): every one counts. Any other setting is overwritten by a later one (getopt_long's
 # loop assigns it again), so only the last is held to what the stack accepts.
-ADDITIVE = frozenset({"--model-repository", "--model-store", "--load-model", "--metrics-config", "--trace-config"})
+ADDITIVE = frozenset({"--model-repository", "--model-store", "--load-model", "--metrics-config", "--trace-config",
+                      "--backend-config"})
 
 
 def _after_parsing(given: list[tuple[str, str, Any]]) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
@@ -384,10 +495,21 @@ def _after_parsing(given: list[tuple[str, str, Any]]) -> tuple[list[tuple[str, s
                       "('Use of --load-model requires setting --model-control-mode=explicit as well', "
                       f"{_SOURCE} Parse), so the pod crash-loops") for arg, _ in loads]
     elif not loads:
-        out.append((mode_arg, "expected --load-model=* with it, or --model-control-mode=none (the default): in "
-                              "explicit mode Triton loads only the models --load-model names, none without one, and "
-                              "/v2/health/ready still answers 200 (every loaded model is ready), so the pod is Ready "
-                              "and every request fails (model not found)"))
+        out.append((mode_arg, "expected --load-model=* or --load-model=<the model's name> with it, or "
+                              "--model-control-mode=none (the default): in explicit mode Triton loads only the models "
+                              "--load-model names, none without one, and /v2/health/ready still answers 200 (every "
+                              "loaded model is ready), so the pod is Ready and every request fails (model not found)"))
+    elif "*" in {value for _, value in loads} and len({value for _, value in loads}) > 1:
+        out += [(arg, "expected --load-model=* alone, or named models without it: Triton refuses * beside another "
+                      "--load-model ('Specifying --load-model=* in conjunction with another --load-model argument "
+                      f"will result in error', {_SOURCE}), so it does not start")
+                for arg, value in loads if value != "*"]
+    else:
+        names = list(dict.fromkeys(value for _, value in loads))
+        out += [(arg, f"expected one model, {names[0]!r}: Triton loads every model --load-model names onto the "
+                      f"GPU ({', '.join(map(repr, names))}), and the simulation serves one model per pod, the "
+                      "service's (its memory, batching and start-up)")
+                for arg, value in loads if value in names[1:] and arg == next(a for a, v in loads if v == value)]
     grpc_on, ports = last.get("--allow-grpc", (None, True))[1], []
     if "--grpc-port" in last and grpc_on and last["--grpc-port"][1] in (HTTP_PORT, METRICS_PORT):
         arg, port = last["--grpc-port"]

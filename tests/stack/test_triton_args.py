@@ -99,18 +99,19 @@ def test_what_moves_triton_off_8080_http_or_its_metrics_is_refused(args, shown, 
 # --- what loads another set of models, or marks the pod Ready before its model is -----------------------------
 @pytest.mark.parametrize("args, shown, why", [
     (["--model-control-mode=explicit"], "--model-control-mode=explicit",
-     "expected --load-model=* with it, or --model-control-mode=none (the default): in explicit mode Triton loads "
-     "only the models --load-model names, none without one, and /v2/health/ready still answers 200"),
-    (["--model-control-mode=EXPLICIT", "--load-model=resnet"], "--load-model=resnet",
-     "a model is named by its directory in the repository, which the stack does not see"),
-    (["--load-model=foo"], "--load-model=foo", "expected --load-model=*"),
+     "expected --load-model=* or --load-model=<the model's name> with it, or --model-control-mode=none (the "
+     "default): in explicit mode Triton loads only the models --load-model names, none without one, and "
+     "/v2/health/ready still answers 200"),
+    (["--model-control-mode=EXPLICIT", "--load-model=resnet", "--load-model=vit"], "--load-model=vit",
+     "expected one model, 'resnet': Triton loads every model --load-model names onto the GPU"),
+    (["--load-model=foo"], "--load-model=foo", "expected --model-control-mode=explicit with it"),
     (["--model-control-mode=poll"], "--model-control-mode=poll", "in poll mode Triton loads and unloads models"),
     (["--model-repository=/elsewhere"], "--model-repository=/elsewhere", "expected /mnt/models or no such flag"),
     (["--model-store=/mnt/models/"], "--model-store=/mnt/models/", "/mnt/models/ is another path to the same one"),
     (["--strict-readiness=false"], "--strict-readiness=false", "expected true or no such flag: with false "
                                                                "/v2/health/ready answers 200"),
     (["--exit-on-error=false", "--strict-readiness=0"], "--strict-readiness=0", "before its model is loaded"),
-], ids=["explicit-alone", "explicit-named", "load-model-named", "poll", "second-repository", "repository-slash",
+], ids=["explicit-alone", "explicit-two-models", "load-model-named", "poll", "second-repository", "repository-slash",
         "non-strict", "non-strict-numeric"])
 def test_what_loads_other_models_or_readies_the_pod_early_is_refused(args, shown, why):
     _refusal(args, shown, why)
@@ -124,7 +125,7 @@ def test_what_loads_other_models_or_readies_the_pod_early_is_refused(args, shown
     ("--rate-limit-resource=R1:10", "the rate limiter schedules model instances"),
     ("--response-cache-byte-size=1048576", "response cache"),
     ("--cache-config=local,size=1048576", "response cache"),
-    ("--backend-config=onnxruntime,default-max-batch-size=8", "backend settings change GPU memory and batching"),
+    ("--backend-config=onnxruntime,default-max-batch-size=8", "the max_batch_size Triton's auto-complete gives"),
     ("--model-load-gpu-limit=0:0.5", "a load failure the simulation does not model"),
     ("--http-max-input-size=1048576", "a smaller cap answers larger requests"),
 ])
@@ -140,7 +141,7 @@ def test_a_flag_whose_effect_is_not_simulated_is_refused_saying_why(arg, why):
     (["--http-port=8080", "--allow-http=TRUE", "--model-store=/mnt/models", "--model-repository", "/mnt/models",
       "--strict-readiness=1", "--model-control-mode=None", "--http-address=0.0.0.0"], "--http-port=8081",
      "expected 8080"),
-    (["--model-control-mode=explicit", "--load-model=*"], "--load-model=vit", "expected --load-model=*"),
+    (["--model-control-mode=explicit", "--load-model=*"], "--load-model=vit", "expected --load-model=* alone"),
     (["--exit-on-error=false", "--disable-auto-complete-config", "--strict-model-config=false",
       "--model-load-thread-count=2", "--model-namespacing=false", "--repository-poll-secs=0"],
      "--exit-on-error=no", "Triton refuses 'no'"),
