@@ -18,6 +18,7 @@ gives one service's standalone scenario (the node group less the others' minimum
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from typing import Any, Callable
 
@@ -130,7 +131,9 @@ def stack_scenarios(cfg: StackConfig, kinds: tuple[str, ...] | None = None) -> l
 
 
 def _validate(cfg: StackConfig, scenario: GateScenario) -> None:
-    """A fleet's `services[i].scenario.<path>` problems, re-anchored on the stack config's key paths."""
+    """A fleet's `services[i].scenario.<path>` problems, re-anchored on the stack config's key paths: a server
+    setting at the stack key that set it (gate/startup.py `server_key`), anything else under `services[i]/`."""
+    from gate.startup import server_key
     from simulation.fleet import load_fleet
 
     try:
@@ -139,7 +142,12 @@ def _validate(cfg: StackConfig, scenario: GateScenario) -> None:
         problems = []
         for p in err.problems:
             head, sep, rest = p.path.partition(".scenario.")
-            problems.append(Problem(f"{cfg.project}:{head}/{rest}" if sep else p.path, p.value, p.allowed))
+            index = re.fullmatch(r"services\[(\d+)\]", head) if sep else None
+            if index is None or int(index.group(1)) >= len(cfg.services):
+                problems.append(Problem(f"{cfg.project}:{head}/{rest}" if sep else p.path, p.value, p.allowed))
+                continue
+            mapped = server_key(cfg, int(index.group(1)), Problem(rest, p.value, p.allowed))
+            problems.append(Problem(f"{cfg.project}:{mapped.path}", mapped.value, mapped.allowed))
         raise InputError(problems, f"the gate's {scenario.kind} scenario") from None
 
 

@@ -90,7 +90,7 @@ def setting(server: str | None, name: str) -> str:
 class Reading:
     """What a server reads from its args (and env): `server:` values, tensor-parallel values, and refusals."""
     values: dict = field(default_factory=dict)
-    given: dict = field(default_factory=dict)       # `server:` key → the arg as given (the last one)
+    given: dict = field(default_factory=dict)       # `server:` key → the arg as given (the last one), or the variable
     tp: list = field(default_factory=list)          # (a RESTATED_KEYS key, the arg as given, its value)
     problems: list = field(default_factory=list)    # (the arg as given, why)
     ports: list = field(default_factory=list)       # (the arg or variable as given, a port it listens on)
@@ -231,7 +231,7 @@ def read_env(engine: str, env: dict) -> Reading:
             if key in RESTATED_KEYS:
                 out.tp.append((key, f"{name}={text}", value))
             elif key is not None:
-                out.values[key] = value
+                out.values[key], out.given[key] = value, name
     return out
 
 

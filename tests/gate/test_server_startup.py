@@ -97,7 +97,8 @@ def test_server_settings_the_simulation_refuses_are_refused_at_load_with_the_gat
     values["gate"] = values["services"][0].pop("gate")
     cfg = parse_stack_config(values, "p", "dev")
     [problem] = start_problems(cfg)
-    assert problem.path == "services[0]/server.max_num_batched_tokens" and "max_num_seqs (10000)" in problem.allowed
+    assert (problem.path, problem.value) == ("services[0].runtime.args", "--max-num-seqs=10000")
+    assert "max_num_batched_tokens is 2048" in problem.allowed and "max_num_seqs (10000)" in problem.allowed
     fits = with_service(chat_stack(), {"engine": "vllm", "args": ["--max-num-seqs=64"]})
     assert start_problems(parse_stack_config(fits, "p", "dev")) == []
 
