@@ -12,10 +12,11 @@
   (`pkg/reconciler/revision/resources/pa.go` reachability): its min-scale no longer applies
   (`PodAutoscaler.ScaleBounds`) and its decider neither rate-limits a scale-down nor holds the scale-down-delay
   (`pkg/autoscaler/scaling/autoscaler.go` Scale: maxScaleDown 0, the delay window only when Reachable), so its
-  own KPA scales it down after the stable window (scale-to-zero grace). Not Ready within the progress deadline
-  (the revision's `serving.knative.dev/progress-deadline` as its KPA reads it, `serving.kpa.progress_deadline_s`;
-  without it config-deployment's 600 s, `pkg/deployment/config.go`) → the rollout failed; the old revision keeps
-  serving.
+  own KPA scales it down after the stable window (scale-to-zero grace; no scale-to-zero-pod-retention-period nor
+  initial-scale for an Unreachable PA, `pkg/reconciler/autoscaling/kpa/scaler.go`). Not Ready within the progress
+  deadline (the revision's `serving.knative.dev/progress-deadline` as its KPA reads it,
+  `serving.kpa.progress_deadline_s`; without it config-deployment's 600 s, `pkg/deployment/config.go`) → the
+  rollout failed; the old revision keeps serving.
   Simplifications: the new revision has the same settings as the old (a rollout of the config being deployed);
   Standard (RawDeployment) services roll with a Deployment's maxSurge, not modelled here.
 - Node loss: simulation/node_loss.py (the activator keeps the lost pods until they are marked NotReady; the
@@ -131,8 +132,11 @@ class RolloutDriver:
 
 
 def _unreachable(loop: KpaLoop) -> None:
-    """The old revision's PA turns Unreachable: min-scale no longer applies (`PodAutoscaler.ScaleBounds`) and its
-    decider's spec says so (`autoscaler.Update`), which `Scale` reads; the loop's settled state is re-read."""
+    """The old revision's PA turns Unreachable: min-scale no longer applies (`PodAutoscaler.ScaleBounds`), nor do
+    initial-scale and the scale-to-zero-pod-retention-period (`kpa/scaler.go: scale, lastPodRetention`: the loop
+    reads `reachable`), and its decider's spec says so (`autoscaler.Update`), which `Scale` reads; the loop's
+    settled state is re-read."""
     loop.cfg = replace(loop.cfg, min_scale=0)
+    loop.reachable = False
     loop.decider.update(replace(loop.decider.spec, reachable=False))
     loop.quiet = None

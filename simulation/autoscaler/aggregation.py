@@ -3,8 +3,10 @@
 `WindowBuckets` ports `aggregation/bucketing.go: TimedFloat64Buckets` (each bucket is the SUM of values
 recorded in that granule; `window_average` divides by min(window, lastWrite − firstWrite + 1 granule);
 seconds with no record between writes count as 0, seconds after the last write are left out of the window
-(divisor min(…, window − d)); after a gap of a whole window it starts over).
-Averages are rounded to 6 decimals as Knative's are (`roundToNDigits(precision, …)`, precision = 6), so the
+(divisor min(…, window − d)); after a gap of a whole window it starts over; a write older than the last one goes
+into its bucket and moves the first write back to it, unless it is a whole window old, when it is ignored).
+Averages are rounded to 6 decimals as Knative's are (`roundToNDigits(precision, …)` = Go's
+`math.Round(x·1e6) / 1e6`: the product rounded to a double, then halves away from zero; precision = 6), so the
 running total's floating-point residue (1e-15 after the load has gone) does not keep a pod: ceil(1e-15 / target)
 would be 1.
 `WeightedWindowBuckets` is `WeightedFloat64Buckets`, the windows a revision annotated
@@ -29,24 +31,28 @@ from collections import deque
 
 PRECISION = 6   # bucketing.go: precision
 _floor = math.floor
+_TWO52 = 4503599627370496.0   # 2^52: every double at or above it is an integer
 
 
 def round6(x: float) -> float:
-    """`round(x, 6)`, the same float, faster for 0 < x < 1000 (each tick rounds two averages).
+    """bucketing.go `roundToNDigits(6, x)`: Go's `math.Round(x*1e6) / 1e6`, bit for bit.
 
-    round(x, 6) is the double nearest to k / 10^6, k = x·10^6 rounded half-even (CPython: dtoa mode 3, then
-    strtod), and k / 1e6 is that double (k and 1e6 are exact, IEEE division rounds correctly). y = x·1e6 is
-    within 0.5 ulp(y) ≤ 6e-8 of x·10^6 for x < 1000, so unless y is within 1e-6 of a half, k is y rounded to the
-    nearest integer; near a half (ties included) and outside (0, 1000) `round` decides."""
-    if 0.0 < x < 1000.0:
-        y = x * 1e6
+    y = x·1e6 is rounded to a double first (Go multiplies two float64s), then `math.Round` takes y to the nearest
+    integer with halves AWAY from zero (not Python's half-even `round`: 1/128 → 0.007813, 67.7604375 →
+    67.760438), keeping the sign of a zero; the division by 1e6 is IEEE's. |y| ≥ 2^52 is an integer already (and
+    ±inf, NaN stay what they are): y / 1e6."""
+    y = x * 1e6
+    if 0.0 < y < _TWO52:                            # the common case: a positive average
         k = _floor(y)
-        f = y - k                                   # exact (k ≤ y < k + 1)
-        if f < 0.499999:
-            return k / 1e6
-        if f > 0.500001:
+        if y - k >= 0.5:                            # exact (k ≤ y < k + 1)
             return (k + 1) / 1e6
-    return round(x, PRECISION)
+        return k / 1e6
+    if -_TWO52 < y < 0.0:
+        k = _floor(-y)
+        if -y - k >= 0.5:
+            k += 1
+        return -(k / 1e6)                           # (−0.0 for k = 0)
+    return y / 1e6                                  # ±0 (sign kept), |y| ≥ 2^52, ±inf, NaN
 
 
 class WindowBuckets:
@@ -83,6 +89,16 @@ class WindowBuckets:
             self.total = total + value
             self.last = idx
             return
+        if last is not None and idx < last:
+            # An earlier second (bucketing.go `Record`): ignored if a whole window before the last write, else
+            # added to its bucket, the first write moved back to it if earlier; the last write stays.
+            if idx <= last - n:
+                return
+            if idx < self.first:
+                self.first = idx
+            buckets[idx % n] += value
+            self.total += value
+            return
         if last is None or idx - last >= n:
             buckets = self.buckets = [0.0] * n
             self.total = 0.0
@@ -92,8 +108,7 @@ class WindowBuckets:
                 j = i % n
                 self.total -= buckets[j]
                 buckets[j] = 0.0
-        if last is None or idx > last:
-            self.last = idx
+        self.last = idx
         buckets[idx % n] += value
         self.total += value
 

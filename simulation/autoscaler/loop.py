@@ -7,16 +7,19 @@ KPA (knative/serving, reference knative-kserve.md §1–§3):
   (`collection.record`); the activator adds its own (queued + proxied) concurrency; no ready pods → no scrape.
 - 1 s buckets, stable window 60 s and panic window 6 s (`aggregation.WindowBuckets`, or `WeightedWindowBuckets` for
   `metric-aggregation-algorithm: weighted-exponential`); no record for a whole stable window → no data → the
-  decider's result is invalid and the scale is left alone.
+  decider's result is invalid and its last valid desired scale stands.
 - decider tick every 2 s (`multiscaler.go: tickInterval`) and on a poke from the activator's first request.
-- PA reconcile (`pkg/reconciler/autoscaling/kpa/scaler.go: scale, handleScaleToZero`): clamp to
-  [min-scale, max-scale], initial scale until first reached; scale to zero only after the PA has been Active for
-  a stable window, then Inactive (activator in path) for max(grace 30 s, retention) — or at once if the activator
-  has been in path ≥ grace. SKS mode Serve iff want > 0 and EBC ≥ 0 (`kpa.go: ReconcileKind`).
+- PA reconcile (`pkg/reconciler/autoscaling/kpa/scaler.go: scale, handleScaleToZero`), every tick with the
+  decider's last valid desired scale (an invalid result leaves it: `multiscaler.go: tickScaler`; −1 before the
+  first valid one, when only an Activating PA goes on): clamp to [min-scale, max-scale], initial scale until first
+  reached; scale to zero only after the PA has been Active for a stable window, then Inactive (activator in path)
+  for max(grace 30 s, retention) — or at once if the activator has been in path ≥ grace. An Unreachable revision
+  (the old one after a rollout, `stress._unreachable`) has no initial scale and no retention (`scaler.go:
+  lastPodRetention`). SKS mode Serve iff want > 0 and EBC ≥ 0 (`kpa.go: ReconcileKind`).
 Activation that does not produce a Ready pod within the progress deadline + 30 s (the revision's
 `serving.knative.dev/progress-deadline`, else 600 s: `AutoscalerConfig.activation_timeout_s`) while the decider
-wants 0 scales back to 0. The PA is Active once max(min-scale, initial-scale) pods are Ready until the scale target
-has been initialized, max(min-scale, 1) after (`kpa.go: activeThreshold`).
+wants 0 (or has never had data) scales back to 0. The PA is Active once max(min-scale, initial-scale) pods are
+Ready until the scale target has been initialized, max(min-scale, 1) after (`kpa.go: activeThreshold`).
 Cost: the tick is one reused event; the scrapes have none (`catch_scrapes`, run before anything they read
 changes) and skip the pods in a second when no request reached one except through the activator; a run of
 seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and once the loop has settled (scaled
@@ -45,6 +48,8 @@ _floor, _ceil = math.floor, math.ceil
 
 class KpaLoop:
     EAGER = False   # True: a SimPy event per scrape (the reference the lazy scrapes are tested against)
+    reachable = True   # the PA's Spec.Reachability (`stress._unreachable` sets False on the instance)
+    desired = -1       # the decider's Status.DesiredScale: its last valid result, −1 before the first
 
     def __init__(self, sim: Any, cfg: Any, initial: int) -> None:
         self.sim = sim
@@ -273,16 +278,20 @@ class KpaLoop:
         last = stable.last
         now_idx = _floor(now + 1e-9)                   # the bucket of `now` (1 s buckets)
         if last is None or now_idx - last > stable.n:
-            want = -1                                  # no data: the decider's result is invalid
+            # No data: the decider's result is invalid and the multiscaler keeps its last valid desired scale
+            # (`tickScaler`), which the PA reconcile goes on reading (`kpa.go: c.scaler.scale(…,
+            # decider.Status.DesiredScale)`): −1 before the first valid one.
+            want = self.desired
         else:
             want, self.ebc, _ = self.decider.scale(now, ready, stable.average_at(now_idx),
                                                    self.panic.average_at(now_idx))
+            self.desired = want
         reached = self.reached_initial
-        if want >= 0:
-            # scaler.go: scale — bounds, initial scale until first reached, then handleScaleToZero. With no data
-            # the multiscaler keeps the last valid desired scale (tickScaler), which this loop has applied already.
+        if want >= 0 or self.state == "activating":
+            # scaler.go: scale — bounds (applyBounds: −1 while Activating is raised to min-scale), initial scale
+            # until first reached unless Unreachable, then handleScaleToZero.
             lo = cfg.min_scale
-            if not reached and cfg.initial_scale > 1 and cfg.initial_scale > lo:
+            if not reached and cfg.initial_scale > 1 and cfg.initial_scale > lo and self.reachable:
                 lo = cfg.initial_scale
             if want < lo:
                 want = lo
@@ -290,10 +299,13 @@ class KpaLoop:
             if hi and want > hi:
                 want = hi
             if want == 0:
+                state = self.state
                 want, apply = self._scale_to_zero(now)
-                moving = True                          # timers
                 if apply and want >= 0 and not (want == sim.replicas == sim.n_live):
                     sim.set_replicas(want)
+                    moving = True
+                elif not (apply and want == 0 and state == "inactive"):   # (Inactive past them, at 0: for good)
+                    moving = True                          # timers
             elif not (want == sim.replicas == sim.n_live):
                 sim.set_replicas(want)
                 moving = True                          # the next tick reads other counts
@@ -352,7 +364,7 @@ class KpaLoop:
             if now - self.since >= cfg.stable_window_s:
                 return 0, False                    # mark Inactive (activator in path), don't scale yet
             return 1, True                         # at most 1 for the rest of the idle period
-        retention = cfg.scale_to_zero_pod_retention_s
+        retention = cfg.scale_to_zero_pod_retention_s if self.reachable else 0.0   # lastPodRetention
         grace = max(cfg.scale_to_zero_grace_period_s, retention)
         inactive_for = now - self.since
         proxy_since = self.sim.proxy_since

@@ -4,8 +4,10 @@ A tick (`KpaLoop.tick`) is a function of the window averages, the Ready and live
 the decider's panic and scale-down-delay state and the PA's Active condition. After a tick that leaves the loop
 settled, the next ticks give the same result as long as the `signature` is unchanged, so `KpaLoop._tick` skips
 them, and `KpaLoop._past_idle` moves the tick event past those before the next event anywhere:
-- scaled to zero with no data (`tick`: no record for a whole stable window, the decider's result is invalid):
-  nothing changes until a request pokes the autoscaler or a pod turns Ready;
+- scaled to zero with no data (`tick`: no record for a whole stable window, the decider's result is invalid and
+  its last valid desired scale, 0 or −1 before any, stands; at 0 the PA is Inactive past its scale-to-zero timers,
+  which only grow): nothing changes until a request pokes the autoscaler or a pod turns Ready (the desired scale
+  changes only in a tick with data, which needs one of those);
 - pods Ready with nothing to do (pinned by min-scale, or waiting out a scale-down): every bucket of both windows
   is 0.0 and the windows span all they can (the averages stay the same as zeros come in: x − 0.0 + 0.0 = x; a
   weighted window's is 0.0), no
@@ -43,20 +45,23 @@ def _still(window: Any, now: float) -> bool:
 
 
 def signature(loop: Any) -> tuple:
-    """Everything a settled tick reads that a request, a pod or a rollout can change."""
+    """Everything a settled tick reads that a request, a pod or a rollout can change. (The decider's kept desired
+    scale, `loop.desired`, changes only in a tick with data; data comes only after one of these has changed.)"""
     sim = loop.sim
     return (sim.activator.count, sim.direct_t, len(sim.endpoints), len(sim.kpa_ready), sim.replicas, sim.n_live,
             loop.cfg, loop.reached_initial)
 
 
 def settled(loop: Any, now: float, want: int, ready: int) -> bool:
-    """After `loop.tick()` at `now` decided `want` (−1: no data) with `ready` pods: are the next ticks the same?"""
+    """After `loop.tick()` at `now` decided `want` (−1: unknown) with `ready` pods: are the next ticks the same?"""
     sim = loop.sim
     act = sim.activator
     if act.n or act.mark != (act.area, act.count) or sim.n_direct or sim.direct_t >= now - 1.0:
         return False                                  # a scrape still due reads a request
-    if want < 0:
-        return not ready and loop.state == "inactive" and loop.want == 0
+    if want <= 0:
+        stable = loop.stable
+        return (not ready and loop.state == "inactive" and loop.want == 0
+                and (stable.last is None or _floor(now + 1e-9) - stable.last > stable.n))   # no data
     decider = loop.decider
     dw = decider.delay_window
     return (0 < want == sim.replicas == sim.n_live and decider.panic_time is None

@@ -28,22 +28,23 @@ def _reference_tick(self) -> None:
     last = stable.last
     now_idx = _floor(now + 1e-9)
     if last is None or now_idx - last > stable.n:
-        want = -1
+        want = self.desired                       # no data: the last valid desired scale (−1 before any)
     else:
         want, self.ebc, _ = self.decider.scale(now, ready, stable.average_at(now_idx),
                                                self.panic.average_at(now_idx))
-    if want >= 0:
+        self.desired = want
+    if want >= 0 or self.state == "activating":
         lo = cfg.min_scale
-        if not self.reached_initial and cfg.initial_scale > 1:
+        if not self.reached_initial and cfg.initial_scale > 1 and self.reachable:
             lo = max(lo, cfg.initial_scale)
-        if want < lo:
-            want = lo
+        want = max(want, lo)
         if cfg.max_scale and want > cfg.max_scale:
             want = cfg.max_scale
         apply = True
         if want == 0:
+            inactive = self.state == "inactive"
             want, apply = self._scale_to_zero(now)
-            moving = True
+            moving = not (apply and want == 0 and inactive)   # Inactive, past the timers: for good
         if apply and want >= 0 and not (want == sim.replicas == sim.n_live):
             sim.set_replicas(want)
             moving = True
