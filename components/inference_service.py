@@ -9,9 +9,8 @@ import pulumi
 
 from components.kubernetes_object import child_options, kubernetes_object
 from manifests.inference_service import autoscaler, inference_service, pod_disruption_budget
-
-MODE_KEY = "serving.kserve.io/deploymentMode"
 from stackconfig.schema import ServiceConfig, StackConfig
+from validation.annotations import MODE_ANNOTATION
 
 
 @dataclass
@@ -33,7 +32,7 @@ class TunedInferenceService(pulumi.ComponentResource):
         # inference_service_validation.go validateDeploymentMode): replace the resource instead, deleting first
         # because the name is fixed.
         self.inference_service = kubernetes_object(f"{name}-isvc", args.inference_service, child_options(
-            self, opts, replace_on_changes=[f'metadata.annotations["{MODE_KEY}"]'], delete_before_replace=True))
+            self, opts, replace_on_changes=[f'metadata.annotations["{MODE_ANNOTATION}"]'], delete_before_replace=True))
         suffix = "scaledobject" if args.hpa and args.hpa["kind"] == "ScaledObject" else "hpa"
         self.hpa = kubernetes_object(f"{name}-{suffix}", args.hpa, child_options(
             self, opts, depends_on=[self.inference_service])) if args.hpa else None

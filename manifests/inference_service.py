@@ -21,26 +21,17 @@ from manifests.keda import scaled_object
 from manifests.model_cache import cache_uri
 from manifests.model_download import predictor_account
 from manifests.rollout import progress_deadline_s, ready_timeout_s
-from simulation.autoscaler.config import PROGRESS_DEADLINE_KEY
 from simulation.isvc import DEFAULT_CONTAINER_CONCURRENCY, DEFAULT_TIMEOUT_S
 from stackconfig.runtimes import is_custom_predictor, server_image
 from stackconfig.server_args import engine_args
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
+from validation.annotations import (CLASS_ANNOTATION, ENGINE_ANNOTATION, MODE_ANNOTATION, MODEL_ANNOTATION,
+                                    PREFLIGHT_PREFIX as ANNOTATION_PREFIX, PROGRESS_DEADLINE_KEY,
+                                    TRITON_CAP_ANNOTATIONS)
+from validation.defaults import SERVING_PORT as SERVER_PORT
 from validation.deployment_mode import mode_name
 
-ANNOTATION_PREFIX = "preflight.kserve.io/"
-SERVER_PORT = 8080  # where Knative's queue-proxy and KServe's raw Service send requests (and the probes go)
 TRITON_PROTOCOL = "v2"  # Triton's HTTP protocol, the one kserve-tritonserver lists first (config/runtimes)
-
-
-# Caps a runtime cannot take as an argument: Triton reads them from the model repository's `config.pbtxt`
-# (`max_batch_size`, `dynamic_batching.default_queue_policy.max_queue_size`, the input tensor's `dims`). The user
-# declares there what the stack config says; these annotations carry the declared values to the simulation and
-# the policies, so the model repository and the stack must agree (docs/deploying.md).
-TRITON_CAP_ANNOTATIONS = {"max_batch_size": ANNOTATION_PREFIX + "triton-max-batch-size",
-                          "max_pixels": ANNOTATION_PREFIX + "triton-max-image-pixels",
-                          "max_queue_delay_microseconds": ANNOTATION_PREFIX + "triton-max-queue-delay-microseconds",
-                          "max_queue_size": ANNOTATION_PREFIX + "triton-max-queue-size"}
 
 
 def engine_env(svc: ServiceConfig) -> list[dict]:
@@ -74,13 +65,6 @@ def _probe(probe: Probe) -> dict:
             "timeoutSeconds": probe.timeout_s}
 
 
-# The deploymentMode annotation's value by `kserve.version` (validation/admission.py `mode_name`): KServe 0.15 knows
-# only `Serverless`/`RawDeployment` (any other value gets the default mode); 0.16.0 records `Knative`/`Standard`
-# in status.deploymentMode and refuses every later update, and the finalizer removal of a delete, whose annotation
-# differs from it as written (inference_service_validation.go validateDeploymentMode; fixed in 0.17, kserve#5025).
-MODE_ANNOTATION_KEY = "serving.kserve.io/deploymentMode"
-
-
 def hpa_name(svc: ServiceConfig) -> str:
     """Our HPA's name: never `<name>-predictor`, the name of KServe's own HPA. With autoscalerClass `external`,
     KServe's HPA reconciler (reconcilers/hpa/hpa_reconciler.go: checkHPAExist) fetches `<name>-predictor`; an HPA
@@ -98,22 +82,27 @@ STACK_ONLY_ANNOTATIONS = ("pulumi.com/waitFor", "pulumi.com/timeoutSeconds",
                           *TRITON_CAP_ANNOTATIONS.values())
 
 
+# The deploymentMode annotation's value by `kserve.version` (validation/deployment_mode.py `mode_name`): KServe
+# 0.15 knows only `Serverless`/`RawDeployment` (any other value gets the default mode); 0.16.0 records
+# `Knative`/`Standard` in status.deploymentMode and refuses every later update, and the finalizer removal of a
+# delete, whose annotation differs from it as written (inference_service_validation.go validateDeploymentMode;
+# fixed in 0.17, kserve#5025).
 def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
-    out = {MODE_ANNOTATION_KEY: mode_name(svc.deployment_mode, cfg.kserve.version),
+    out = {MODE_ANNOTATION: mode_name(svc.deployment_mode, cfg.kserve.version),
            # pulumi-kubernetes ≥ 4.18 awaits a custom resource only when told which condition means ready: a
            # service that never comes up fails `pulumi up` instead of reporting success.
            "pulumi.com/waitFor": "condition=Ready",
            "pulumi.com/timeoutSeconds": str(ready_timeout_s(cfg, svc))}
     if svc.deployment_mode == "Standard":
-        out["serving.kserve.io/autoscalerClass"] = "external"
+        out[CLASS_ANNOTATION] = "external"
     out.update(svc.annotations)
     if svc.deployment_mode == "Knative":
         # The revision's progress deadline, written even when it is the default: without the annotation Knative
         # takes config-deployment's progress-deadline, the cluster's (600 s as shipped, what the gate assumes).
         out.setdefault(PROGRESS_DEADLINE_KEY, f"{progress_deadline_s(svc):.0f}s")
     out.update({
-        ANNOTATION_PREFIX + "engine": svc.engine,
-        ANNOTATION_PREFIX + "model": svc.model.name,
+        ENGINE_ANNOTATION: svc.engine,
+        MODEL_ANNOTATION: svc.model.name,
         ANNOTATION_PREFIX + "expected-load-seconds": f"{svc.expected_load_s:g}",
         ANNOTATION_PREFIX + "traffic": traffic_shape(svc.workload),
         **triton_caps(svc),

@@ -31,19 +31,18 @@ import math
 
 from manifests.common import labels
 from simulation.autoscaler.keda import SCRAPE_ANNOTATION
+from simulation.autoscaler.promql import IN_FLIGHT_GAUGES, TRITON_RATE_METRIC
 from stackconfig.schema import ServiceConfig
 
 
 def in_flight_query(svc: ServiceConfig) -> str:
     """PromQL for the requests the service's pods hold (running + queued), summed over its pods."""
     sel = f'{{namespace="{svc.namespace}",pod=~"{svc.name}-predictor-.*"}}'
-    if svc.engine == "vllm":
-        return f"sum(vllm:num_requests_running{sel}) + sum(vllm:num_requests_waiting{sel})"
-    if svc.engine == "tgi":
-        return f"sum(tgi_queue_size{sel}) + sum(tgi_batch_current_size{sel})"
+    if svc.engine in IN_FLIGHT_GAUGES:
+        return " + ".join(f"sum({metric}{sel})" for metric in IN_FLIGHT_GAUGES[svc.engine])
     if svc.engine == "triton":
         window = max(60, math.ceil(2 * svc.prometheus_scrape_interval_s))
-        return f"sum(rate(nv_inference_request_duration_us{sel}[{_duration(window)}])) / 1e6"
+        return f"sum(rate({TRITON_RATE_METRIC}{sel}[{_duration(window)}])) / 1e6"
     raise ValueError(f"engine {svc.engine!r} exports no in-flight metric (config validation refuses it)")
 
 

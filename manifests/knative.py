@@ -19,7 +19,8 @@ from typing import Iterable, Mapping
 from simulation.autoscaler.cluster_config import ClusterAutoscaler
 from validation.knative_podspec import knative_pod_refusals
 from validation.cluster_admission import KNATIVE_FEATURE_DEFAULTS, ClusterAdmission
-from validation.deployment_mode import MODE_ANNOTATION, STANDARD_MODES
+from validation.annotations import MODE_ANNOTATION
+from validation.deployment_mode import STANDARD_MODES
 
 KNATIVE_NAMESPACE = "knative-serving"
 CONFIG_FEATURES = "config-features"

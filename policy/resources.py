@@ -10,6 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
+from validation.annotations import ENGINE_ANNOTATION, MODE_ANNOTATION, TRITON_CAP_ANNOTATIONS
+from validation.annotations import PREFLIGHT_PREFIX as ANN  # noqa: F401  the rules' prefix for the stack's keys
+from validation.deployment_mode import mode_of
 from validation.kubernetes import GPU_RESOURCE, parse_duration
 
 
@@ -21,7 +24,6 @@ HPA_TYPES = ("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:au
 SCALED_OBJECT_TYPE = "kubernetes:keda.sh/v1alpha1:ScaledObject"  # KEDA; its HPA is keda-hpa-<name>
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 DEFAULT_GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
-ANN = "preflight.kserve.io/"
 RECOMMENDED_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
                       "app.kubernetes.io/part-of", "app.kubernetes.io/managed-by")
 EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
@@ -35,10 +37,10 @@ INPUT_CAP_FLAGS = ("--max-model-len", "--max_model_len", "--max-input-tokens", "
                    "--max_length", "--max-total-tokens", "--max_input_length")
 # Triton reads its caps from the model's config.pbtxt; the stack declares them as these annotations
 # (manifests/inference_service.py). No runtime reads a MAX_* environment variable, so none counts as a cap.
-INPUT_CAP_ANNOTATIONS = ("preflight.kserve.io/triton-max-image-pixels",)
+INPUT_CAP_ANNOTATIONS = (TRITON_CAP_ANNOTATIONS["max_pixels"],)
 BATCH_CAP_FLAGS = ("--max-num-seqs", "--max_num_seqs", "--max-batch-size", "--max_batch_size",
                    "--max-num-batched-tokens", "--max-batch-total-tokens", "--max-concurrent-requests")
-BATCH_CAP_ANNOTATIONS = ("preflight.kserve.io/triton-max-batch-size",)
+BATCH_CAP_ANNOTATIONS = (TRITON_CAP_ANNOTATIONS["max_batch_size"],)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -187,8 +189,7 @@ def predictor(res: Resource) -> Mapping:
 
 def deployment_mode(res: Resource) -> str:
     """Knative (KServe's default, a.k.a. Serverless) or Standard (a.k.a. RawDeployment)."""
-    mode = str(annotations(res).get("serving.kserve.io/deploymentMode", "Knative"))
-    return "Standard" if mode in ("Standard", "RawDeployment") else "Knative"
+    return mode_of(str(annotations(res).get(MODE_ANNOTATION, "Knative")))
 
 
 def pod_spec(res: Resource) -> Mapping:
@@ -246,7 +247,7 @@ def mentions_gpu(res: Resource) -> bool:
 def is_gpu_isvc(res: Resource) -> bool:
     """An InferenceService meant for GPUs: it asks for one, selects/tolerates GPU nodes, or names its engine."""
     return is_isvc(res) and (any(container_gpus(c) > 0 for c in containers(res)) or mentions_gpu(res)
-                             or ANN + "engine" in annotations(res))
+                             or ENGINE_ANNOTATION in annotations(res))
 
 
 def isvc_name(res: Resource) -> str:

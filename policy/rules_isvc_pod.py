@@ -13,6 +13,7 @@ from policy.resources import (ADVISORY, ANN, MANDATORY, PREDICTOR_CONTAINER_KEYS
                               gpu_limit, is_device_plugin, is_gpu_isvc, is_model_cache_daemonset, isvc_gpus, num,
                               pod_spec, predictor, tolerations)
 from stackconfig.resource_floors import KSERVE_RUNTIME_MEMORY
+from validation.annotations import ENGINE_ANNOTATION
 from validation.kubernetes import (GPU_RESOURCE, expandable_segments, startup_budget, startup_failures_needed,
                                    tolerates)
 
@@ -128,7 +129,7 @@ def _serving_memory(res: Resource, ctx: Context) -> Iterator[str]:
 
 def _is_pytorch(res: Resource) -> bool:
     """vLLM, TGI and plain Transformers run on PyTorch; without the engine annotation, go by the model format."""
-    engine = str(annotations(res).get(ANN + "engine", ""))
+    engine = str(annotations(res).get(ENGINE_ANNOTATION, ""))
     if engine:
         return engine in PYTORCH_ENGINES
     model_format = _map(_map(predictor(res).get("model")).get("modelFormat")).get("name", "")
@@ -138,7 +139,7 @@ def _is_pytorch(res: Resource) -> bool:
 def _is_vllm(res: Resource) -> bool:
     """The engine annotation; without it, KServe's huggingfaceserver (vLLM backend unless --backend=huggingface)
     or vLLM's own image."""
-    engine = str(annotations(res).get(ANN + "engine", ""))
+    engine = str(annotations(res).get(ENGINE_ANNOTATION, ""))
     if engine:
         return engine == "vllm"
     args, _ = all_args_env(res)

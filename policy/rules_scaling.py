@@ -11,6 +11,7 @@ from policy.resources import (ANN, MANDATORY, SCALED_OBJECT_TYPE, Context, Resou
                               isvc_gpus, isvc_name, knative_autoscaler_data, metadata, num, predictor)
 from simulation.autoscaler.cluster_config import DEFAULT as KNATIVE_AUTOSCALER_DEFAULT
 from simulation.autoscaler.hpa import DEFAULT_DOWN
+from validation.annotations import CLASS_ANNOTATION, KNATIVE_PREFIX
 
 
 def _never_scales_out(what: str, fix: str) -> str:
@@ -58,13 +59,13 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
            "scaleMetric: concurrency, i.e. a KEDA ScaledObject on the runtime's running + waiting requests "
            "(hpa.scaler: keda), or an HPA Pods metric through a custom-metrics adapter (hpa.scaler: hpa).")
     if deployment_mode(res) == "Knative":
-        metric = str(pred.get("scaleMetric") or ann.get("autoscaling.knative.dev/metric") or "concurrency")
-        klass = str(ann.get("autoscaling.knative.dev/class", ""))
+        metric = str(pred.get("scaleMetric") or ann.get(KNATIVE_PREFIX + "metric") or "concurrency")
+        klass = str(ann.get(KNATIVE_PREFIX + "class", ""))
         if metric not in ("concurrency", "rps") or klass.startswith("hpa."):
             yield _never_scales_out(f"{res.label}: scales on {metric!r}" + (f" with class {klass}" if klass else ""),
                                     fix)
         return
-    if str(ann.get("serving.kserve.io/autoscalerClass", "hpa")) == "external":
+    if str(ann.get(CLASS_ANNOTATION, "hpa")) == "external":
         hpas = hpas_for(res, ctx)
         if not hpas:
             yield (f"{res.label}: autoscalerClass is external but no HorizontalPodAutoscaler or ScaledObject targets "
@@ -91,7 +92,7 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
     metric = str(pred.get("scaleMetric") or "cpu")  # KServe's HPA default
     if metric in ("cpu", "memory"):
         yield _never_scales_out(f"{res.label}: KServe's built-in HPA scales it on {metric}", "Set "
-                                "serving.kserve.io/autoscalerClass: external with a KEDA ScaledObject or an HPA on "
+                                f"{CLASS_ANNOTATION}: external with a KEDA ScaledObject or an HPA on "
                                 "in-flight requests (stack: scaleMetric: concurrency), or use Knative mode.")
 
 
@@ -142,15 +143,15 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
     minimum = MIN_SCALE_DOWN_HOLD_S[traffic]
     if deployment_mode(res) == "Knative":
         cluster = knative_autoscaler_data(ctx)  # the stack's config-autoscaler values count for every revision
-        delay_text = ann.get("autoscaling.knative.dev/scale-down-delay", cluster.get("scale-down-delay"))
-        window_text = ann.get("autoscaling.knative.dev/window", cluster.get("stable-window"))
+        delay_text = ann.get(KNATIVE_PREFIX + "scale-down-delay", cluster.get("scale-down-delay"))
+        window_text = ann.get(KNATIVE_PREFIX + "window", cluster.get("stable-window"))
         delay, window = duration_s(delay_text), duration_s(window_text)
         delay = KNATIVE_SCALE_DOWN_DELAY_S if delay is None else delay
         window = KNATIVE_STABLE_WINDOW_S if window is None else window
         if window + delay < minimum:
             shown = (f"window {window_text or f'{KNATIVE_STABLE_WINDOW_S:g}s (default)'} + scale-down-delay "
                      f"{delay_text or f'{KNATIVE_SCALE_DOWN_DELAY_S:g}s (default)'}")
-            yield (f"{res.label}: autoscaling.knative.dev/{shown} keeps a GPU replica only ~{window + delay:g} s "
+            yield (f"{res.label}: {KNATIVE_PREFIX}{shown} keeps a GPU replica only ~{window + delay:g} s "
                    f"after its load ends (at least {minimum:g} s expected for {traffic} traffic), so the next burst "
                    "pays a cold start (flapping). Set scale-down-delay (e.g. \"5m\") and/or window (e.g. \"120s\").")
         return

@@ -11,6 +11,7 @@ from policy.registry import rule
 from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, INPUT_CAP_ANNOTATIONS, INPUT_CAP_FLAGS,
                               MANDATORY, Context, Resource, _has_flag, all_args_env, annotations, deployment_mode,
                               fmt, is_gpu_isvc, num, predictor)
+from validation.annotations import ENGINE_ANNOTATION
 from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S, TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
 
@@ -48,7 +49,7 @@ def _input_caps(res: Resource, ctx: Context) -> Iterator[str]:
         yield (f"{res.label}: no input cap the runtime enforces, so one long prompt or huge image can take the whole "
                "GPU (CUDA OOM for every request in the batch). Set one: --max-model-len (vLLM), --max-input-tokens/"
                "--max-total-tokens (TGI), or for Triton the input dims in config.pbtxt, declared as "
-               "preflight.kserve.io/triton-max-image-pixels (stack: limits.maxInputTokens / maxImagePixels). "
+               f"{INPUT_CAP_ANNOTATIONS[0]} (stack: limits.maxInputTokens / maxImagePixels). "
                "Environment variables such as MAX_INPUT_TOKENS are read by no runtime.")
 
 
@@ -62,7 +63,7 @@ def _batch_caps(res: Resource, ctx: Context) -> Iterator[str]:
                "allows (Triton's dynamic batcher and the Transformers backend until the GPU runs out of memory; vLLM "
                "and TGI their defaults, which the guides' checklist wants stated). Set one: --max-num-seqs (vLLM), "
                "--max-batch-size (TGI), or for Triton max_batch_size in "
-               "config.pbtxt, declared as preflight.kserve.io/triton-max-batch-size (stack: limits.maxBatchSize). "
+               f"config.pbtxt, declared as {BATCH_CAP_ANNOTATIONS[0]} (stack: limits.maxBatchSize). "
                "Environment variables such as MAX_BATCH_SIZE are read by no runtime.")
 
 
@@ -85,7 +86,7 @@ def _flag_value(args: list[str], flags: tuple[str, ...]) -> float | None:
       "Knative: the server's own admission limit (TGI --max-concurrent-requests) admits at least what the "
       "queue-proxy sends a pod (containerConcurrency) and the KPA target", "004 §5; 000 §4",
       lambda res: is_gpu_isvc(res) and deployment_mode(res) == "Knative"
-      and str(annotations(res).get(ANN + "engine", "")) == "tgi")
+      and str(annotations(res).get(ENGINE_ANNOTATION, "")) == "tgi")
 def _server_admission(res: Resource, ctx: Context) -> Iterator[str]:
     """TGI's router answers 429 "Model is overloaded" once `--max-concurrent-requests` requests are inside
     (text-generation-inference router/src: `InferError::Overloaded`). The queue-proxy lets containerConcurrency

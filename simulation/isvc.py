@@ -28,9 +28,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from validation.annotations import (CLASS_ANNOTATION, ENGINE_ANNOTATION, MODE_ANNOTATION, MODEL_ANNOTATION,
+                                    TRITON_CAP_ANNOTATIONS)
+from validation.deployment_mode import simulated_mode
 from validation.errors import Problem
 from validation.fields import Section
-from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S
+from validation.defaults import KNATIVE_CC_MAX, KNATIVE_DEFAULT_TIMEOUT_S, KSERVE_DEFAULT_MIN_REPLICAS
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, KPA_CLASS, from_annotations
@@ -40,12 +43,8 @@ from simulation.autoscaler.kserve_hpa import DEFAULT_CPU_UTILIZATION, kserve_hpa
 from simulation.engine_flags import engine_settings
 from simulation.probe_routes import manifest_probe_problems
 
-MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
-CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
-KNATIVE_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard", "RawDeployment": "Standard"}
 DEFAULT_TIMEOUT_S = float(KNATIVE_DEFAULT_TIMEOUT_S)   # knative pkg/apis/config/defaults.go (validation/defaults.py)
 DEFAULT_CONTAINER_CONCURRENCY = 0  # knative config-defaults container-concurrency as shipped (0: unlimited)
-DEFAULT_MIN_REPLICAS = 1          # kserve pkg/constants/constants.go
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
         meta.problem("annotations", annotations, "expected a mapping of strings")
         annotations = {}
     mode_raw = annotations.get(MODE_ANNOTATION, "Serverless")
-    mode = KNATIVE_MODES.get(mode_raw) if isinstance(mode_raw, str) else None
+    mode = simulated_mode(mode_raw)
     if mode is None:
         problems.append(Problem(f"{path}.metadata.annotations[{MODE_ANNOTATION}]", mode_raw,
                                 "expected 'Knative' (or 'Serverless') or 'Standard' (or 'RawDeployment'); "
@@ -127,7 +126,7 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
     pred = spec_sec.section("predictor", required=True)
     min_rep = pred.int("minReplicas", None, min=0, max=MAX_REPLICAS)   # every pod is simulated: bounded
     max_rep = pred.int("maxReplicas", 0, min=0, max=MAX_REPLICAS)
-    cc = pred.int("containerConcurrency", DEFAULT_CONTAINER_CONCURRENCY, min=0, max=1000)
+    cc = pred.int("containerConcurrency", DEFAULT_CONTAINER_CONCURRENCY, min=0, max=KNATIVE_CC_MAX)
     timeout = pred.float("timeout", None, min=1, max=KNATIVE_MAX_TIMEOUT_S)
     scale_metric = pred.choice("scaleMetric", ["concurrency", "rps", "cpu", "memory"], None)
     scale_target = pred.float("scaleTarget", None, min=0.01)
@@ -187,7 +186,7 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
     hpa: HpaSpec | None = None
     if mode == "Knative":   # KServe's fields over the ISVC's own annotations (SetAutoScalingAnnotations)
         kpa = from_annotations(annotations, cc, problems, f"{path}.metadata.annotations",
-                               min_scale=DEFAULT_MIN_REPLICAS if min_rep is None else min_rep,
+                               min_scale=KSERVE_DEFAULT_MIN_REPLICAS if min_rep is None else min_rep,
                                max_scale=max_rep or None, target=scale_target, metric=scale_metric,
                                autoscaler_class=KPA_CLASS, check_bounds=False, cluster=cluster)
         for key, value in (("initial-scale", kpa.initial_scale), ("max-scale", kpa.max_scale)):
@@ -304,8 +303,6 @@ def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Proble
 # ---------------------------------------------------------------------------------------------------
 # Model-server settings the manifest already states
 # ---------------------------------------------------------------------------------------------------
-ENGINE_ANNOTATION = "preflight.kserve.io/engine"
-MODEL_ANNOTATION = "preflight.kserve.io/model"
 # preflight.kserve.io/engine → simulated server kind. TGI batches like vLLM V1 behind its own router (429
 # above --max-concurrent-requests, 422 for its token caps): kind `tgi` (simulation/gpu/tgi.py), its flags
 # mapped onto the same keys.
@@ -313,11 +310,8 @@ ENGINE_KINDS = {"vllm": "vllm", "tgi": "tgi", "naive": "naive", "triton": "trito
 # The runtime's flags and environment → server keys: simulation/engine_flags.py, shared with the stack's load-time
 # checks (stackconfig/runtimes.py), so the gate simulates the value the stack checked.
 # Triton reads its caps from the model's config.pbtxt, not from args: the stack declares them as annotations
-# (manifests/inference_service.py TRITON_CAP_ANNOTATIONS), read here.
-_ANNOTATED = {"triton": {"preflight.kserve.io/triton-max-batch-size": "max_batch_size",
-                         "preflight.kserve.io/triton-max-image-pixels": "max_pixels",
-                         "preflight.kserve.io/triton-max-queue-delay-microseconds": "max_queue_delay_microseconds",
-                         "preflight.kserve.io/triton-max-queue-size": "max_queue_size"}}
+# (validation/annotations.py TRITON_CAP_ANNOTATIONS, which manifests/inference_service.py writes), read here.
+_ANNOTATED = {"triton": {key: name for name, key in TRITON_CAP_ANNOTATIONS.items()}}
 
 
 def _number(text: Any) -> int | float | None:

@@ -16,7 +16,6 @@ TRUNCATED = 1200
 # Still unanswered when the run stops (duration_s + drain_s: simulation/horizon.py); to the client, a timeout.
 # Not an HTTP code: reported as "unanswered" and counted as an error.
 UNANSWERED = 1504
-STATUSES = (200, 400, 429, 500, 502, 503, 504, TRUNCATED)
 STATUS_LABELS = {TRUNCATED: "200-truncated", UNANSWERED: "unanswered"}
 
 
@@ -31,7 +30,6 @@ QUEUE_PROXY = "queue-proxy"
 SERVER = "server"
 CLIENT_TIMEOUT = "client-timeout"
 CLIENT_BACKOFF = "client-backoff"   # an unanswered user request whose client was waiting to retry
-COMPONENTS = (GATEWAY, ACTIVATOR, QUEUE_PROXY, SERVER, CLIENT_TIMEOUT, CLIENT_BACKOFF)
 
 
 class Request:

@@ -9,7 +9,9 @@ from simulation.autoscaler.config import (CLUSTER_ONLY, PREFIX, PROGRESS_DEADLIN
                                           progress_deadline_s)
 from simulation.autoscaler.hpa import DEFAULT_DOWN, DEFAULT_UP, rules_from_manifest
 from simulation.autoscaler.keda import DEFAULT_SCRAPE_INTERVAL_S, scrape_interval
+from simulation.autoscaler.promql import IN_FLIGHT_GAUGES
 from stackconfig.formats import go_pattern, matches
+from validation.annotations import INITIAL_SCALE
 from validation.errors import Problem
 from validation.fields import Section
 from validation.kubernetes import validation_errors
@@ -35,7 +37,7 @@ KNATIVE_ANNOTATIONS = {
 # Standard-mode concurrency scaling (`hpa.scaler`): KEDA on the runtime's own in-flight metric (manifests/keda.py),
 # or our HPA on a Pods metric that a custom-metrics adapter (prometheus-adapter) must serve.
 SCALERS = ("keda", "hpa")
-KEDA_ENGINES = ("vllm", "tgi", "triton")  # the runtimes that export an in-flight metric (manifests/keda.py)
+KEDA_ENGINES = (*IN_FLIGHT_GAUGES, "triton")  # the runtimes that export an in-flight metric (manifests/keda.py)
 # prometheus-operator's governing Service for a Prometheus in namespace `monitoring` (kube-prometheus-stack).
 DEFAULT_PROMETHEUS_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
 _URL = go_pattern(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/(?u:\S)*)?$")
@@ -73,9 +75,6 @@ def parse_annotations(sec: Section, container_concurrency: int | None,
         if allowed:
             sec.problem(f"annotations[{PROGRESS_DEADLINE_KEY}]", deadline, allowed)
     return annotations
-
-
-INITIAL_SCALE = PREFIX + "initial-scale"
 
 
 def initial_scale_problems(cluster: ClusterAutoscaler, services: list, problems: list[Problem]) -> None:

@@ -12,6 +12,7 @@ from stackconfig.model_credentials import S3_CREDENTIALS, check_one_account, che
 from stackconfig.stress import judged_in, scenario_settings
 from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
                                ServiceConfig)
+from validation.annotations import INITIAL_SCALE
 from validation.errors import Problem
 from validation.fields import Section
 from simulation.analytic import zero_event_trials
@@ -223,9 +224,6 @@ def load_gbps(cold: ColdStartProfile, cache: ModelCacheConfig, readers: int = 1)
     if rate.kind == "fixed":
         return Dist("fixed", min(rate.a, cap))
     return replace(rate, cap=cap if rate.cap is None else min(rate.cap, cap))
-
-
-INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
 
 
 def initial_scale(min_replicas: int, annotations: dict, cluster_default: int = 1) -> int:

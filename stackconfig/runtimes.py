@@ -24,6 +24,7 @@ from catalog import Model
 from stackconfig.formats import IMAGE_REFERENCE, matches
 from stackconfig.types import InputCaps
 from validation.admission import KSERVE_BLOCKED_ENV, kserve_blocked_env, release
+from validation.defaults import SERVING_PORT
 from validation.knative_podspec import KNATIVE_RESERVED_ENV
 from validation.fields import Section
 from validation.kubernetes import expandable_segments, image_pinned
@@ -40,7 +41,6 @@ DEFAULT_CUSTOM_IMAGES = {"tgi": "ghcr.io/huggingface/text-generation-inference:3
 # auto-select TF Serving and TorchServe instead). A custom predictor has no modelFormat.
 MODEL_FORMATS = {"vllm": ("huggingface",), "naive": ("huggingface",), "triton": ("triton", "onnx", "tensorrt"),
                  "tgi": ("huggingface",)}
-MODEL_DIR = "/mnt/models"  # kserve constants.DefaultModelLocalMountPath
 
 
 def is_custom_predictor(engine: str, image: str | None) -> bool:
@@ -140,7 +140,7 @@ def check_env(sec: Section, env: dict, knative_mode: bool, kserve_version: tuple
             sec.problem(f"env.{name}", env[name], f"expected none of {', '.join(sorted(KNATIVE_RESERVED_ENV))} in "
                         f"Knative mode: Knative's webhook refuses the revision ('\"{name}\" is a reserved environment "
                         "variable', pkg/apis/serving/k8s_validation.go) and sets them itself (PORT is the container "
-                        "port, 8080 here)")
+                        f"port, {SERVING_PORT} here)")
         elif name in kserve_blocked_env(kserve_version):
             sec.problem(f"env.{name}", env[name], f"expected no {name} on KServe {version} (kserve.version): its "
                         f"webhook refuses the InferenceService ('setting {name} in container … is not allowed for "

@@ -5,9 +5,10 @@ the simulation reads them back from there (simulation/isvc.py)."""
 
 from __future__ import annotations
 
-from simulation.engine_flags import HTTP_PORT, RESTATED_KEYS, TGI, flag_entries, server_of, setting
-from stackconfig.runtimes import MODEL_DIR, is_custom_predictor, rendered_context
+from simulation.engine_flags import RESTATED_KEYS, TGI, flag_entries, server_of, setting
+from stackconfig.runtimes import is_custom_predictor, rendered_context
 from stackconfig.types import InputCaps, ServiceConfig
+from validation.defaults import MODEL_MOUNT, SERVING_PORT
 from validation.fields import Section
 
 
@@ -45,7 +46,7 @@ def stack_args(svc: ServiceConfig) -> list[str]:
         if custom:  # vllm/vllm-openai: `--model` (docs: Deploying with Docker), its port 8000 by default
             # served under the service's name unless runtime.args names it (the clients' `model`, often the HF id)
             served = [] if _gives(svc, "--served-model-name") else [f"--served-model-name={svc.name}"]
-            args += [f"--model={MODEL_DIR}", *served, f"--port={HTTP_PORT}"]
+            args += [f"--model={MODEL_MOUNT}", *served, f"--port={SERVING_PORT}"]
             if svc.gpus > 1:  # KServe's huggingfaceserver sets it to the GPU count; vLLM's own server to 1
                 args.append(f"--tensor-parallel-size={svc.gpus}")
         else:
@@ -60,7 +61,7 @@ def stack_args(svc: ServiceConfig) -> list[str]:
         if total:
             args.append(f"--max_length={total}")
     elif svc.engine == "tgi":  # text-generation-launcher, a custom predictor on the container port
-        args += [f"--port={HTTP_PORT}", f"--model-id={MODEL_DIR}"]
+        args += [f"--port={SERVING_PORT}", f"--model-id={MODEL_MOUNT}"]
         if caps.max_input_tokens:
             args.append(f"--max-input-tokens={caps.max_input_tokens}")
         if caps.max_input_tokens and caps.max_new_tokens:   # else the launcher's default (the model's context)
@@ -83,9 +84,9 @@ def _rendered_from(key: str, caps: InputCaps) -> tuple[str, str]:
                "max_concurrent_requests": "limits.maxConcurrentRequests"}.get(key)
     if setting:
         return setting, f"set {setting} instead"
-    fixed = {"--port": f"the serving port ({HTTP_PORT}: the probes and the Service reach the server there)",
-             "--model": f"the model directory ({MODEL_DIR}, filled from model.storageUri)",
-             "--model-id": f"the model directory ({MODEL_DIR}, filled from model.storageUri)",
+    fixed = {"--port": f"the serving port ({SERVING_PORT}: the probes and the Service reach the server there)",
+             "--model": f"the model directory ({MODEL_MOUNT}, filled from model.storageUri)",
+             "--model-id": f"the model directory ({MODEL_MOUNT}, filled from model.storageUri)",
              "--model_name": "the service's name", "--served-model-name": "the service's name",
              "--backend": "runtime.engine"}.get(key, "the service's settings")
     return fixed, "remove it"

@@ -28,6 +28,8 @@ from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfig
                                Toleration)
 from stackconfig.server_args import check_rendered_flags
 from stackconfig.stress import parse_stress
+from validation.defaults import KNATIVE_CC_MAX
+from validation.deployment_mode import MODES
 from validation.fields import Section
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S, startup_budget, startup_failures_needed
 from simulation.engine_flags import Pod, node_memory_gib, vllm_scheduler
@@ -39,9 +41,6 @@ from simulation.workload import parse_workload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # relative trace paths resolve here
 
-KNATIVE_CC_MAX = 1000  # container-concurrency-max-limit
-DEPLOYMENT_MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard",
-                    "RawDeployment": "Standard"}
 ENGINES = ["vllm", "tgi", "naive", "triton"]
 ENGINE_MODEL_KIND = {"vllm": "llm", "tgi": "llm", "naive": "llm", "triton": "vision"}  # what each one serves here
 
@@ -94,7 +93,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     if name and not matches(SERVICE_NAME, name):
         sec.problem("name", name, "expected a DNS-1035 label: lowercase letters, digits and '-', starting "
                     "with a letter, at most 42 characters (KServe appends '-predictor-…')")
-    mode = DEPLOYMENT_MODES.get(sec.choice("deploymentMode", list(DEPLOYMENT_MODES), "Knative"), "Knative")
+    mode = MODES.get(sec.choice("deploymentMode", list(MODES), "Knative"), "Knative")
     min_r = sec.int("minReplicas", 1, min=0, max=1000)
     max_r = sec.int("maxReplicas", 0, min=1, max=1000, required=True)
     if max_r and min_r > max_r:

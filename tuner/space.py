@@ -22,6 +22,7 @@ from typing import Any
 
 from catalog import Catalog
 from stackconfig.types import StackConfig
+from validation.annotations import KNATIVE_PREFIX as ANN
 
 CC_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 DELAYS = ("0s", "1m", "2m", "5m", "10m", "15m")
@@ -29,7 +30,6 @@ WINDOWS = ("60s", "120s", "180s", "300s")
 INPUT_CAPS = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 32768)
 BATCHES = (8, 16, 32, 64, 128)
 UTILIZATIONS = (0.8, 0.85, 0.9, 0.95)
-ANN = "autoscaling.knative.dev/"
 
 
 def _service(values: dict, name: str) -> dict:

@@ -37,9 +37,11 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
+from validation.annotations import (ACTIVATION_SCALE, CLASS_ANNOTATION, INITIAL_SCALE, MAX_SCALE_KEYS,
+                                    MODE_ANNOTATION)
 from validation.cluster_admission import ClusterAdmission, Refusal, release
-from validation.deployment_mode import (MODE_ANNOTATION, STANDARD_MODES, deployment_mode_update_refusals,
-                                        mode_name_refusals)
+from validation.defaults import KSERVE_DEFAULT_MIN_REPLICAS
+from validation.deployment_mode import STANDARD_MODES, deployment_mode_update_refusals, mode_name_refusals
 from validation.knative_podspec import knative_pod_refusals, predictor_containers
 from validation.run_as_root import run_as_root_refusals
 
@@ -70,12 +72,6 @@ ISVC_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # kserve IsvcNameFmt
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")  # kserve constants.AutoscalerAllowedClassList
 HPA_METRICS = ("cpu", "memory")  # constants.AutoscalerAllowedHPAMetricsList
 KPA_METRICS = ("concurrency", "rps")  # constants.AutoscalerAllowedKPAMetricsList
-CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
-INITIAL_SCALE = "autoscaling.knative.dev/initial-scale"
-ACTIVATION_SCALE = "autoscaling.knative.dev/activation-scale"
-# knative register.go MaxScaleAnnotation (kmap.KeyPriority: the kebab key wins).
-MAX_SCALE_KEYS = ("autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale")
-KSERVE_DEFAULT_MIN_REPLICAS = 1  # kserve constants.DefaultMinReplicas
 _GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
 

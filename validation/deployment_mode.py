@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
+from validation.annotations import MODE_ANNOTATION
 from validation.cluster_admission import OLDEST_KSERVE, ClusterAdmission, Refusal, release
 
-MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
-STANDARD_MODES = ("Standard", "RawDeployment")
-# kserve pkg/constants/constants.go (v0.16.0): LegacyServerless, LegacyRawDeployment → the names that replace them.
-LEGACY_MODE_NAMES = {"Serverless": "Knative", "RawDeployment": "Standard"}
+# Every name of the two modes the stack renders and the simulation models → the mode (ParseDeploymentMode), in the
+# order the stack's `deploymentMode` choice lists them. kserve pkg/constants/constants.go (v0.16.0):
+# LegacyServerless, LegacyRawDeployment → the names that replace them.
+MODES = {"Knative": "Knative", "Serverless": "Knative", "Standard": "Standard", "RawDeployment": "Standard"}
+STANDARD_MODES = tuple(name for name, mode in MODES.items() if mode == "Standard")
+LEGACY_MODE_NAMES = {name: mode for name, mode in MODES.items() if name != mode}
 MODE_NAMES_SINCE = (0, 16)  # the first release that knows `Knative`/`Standard` (and records them in status)
 MODE_ANNOTATION_NORMALIZED_SINCE = (0, 17)  # kserve#5025: the defaulting webhook rewrites legacy annotations
 # GetDeploymentMode: the values each release reconciles as written; anything else gets the default mode.
@@ -82,7 +85,7 @@ def deployment_mode_update_refusals(obj: str, ann: Mapping, previous: Mapping,
     where = f"metadata.annotations[{MODE_ANNOTATION}]"
     rule = "inference_service_validation.go validateDeploymentMode"
     message = f"update rejected: deploymentMode cannot be changed from {status!r} to {admitted!r}"
-    if _mode(status) != _mode(admitted):
+    if mode_of(status) != mode_of(admitted):
         yield Refusal(obj, where, rule, message + "; the InferenceService must be replaced (delete and create)")
     elif version < MODE_ANNOTATION_NORMALIZED_SINCE:
         yield Refusal(obj, where, rule, message + f": KServe {release(version)} compares the annotation with "
@@ -96,5 +99,11 @@ def deployment_mode_update_refusals(obj: str, ann: Mapping, previous: Mapping,
                       "kserve.version)")
 
 
-def _mode(value: str) -> str:
+def mode_of(value: str) -> str:
+    """The mode a deploymentMode value names, Knative (KServe's default) for any but a Standard name."""
     return "Standard" if value in STANDARD_MODES else "Knative"
+
+
+def simulated_mode(value: object) -> str | None:
+    """`Knative` or `Standard` for one of their names (MODES), else None (ModelMesh, a typo, not a string)."""
+    return MODES.get(value) if isinstance(value, str) else None

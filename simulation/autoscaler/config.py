@@ -21,11 +21,10 @@ from typing import Any
 
 from simulation.autoscaler.cluster_config import (CONFIG_AUTOSCALER, DEFAULT as CLUSTER_DEFAULT, HPA_CLASS,
                                                    KPA_CLASS, ClusterAutoscaler)
+from validation.annotations import KNATIVE_PREFIX as PREFIX, PROGRESS_DEADLINE_KEY
 from validation.errors import Problem
 from validation.kubernetes import parse_duration
 
-PREFIX = "autoscaling.knative.dev/"
-PROGRESS_DEADLINE_KEY = "serving.knative.dev/progress-deadline"
 DEFAULT_PROGRESS_DEADLINE_S = 600.0   # pkg/deployment/config.go ProgressDeadlineDefault (config-deployment)
 ACTIVATION_TIMEOUT_BUFFER_S = 30.0    # kpa/scaler.go activationTimeoutBuffer
 PROGRESS_DEADLINE_MAX_S = float(2**31 - 1)   # the Deployment's progressDeadlineSeconds is an int32

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from validation.annotations import CLASS_ANNOTATION
 from validation.errors import Problem
 
 HPA_METRICS = ("cpu", "memory")   # kserve constants.AutoscalerAllowedHPAMetricsList
 DEFAULT_CPU_UTILIZATION = 80.0    # kserve constants.DefaultCPUUtilization = the API server's default
-CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 _WEBHOOK = "KServe's webhook refuses it (inference_service_validation.go validateScalingHPACompExtension)"
 _NOT_SIMULATED = ("a memory HPA is not simulated (a model server's memory does not follow its load): use cpu, or "
                   f"{CLASS_ANNOTATION}: external with a HorizontalPodAutoscaler or KEDA ScaledObject under `hpa:`")

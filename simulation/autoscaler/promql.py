@@ -21,14 +21,18 @@ from validation.kubernetes import parse_duration
 
 LOOKBACK_S = 300.0   # promql/engine.go defaultLookbackDelta
 
+# The metrics manifests/keda.in_flight_query sums, by engine: the runtime's gauges of requests running and queued,
+# and for Triton the cumulative request time, whose rate is the mean number in flight (manifests/keda.py).
+IN_FLIGHT_GAUGES = {"vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
+                    "tgi": ("tgi_queue_size", "tgi_batch_current_size")}
+TRITON_RATE_METRIC = "nv_inference_request_duration_us"
+_SHOWN = {"vllm": "vLLM", "tgi": "TGI"}
+
 # The in-flight queries manifests/keda.in_flight_query renders, per engine; the label selectors and the Triton
 # rate window may vary, nothing else: any other query (avg(), vector(5), a request rate, a subquery, the request
 # time without `/ 1e6`) would be simulated as something it is not.
 _MATCHER = r'[A-Za-z_]\w*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"'
 _LABELS = rf"(?:\{{\s*(?:{_MATCHER}(?:\s*,\s*{_MATCHER})*\s*,?\s*)?\}})?"
-_GAUGES = {"vLLM": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
-           "TGI": ("tgi_queue_size", "tgi_batch_current_size")}
-_RATE_METRIC = "nv_inference_request_duration_us"
 
 
 def _sum(metric: str) -> str:
@@ -36,12 +40,13 @@ def _sum(metric: str) -> str:
 
 
 _GAUGE_QUERIES = [re.compile(rf"^\s*{_sum(a)}\s*\+\s*{_sum(b)}\s*$", re.ASCII)  # Go's \w and \s: ASCII
-                  for first, second in _GAUGES.values() for a, b in ((first, second), (second, first))]
-_RATE_QUERY = re.compile(rf"^\s*sum\s*\(\s*rate\s*\(\s*{_RATE_METRIC}\s*{_LABELS}\s*\[\s*([0-9a-z]+)\s*\]\s*\)"
-                         rf"\s*\)\s*/\s*(?:1e6|1000000)\s*$", re.ASCII)
-ALLOWED = ("; ".join(f"sum({a}{{…}}) + sum({b}{{…}}) ({engine})" for engine, (a, b) in _GAUGES.items())
-           + f"; sum(rate({_RATE_METRIC}{{…}}[window])) / 1e6 (Triton); label selectors and the window may vary "
-           "(manifests/keda.in_flight_query)")
+                  for first, second in IN_FLIGHT_GAUGES.values() for a, b in ((first, second), (second, first))]
+_RATE_QUERY = re.compile(rf"^\s*sum\s*\(\s*rate\s*\(\s*{TRITON_RATE_METRIC}\s*{_LABELS}"
+                         rf"\s*\[\s*([0-9a-z]+)\s*\]\s*\)\s*\)\s*/\s*(?:1e6|1000000)\s*$", re.ASCII)
+ALLOWED = ("; ".join(f"sum({a}{{…}}) + sum({b}{{…}}) ({_SHOWN[engine]})"
+                     for engine, (a, b) in IN_FLIGHT_GAUGES.items())
+           + f"; sum(rate({TRITON_RATE_METRIC}{{…}}[window])) / 1e6 (Triton); label selectors and the window may "
+           "vary (manifests/keda.in_flight_query)")
 
 
 def query_kind(query: str) -> tuple[str, float] | str:

@@ -15,8 +15,8 @@ from typing import Any
 from validation.fields import Section
 from simulation.clock import NORMAL, scrapes_first
 from simulation.gpu.roofline import DEFAULT_EFFICIENCY, Efficiency
+from simulation.request import BAD_REQUEST, OK, SERVER_ERROR, UNAVAILABLE  # noqa: F401  the servers' codes
 
-OK, BAD_REQUEST, SERVER_ERROR, UNAVAILABLE = 200, 400, 500, 503
 OOM_REASON = "CUDA out of memory"
 EPS = 1e-9
 BATCH_LOG = 1024  # batch sizes a server keeps (the most recent): memory stays flat however long the run

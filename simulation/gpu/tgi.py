@@ -41,9 +41,10 @@ from simulation.gpu.tgi_launcher import default_prefill_tokens, router_problem, 
 from simulation.gpu.vllm import VllmServer
 from simulation.gpu.vllm_spec import VllmSpec
 from simulation.gpu.vllm_v1 import VllmV1Engine
+from simulation.request import TOO_MANY as OVERLOADED
 from simulation.server import ModelServer, register_server
 
-OVERLOADED, UNPROCESSABLE = 429, 422
+UNPROCESSABLE = 422
 DEFAULT_MAX_CONCURRENT_REQUESTS = TGI_DEFAULT_MAX_CONCURRENT_REQUESTS   # launcher main.rs (validation/defaults.py)
 DEFAULT_CUDA_MEMORY_FRACTION = 1.0  # launcher --cuda-memory-fraction
 DEFAULT_WIGGLE_ROOM = 0.90  # TGI_WIGGLE_ROOM (server/text_generation_server/models/globals.py, v3.3)
