@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from validation.defaults import SERVING_PORT
+
 VLLM_OPENAI, HF_VLLM, TGI = "vllm-openai", "huggingfaceserver", "tgi"
 HF_TRANSFORMERS = "huggingfaceserver (Transformers)"
 TP_KEY, SHARDED_KEY, CHUNKED_KEY = "tensor_parallel_size", "sharded", "chunked_prefill"
@@ -26,7 +28,7 @@ RESTATED_KEYS = (TP_KEY, SHARDED_KEY, CHUNKED_KEY, VISIBLE_KEY, SWAP_KEY)
 # Knative's queue-proxy takes in the same pod (Knative's reserved ports, serving pkg/apis/serving/k8s_validation.go:
 # 8012/8013 serving, 8022 admin, 9090/9091 metrics, 8008 profiling; 8112 its TLS port, pkg/networking/constants.go).
 # Standard (RawDeployment) mode runs no queue-proxy. Another listener on a taken port fails to bind (`taken_ports`).
-HTTP_PORT = 8080
+HTTP_PORT = SERVING_PORT
 QUEUE_PROXY_PORTS = (8008, 8012, 8013, 8022, 8112, 9090, 9091)
 # vLLM's `--block-size` choices (argparse choices from `BlockSize`, vllm config/cache.py: 1, 8, 16, 32, 64, 128
 # in 0.8.5 through 0.11.0; 0.11.1 adds 256, which the 0.11.0 image refuses: not accepted), and the ones each

@@ -64,9 +64,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from validation.defaults import MODEL_MOUNT, SERVING_PORT
+
 TRITON = "tritonserver"
-MODEL_REPOSITORY = "/mnt/models"        # the runtime's --model-store (kserve constants.DefaultModelLocalMountPath)
-HTTP_PORT, METRICS_PORT, ANY_ADDRESS = 8080, 8002, "0.0.0.0"
+MODEL_REPOSITORY = MODEL_MOUNT           # the runtime's --model-store (kserve constants.DefaultModelLocalMountPath)
+HTTP_PORT, METRICS_PORT, ANY_ADDRESS = SERVING_PORT, 8002, "0.0.0.0"
 KSERVE_RELEASE = (23, 5)                # kserve-tritonserver's image, nvcr.io/nvidia/tritonserver:23.05-py3
 HTTP_DEFAULT_MAX_INPUT_SIZE = 1 << 26   # src/common.h: 64 MiB
 _SOURCE = "command_line_parser.cc"
@@ -293,7 +295,7 @@ FLAGS: dict[str, TritonFlag] = {
     # -- restated or checked: what KServe's runtime and the gate assume --------------------------------------------
     "--model-repository": TritonFlag(**_REPOSITORY),
     "--model-store": TritonFlag(**_REPOSITORY),
-    "--http-port": TritonFlag(c_int, _INT, **_only(HTTP_PORT, "8080", "KServe's runtime starts Triton with "
+    "--http-port": TritonFlag(c_int, _INT, **_only(HTTP_PORT, str(HTTP_PORT), "KServe's runtime starts Triton with "
                               "--http-port=8080, the container port the probes and Knative's queue-proxy connect to; "
                               "a later --http-port wins, so the server listens elsewhere, no probe connects and the "
                               "pod is never Ready")),

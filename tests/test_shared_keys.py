@@ -50,3 +50,14 @@ def test_the_triton_caps_the_stack_writes_are_the_ones_the_simulation_and_polici
     from simulation.isvc import _ANNOTATED
     assert {v: k for k, v in _ANNOTATED["triton"].items()} == keys.TRITON_CAP_ANNOTATIONS
     assert set(INPUT_CAP_ANNOTATIONS + BATCH_CAP_ANNOTATIONS) <= set(keys.TRITON_CAP_ANNOTATIONS.values())
+
+
+def test_the_serving_port_and_model_mount_are_stated_once():
+    """validation/defaults.py is their home (review rev13-health F4); the flag tables import them too."""
+    from validation.defaults import MODEL_MOUNT, SERVING_PORT
+
+    found = {path.relative_to(ROOT).as_posix() for path in sorted(ROOT.rglob("*.py"))
+             if path.relative_to(ROOT).parts[0] not in ("tests", "docs")
+             for n in ast.walk(ast.parse(path.read_text(), str(path)))
+             if isinstance(n, ast.Constant) and type(n.value) in (int, str) and n.value in (SERVING_PORT, MODEL_MOUNT)}
+    assert found == {"validation/defaults.py"}

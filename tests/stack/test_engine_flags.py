@@ -335,11 +335,11 @@ def test_tgi_reads_its_address_and_port_variables_too():
     assert spec == _spec(_cfg({"engine": "tgi"}))   # checked only: nothing simulated changes
 
 
-def test_the_flag_tables_port_is_the_one_the_stack_renders():
-    from manifests.inference_service import SERVER_PORT
-    from simulation.engine_flag_tables import HTTP_PORT, taken_ports
+def test_the_serving_port_is_taken_in_both_modes():
+    from simulation.engine_flag_tables import taken_ports
+    from validation.defaults import SERVING_PORT
 
-    assert HTTP_PORT == SERVER_PORT and SERVER_PORT in taken_ports("Knative") and SERVER_PORT in taken_ports("Standard")
+    assert SERVING_PORT in taken_ports("Knative") and SERVING_PORT in taken_ports("Standard")
 
 
 # --- Review rev12-diff F2/F8: one rule for the ports the pod already uses, by deployment mode -------------------
