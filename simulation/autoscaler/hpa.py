@@ -15,11 +15,21 @@ in every calculation that uses the tolerance; a KEDA ScaledObject's behavior rea
 stack refuses the field below Kubernetes 1.35 (stackconfig/autoscaling.py `check_hpa_behavior`), where the gate is
 off by default and the API server refuses it.
 
-Simplification: the metric is the mean over pods that report (ready pods); missing pods are not modelled
-(every ready pod reports). Unready pods (Pending — waiting for a node or pulling — or started and not Ready;
-`groupPods` puts Pending pods there) count as 0 usage when scaling up.
+Which pods count (`replica_calculator.go: groupPods`): Pending pods are *unready* for every metric (ignored, and
+0 usage when the rebalanced ratio scales up); a Running pod without a sample is *missing* (on a scale-down it
+counts as using the target — for CPU `max(100, target)` % of its request — on a scale-up 0); the readiness test
+(a started but not Ready pod is unready) runs for CPU only. The loop (`hpa_loop.py`) passes a starting pod
+(container up, model loading) as unready for CPU and as missing for a Pods metric: its server has no sample yet.
+Every Ready pod reports (metrics-server's or the adapter's own lag is not modelled).
+
+Numbers as Kubernetes computes them: CPU utilisation is an integer percent of the summed requests,
+`int32(Σ usage·100 / Σ requests)` (`metrics/utilization.go: GetResourceUtilizationRatio`), before the ratio to
+the target and the tolerance test, and again for the rebalanced ratio. Pods and External metrics are values in
+milli-units: the simulation uses them unrounded (Kubernetes floors a Pods metric's mean to a milli-unit,
+`GetMetricUsageRatio`: below 1/1000 of the target's unit, not modelled).
 A KEDA ScaledObject's HPA (`HpaSpec.keda` set) reads an External metric with an AverageValue target instead:
-`GetExternalPerPodMetricReplicas` — the total over the Deployment's status replicas, no readiness grouping.
+`GetExternalPerPodMetricReplicas` — the total over the Deployment's status replicas, no readiness grouping, no
+truncation, the same tolerance test.
 """
 
 from __future__ import annotations
@@ -76,11 +86,13 @@ class HpaSpec:
     keda: "PrometheusMetric | None" = None   # a KEDA ScaledObject's External metric from Prometheus (keda.py)
 
     def within_tolerance(self, ratio: float) -> bool:
-        """`Tolerances.isWithin`: 1 − scale-down tolerance ≤ ratio ≤ 1 + scale-up tolerance (each direction's own,
-        else the controller's); written as |1 − ratio| against the side's tolerance, as the symmetric test was."""
+        """`replica_calculator.go: Tolerances.isWithin`: `(1 − scaleDown) ≤ ratio ≤ (1 + scaleUp)`, each side its
+        own tolerance, else the controller's. Written as this interval, not |1 − ratio| ≤ tolerance: the two differ
+        in the last bit at the edge (88/80 = 1.1 ≤ 1 + 0.1 keeps the replicas; |1 − 1.1| = 0.10000000000000009)."""
         up, down = self.scale_up.tolerance, self.scale_down.tolerance
-        side = (self.tolerance if up is None else up) if ratio > 1.0 else (self.tolerance if down is None else down)
-        return abs(1.0 - ratio) <= side
+        up = self.tolerance if up is None else up
+        down = self.tolerance if down is None else down
+        return (1.0 - down) <= ratio <= (1.0 + up)
 
     def cpu_percent(self, busy_fraction: float) -> float:
         """Per-pod CPU utilisation (% of the request) for a pod busy this fraction of the sync period."""
@@ -98,39 +110,72 @@ class HpaCalculator:
     recommendations: list[tuple[float, int]] = field(default_factory=list)
     events: list[tuple[float, int]] = field(default_factory=list)   # (time, +added / −removed)
 
-    def replicas_for_metric(self, current: int, ready: int, unready: int, metric_sum: float) -> int:
-        """`GetResourceReplicas`: usage ratio over ready pods, tolerance, unready pods as 0 when scaling up."""
+    def usage_ratio(self, metric_sum: float, pods: int) -> float:
+        """The usage ratio over `pods` samples. CPU: `metrics/utilization.go: GetResourceUtilizationRatio`, the
+        utilisation as an integer percent, `int32(Σ usage·100 / Σ requests)` — with equal requests per pod the
+        floored mean of the pods' percentages (rounded to 1e-9 first, so that a whole percent held as 87.99…9 in
+        binary is 88) — over the target. Pods metric: `GetMetricUsageRatio`, the mean value over the target."""
+        mean = metric_sum / pods
+        if self.spec.metric == "cpu":
+            mean = float(math.floor(round(mean, 9)))
+        return mean / self.spec.target
+
+    def replicas_for_metric(self, current: int, ready: int, unready: int, metric_sum: float,
+                            missing: int = 0) -> int:
+        """`replica_calculator.go: GetResourceReplicas` (cpu) / `calcPlainMetricReplicas` (a Pods metric).
+
+        `ready` pods report and their values sum to `metric_sum`; `unready` ones (Pending; for CPU also started
+        and not Ready) are ignored unless the ratio scales up, then count as 0; `missing` ones (Running, no
+        sample) count as the target going down (CPU: `max(100, target)` % of the request) and as 0 going up.
+        Each ratio passes `usage_ratio` (CPU's whole percent) and `within_tolerance`; a rebalanced ratio that
+        flips the direction, or a replica count that moves against it, keeps the current replicas."""
         s = self.spec
         if ready <= 0:
-            return current
-        ratio = (metric_sum / ready) / s.target
-        if unready == 0 or ratio <= 1.0:
+            return current   # "did not receive metrics for targeted pods": the controller keeps the scale
+        ratio = self.usage_ratio(metric_sum, ready)
+        rebalance_unready = unready > 0 and ratio > 1.0
+        if not rebalance_unready and missing == 0:
             if s.within_tolerance(ratio):
                 return current
             return int(math.ceil(ratio * ready))
-        new_ratio = metric_sum / (ready + unready) / s.target
-        if s.within_tolerance(new_ratio) or (ratio > 1.0) != (new_ratio > 1.0):
+        total, pods = metric_sum, ready
+        if missing and ratio != 1.0:
+            # On a scale-down a missing pod counts as using the target (CPU: all of its request, or the target
+            # when that is above 100 %); on a scale-up as 0. At exactly 1 upstream fills in nothing.
+            fill = (max(100.0, s.target) if s.metric == "cpu" else s.target) if ratio < 1.0 else 0.0
+            total, pods = total + fill * missing, pods + missing
+        if rebalance_unready:
+            pods += unready   # on a scale-up an unready pod counts as 0
+        new_ratio = self.usage_ratio(total, pods)
+        if s.within_tolerance(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
             return current
-        new = int(math.ceil(new_ratio * (ready + unready)))
-        # GetResourceReplicas: a rebalanced scale-up that would shrink the workload keeps it as it is.
-        return current if new_ratio > 1.0 and new < current else new
+        new = int(math.ceil(new_ratio * pods))
+        if (new_ratio < 1.0 and new > current) or (new_ratio > 1.0 and new < current):
+            return current   # the pods counted move it against the direction: keep the workload as it is
+        return new
 
     def replicas_for_external(self, status_replicas: int, usage: float) -> int:
-        """`GetExternalPerPodMetricReplicas`: the metric's total against target × status replicas (all the
-        Deployment's pods, ready or not); outside the tolerance, ceil(total / target)."""
+        """`replica_calculator.go: GetExternalPerPodMetricReplicas` (an External metric, AverageValue target, as
+        KEDA's HPA has): the metric's total against target × status replicas (all the Deployment's pods, ready or
+        not; no readiness grouping, no whole-percent truncation); outside the tolerance (`Tolerances.isWithin`),
+        ceil(total / target). At 0 status replicas the ratio is infinite (or NaN): never within."""
         s = self.spec
         if status_replicas > 0 and s.within_tolerance(usage / (s.target * status_replicas)):
             return status_replicas
         return int(math.ceil(usage / s.target))
 
     def decide(self, now: float, current: int, desired: int) -> int:
-        """`normalizeDesiredReplicasWithBehaviors`: stabilize, rate-limit, clamp to [min, max]."""
+        """`horizontal.go: normalizeDesiredReplicasWithBehaviors`: stabilize (the lowest recommendation of the
+        scale-up window, the highest of the scale-down window; each window strict, as `stabilizeRecommendation
+        WithBehaviors` compares `rec.timestamp.After(cutoff)`), rate-limit, clamp to [min, max]."""
         s = self.spec
         self.recommendations.append((now, desired))
         keep = max(s.scale_up.window_s, s.scale_down.window_s)
         self.recommendations = [(t, r) for t, r in self.recommendations if t > now - keep - 1e-9]
-        up = min([r for t, r in self.recommendations if t > now - s.scale_up.window_s - 1e-9] or [desired])
-        down = max([r for t, r in self.recommendations if t > now - s.scale_down.window_s - 1e-9] or [desired])
+        # horizontal.go stabilizeRecommendationWithBehaviors: a recommendation counts while
+        # `rec.timestamp.After(now − window)`, strictly: one made exactly a window ago is out.
+        up = min([r for t, r in self.recommendations if t > now - s.scale_up.window_s + 1e-9] or [desired])
+        down = max([r for t, r in self.recommendations if t > now - s.scale_down.window_s + 1e-9] or [desired])
         rec = current
         if rec < up:
             rec = up

@@ -41,11 +41,17 @@ class HpaLoop:
                 continue
             pods = sim.endpoints
             ready = len(pods)
-            unready = sum(1 for p in sim.pods if p.state in (PENDING, STARTING))   # groupPods: Pending → unready
+            # replica_calculator.go groupPods: a Pending pod is unready for every metric; a started pod that is not
+            # Ready has no sample from its loading server: for CPU the readiness test makes it unready, for a Pods
+            # metric (no readiness test there) it is missing — the target on a scale-down, 0 on a scale-up.
+            pending = sum(1 for p in sim.pods if p.state == PENDING)
+            starting = sum(1 for p in sim.pods if p.state == STARTING)
             if self.spec.metric == "cpu":
                 total = sum(self.spec.cpu_percent(p.scrape(period)[1]) for p in pods)
+                unready, missing = pending + starting, 0
             else:
                 total = sum(p.scrape(period)[0] for p in pods)
+                unready, missing = pending, starting
             cur = sim.replicas
-            raw = self.calc.replicas_for_metric(cur, ready, unready, total) if ready else cur
+            raw = self.calc.replicas_for_metric(cur, ready, unready, total, missing) if ready else cur
             sim.set_replicas(self.calc.decide(env.now, cur, raw))
