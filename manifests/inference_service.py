@@ -16,6 +16,8 @@ This is the one place where each service knob becomes YAML; the simulation reads
 
 from __future__ import annotations
 
+import json
+
 from manifests.common import labels, restricted_security_context
 from manifests.keda import scaled_object
 from manifests.model_cache import cache_uri
@@ -25,9 +27,9 @@ from simulation.isvc import DEFAULT_CONTAINER_CONCURRENCY, DEFAULT_TIMEOUT_S
 from stackconfig.runtimes import is_custom_predictor, server_image
 from stackconfig.server_args import engine_args
 from stackconfig.schema import GPU_RESOURCE, Probe, ServiceConfig, StackConfig, traffic_shape
-from validation.annotations import (CLASS_ANNOTATION, ENGINE_ANNOTATION, MODE_ANNOTATION, MODEL_ANNOTATION,
-                                    PREFLIGHT_PREFIX as ANNOTATION_PREFIX, PROGRESS_DEADLINE_KEY,
-                                    TRITON_CAP_ANNOTATIONS)
+from validation.annotations import (CLASS_ANNOTATION, CONFIG_AUTOSCALER_ANNOTATION, ENGINE_ANNOTATION,
+                                    MODE_ANNOTATION, MODEL_ANNOTATION, PREFLIGHT_PREFIX as ANNOTATION_PREFIX,
+                                    PROGRESS_DEADLINE_KEY, TRITON_CAP_ANNOTATIONS)
 from validation.defaults import SERVING_PORT as SERVER_PORT
 from validation.deployment_mode import mode_name
 
@@ -79,7 +81,18 @@ STACK_ONLY_PREFIXES = (ANNOTATION_PREFIX, "pulumi.com/")
 STACK_ONLY_ANNOTATIONS = ("pulumi.com/waitFor", "pulumi.com/timeoutSeconds",
                           *(ANNOTATION_PREFIX + k for k in ("engine", "model", "expected-load-seconds", "traffic",
                                                             "slo-p99-latency-seconds", "allow-scale-to-zero")),
-                          *TRITON_CAP_ANNOTATIONS.values())
+                          CONFIG_AUTOSCALER_ANNOTATION, *TRITON_CAP_ANNOTATIONS.values())
+
+
+def declared_config_autoscaler(cfg: StackConfig) -> str | None:
+    """The config-autoscaler keys the stack declares but does not patch (`knative.manageAutoscaler: false`: they
+    say what the cluster has), as compact JSON for the annotation the policies read; None when the stack patches
+    them (the ConfigMapPatch carries them) or declares none. The same `knative.autoscaler.data()` the gate
+    simulates and a patch would write, so policy and gate read one source."""
+    data = cfg.knative.autoscaler.data()
+    if cfg.knative.manage_autoscaler or not data:
+        return None
+    return json.dumps(dict(sorted(data.items())), separators=(",", ":"))
 
 
 # The deploymentMode annotation's value by `kserve.version` (validation/deployment_mode.py `mode_name`): KServe
@@ -111,6 +124,9 @@ def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
         out[ANNOTATION_PREFIX + "slo-p99-latency-seconds"] = f"{svc.slo.p99_latency_s:g}"
     if svc.allow_scale_to_zero and svc.min_replicas == 0:
         out[ANNOTATION_PREFIX + "allow-scale-to-zero"] = "true"
+    declared = declared_config_autoscaler(cfg)
+    if declared and svc.deployment_mode == "Knative":   # only a Knative revision runs with config-autoscaler
+        out[CONFIG_AUTOSCALER_ANNOTATION] = declared
     return out
 
 

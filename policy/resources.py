@@ -6,11 +6,13 @@ Split out of `policy/rules.py`; see its docstring for where the rules run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from validation.annotations import ENGINE_ANNOTATION, MODE_ANNOTATION, TRITON_CAP_ANNOTATIONS
+from validation.annotations import (CONFIG_AUTOSCALER_ANNOTATION, ENGINE_ANNOTATION, MODE_ANNOTATION,
+                                    TRITON_CAP_ANNOTATIONS)
 from validation.annotations import PREFLIGHT_PREFIX as ANN  # noqa: F401  the rules' prefix for the stack's keys
 from validation.deployment_mode import mode_of
 from validation.kubernetes import GPU_RESOURCE, parse_duration
@@ -330,13 +332,21 @@ def hpas_for(res: Resource, ctx: Context) -> list[Resource]:
     return out
 
 
-def knative_autoscaler_data(ctx: Context) -> Mapping:
-    """The knative-serving/config-autoscaler keys the stack patches (`knative.autoscaler`; manifests/knative.py):
-    what every Knative revision without the matching annotation runs with. Empty: Knative's defaults."""
+def knative_autoscaler_data(ctx: Context, res: Optional[Resource] = None) -> Mapping:
+    """The knative-serving/config-autoscaler keys every Knative revision without the matching annotation runs
+    with: those the stack patches (`knative.autoscaler`; manifests/knative.py), else those it declares the cluster
+    has (`knative.manageAutoscaler: false`), which ride on `res` as the JSON annotation
+    `preflight.kserve.io/config-autoscaler` (manifests/inference_service.py). Empty: Knative's defaults."""
     for patch in ctx.of_type("kubernetes:core/v1:ConfigMapPatch"):
         meta = metadata(patch)
         if meta.get("name") == "config-autoscaler" and meta.get("namespace") == "knative-serving":
             return _map(patch.props.get("data"))
+    if res is not None:
+        try:
+            declared = json.loads(str(annotations(res).get(CONFIG_AUTOSCALER_ANNOTATION, "{}")))
+        except ValueError:
+            return {}
+        return {str(k): str(v) for k, v in _map(declared).items()}
     return {}
 
 

@@ -142,7 +142,7 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
     traffic = "steady" if ann.get(ANN + "traffic", "spiky") == "steady" else "spiky"
     minimum = MIN_SCALE_DOWN_HOLD_S[traffic]
     if deployment_mode(res) == "Knative":
-        cluster = knative_autoscaler_data(ctx)  # the stack's config-autoscaler values count for every revision
+        cluster = knative_autoscaler_data(ctx, res)  # config-autoscaler as patched or declared: every revision's
         delay_text = ann.get(KNATIVE_PREFIX + "scale-down-delay", cluster.get("scale-down-delay"))
         window_text = ann.get(KNATIVE_PREFIX + "window", cluster.get("stable-window"))
         delay, window = duration_s(delay_text), duration_s(window_text)

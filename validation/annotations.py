@@ -23,6 +23,9 @@ PROGRESS_DEADLINE_KEY = "serving.knative.dev/progress-deadline"
 PREFLIGHT_PREFIX = "preflight.kserve.io/"
 ENGINE_ANNOTATION = PREFLIGHT_PREFIX + "engine"
 MODEL_ANNOTATION = PREFLIGHT_PREFIX + "model"
+# With `knative.manageAutoscaler: false`, the config-autoscaler values the stack declares the cluster has (JSON), for
+# the policies; a patched stack's ConfigMapPatch carries them instead.
+CONFIG_AUTOSCALER_ANNOTATION = PREFLIGHT_PREFIX + "config-autoscaler"
 # Caps a runtime cannot take as an argument: Triton reads them from the model repository's `config.pbtxt`
 # (`max_batch_size`, `dynamic_batching.default_queue_policy.max_queue_size`, the input tensor's `dims`). The user
 # declares there what the stack config says; these annotations carry the declared values to the simulation and

@@ -1,0 +1,95 @@
+"""Rule logic fixed after review rev13-policy (a platform engineer's own `qa` stack, tests/policy/rev13_qa.yaml):
+findings 2 (declared config-autoscaler), 3 (Standard-mode admission limit), 4 (scale-to-zero timeout), 5 (pinned
+services), 6 (the p99 SLO) and 12 (a hand-written InferenceService's Knative annotations). Each case has a control
+on the other side of the edge, so a rule that never fires fails too."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
+
+from offline import run_program
+from policy.resources import Resource
+from policy.rules import RULES_BY_ID, evaluate
+from policy.stack import resources_from_run
+
+QA = Path(__file__).with_name("rev13_qa.yaml")
+P = "kserve-preflight:"
+
+
+@functools.lru_cache(maxsize=None)
+def _qa_config() -> dict:
+    return yaml.safe_load(QA.read_text())["config"]
+
+
+def qa(edit: Optional[Callable[[dict, Callable[[str], dict]], None]] = None) -> list[Resource]:
+    """The qa stack's resources (the real program under mocks), after `edit(config, svc)`; `svc(name)` is that
+    service's mapping in the config."""
+    config = copy.deepcopy(_qa_config())
+
+    def svc(name: str) -> dict:
+        return next(s for s in config[P + "services"] if s["name"] == name)
+
+    if edit:
+        edit(config, svc)
+    return resources_from_run(run_program("staging", values=config), "qa")
+
+
+def fired(resources: list[Resource], rule_id: str) -> list[str]:
+    return [v.message for v in evaluate(resources, [RULES_BY_ID[rule_id]])]
+
+
+def isvc(resources: list[Resource], name: str) -> Resource:
+    return next(r for r in resources if r.name == f"{name}-isvc")
+
+
+def test_the_unedited_qa_stack_passes():
+    assert [v for v in evaluate(qa()) if v.mandatory] == []
+
+
+# ----- 2: the config-autoscaler values a stack declares but does not patch ---------------------------------------
+def _spiky_tgi_cluster_delay(manage: bool, autoscaler: dict) -> Callable[[dict, Callable[[str], dict]], None]:
+    """qa's tgi made spiky (gamma cv 1.5) without its own scale-down-delay; the cluster's delay in
+    `knative.autoscaler`, patched or (`manageAutoscaler: false`) declared."""
+    def edit(config, svc):
+        tgi = svc("tgi")
+        tgi["maxReplicas"] = 2
+        tgi["workload"].update(kind="gamma", cv=1.5)
+        del tgi["annotations"]["autoscaling.knative.dev/scale-down-delay"]
+        config[P + "knative"] = {"manageAutoscaler": manage, "autoscaler": autoscaler}
+    return edit
+
+
+def test_scale_down_reads_the_declared_cluster_values_when_the_stack_does_not_patch_them():
+    """Review finding 2: with `manageAutoscaler: false` the stack says what the cluster's config-autoscaler holds;
+    the gate simulates those values (gate/__init__.py: scenario_for), so the policy must read them too."""
+    for manage in (True, False):
+        resources = qa(_spiky_tgi_cluster_delay(manage, {"scale-down-delay": "5m"}))
+        assert fired(resources, "isvc-scale-down-stabilization") == [], manage
+    [msg] = fired(qa(_spiky_tgi_cluster_delay(False, {"scale-down-delay": "0s", "stable-window": "6s"})),
+                  "isvc-scale-down-stabilization")
+    assert "window 6s + scale-down-delay 0s" in msg and "~6 s" in msg
+
+
+def test_declared_values_ride_on_knative_services_only_and_never_beside_a_patch():
+    """The annotation carries exactly what the gate simulates (`knative.autoscaler.data()`), on Knative-mode
+    services, and only when no ConfigMapPatch carries them."""
+    import json
+
+    from manifests.inference_service import CONFIG_AUTOSCALER_ANNOTATION, STACK_ONLY_ANNOTATIONS
+    from policy.resources import CONFIG_AUTOSCALER_ANNOTATION as READ
+
+    assert CONFIG_AUTOSCALER_ANNOTATION == READ and READ in STACK_ONLY_ANNOTATIONS   # never reaches a pod
+    declared = {"scale-down-delay": "5m", "stable-window": "90s"}
+    unmanaged = qa(_spiky_tgi_cluster_delay(False, declared))
+    ann = isvc(unmanaged, "tgi").props["metadata"]["annotations"]
+    assert json.loads(ann[READ]) == declared
+    assert READ not in isvc(unmanaged, "chat").props["metadata"]["annotations"]   # Standard mode: no revision
+    assert not [r for r in unmanaged if r.name == "knative-autoscaler-patch"]
+    managed = qa(_spiky_tgi_cluster_delay(True, declared))
+    assert [r for r in managed if r.name == "knative-autoscaler-patch"]
+    assert all(READ not in r.props.get("metadata", {}).get("annotations", {}) for r in managed)
