@@ -350,6 +350,25 @@ def knative_autoscaler_data(ctx: Context, res: Optional[Resource] = None) -> Map
     return {}
 
 
+def knative_bounds(res: Resource) -> tuple[Optional[float], Optional[float]]:
+    """A Knative-mode predictor's (min, max) replicas: minReplicas (KServe's default 1), maxReplicas (None: 0 or
+    unset, unbounded)."""
+    pred = predictor(res)
+    low, high = num(pred.get("minReplicas")), num(pred.get("maxReplicas"))
+    return (1.0 if low is None else low), (high or None)
+
+
+def autoscaler_bounds(hpa: Resource) -> tuple[Optional[float], Optional[float]]:
+    """An HPA's (minReplicas, maxReplicas), unset min = 1 (autoscaling/v2); a ScaledObject's (minReplicaCount,
+    maxReplicaCount), unset = KEDA's 0 and 100."""
+    spec = _map(hpa.props.get("spec"))
+    if hpa.type == SCALED_OBJECT_TYPE:
+        low, high = num(spec.get("minReplicaCount")), num(spec.get("maxReplicaCount"))
+        return (0.0 if low is None else low), (100.0 if high is None else high)
+    low = num(spec.get("minReplicas"))
+    return (1.0 if low is None else low), num(spec.get("maxReplicas"))
+
+
 def autoscaler_behavior(hpa: Resource) -> Mapping:
     """An HPA's `spec.behavior`, or a ScaledObject's `spec.advanced.horizontalPodAutoscalerConfig.behavior`
     (which KEDA copies into the HPA it creates)."""

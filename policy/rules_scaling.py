@@ -3,12 +3,13 @@ replica outlives its load (guides 000, 001, 004)."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 from policy.registry import rule
 from policy.resources import (ANN, MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _list, _map, annotations,
-                              autoscaler_behavior, deployment_mode, duration_s, fmt, hpas_for, is_gpu_isvc,
-                              isvc_gpus, isvc_name, knative_autoscaler_data, metadata, num, predictor)
+                              autoscaler_behavior, autoscaler_bounds, deployment_mode, duration_s, fmt, hpas_for, is_gpu_isvc,
+                              isvc_gpus, isvc_name, knative_autoscaler_data, knative_bounds, metadata, num,
+                              predictor)
 from simulation.autoscaler.cluster_config import DEFAULT as KNATIVE_AUTOSCALER_DEFAULT
 from simulation.autoscaler.hpa import DEFAULT_DOWN
 from validation.annotations import CLASS_ANNOTATION, KNATIVE_PREFIX
@@ -125,6 +126,11 @@ MIN_SCALE_DOWN_HOLD_S = {"spiky": 120.0,   # twice Knative's default window: the
                          "steady": KNATIVE_STABLE_WINDOW_S}   # never less stable than Knative's default
 
 
+def _pinned(low: Optional[float], high: Optional[float]) -> bool:
+    """Equal replica bounds: nothing to scale down to."""
+    return low is not None and high is not None and high >= 1 and low == high
+
+
 @rule("isvc-scale-down-stabilization", MANDATORY,
       "A pod is kept after its load ends (Knative stable window + scale-down delay; HPA scaleDown stabilization "
       "window) at least 120 s where traffic is spiky, and no shorter than Knative's default 60 s elsewhere",
@@ -137,11 +143,15 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
     the scale-down delay, so a pod outlives its load by about window + delay: with the defaults (60 s + 0) the
     next burst a minute later pays a cold start. Steady traffic may keep the defaults, but a shorter window
     ("6s", 10× less stable: the README's flapping story under waves of traffic) fails everywhere. The HPA's
-    scaleDown stabilization window is the same hold (Kubernetes' default 300 s passes)."""
+    scaleDown stabilization window is the same hold (Kubernetes' default 300 s passes). A service pinned at
+    equal replica bounds (Knative minReplicas = maxReplicas; an HPA's or ScaledObject's min = max) never scales
+    down, so it cannot flap: quiet."""
     ann = annotations(res)
     traffic = "steady" if ann.get(ANN + "traffic", "spiky") == "steady" else "spiky"
     minimum = MIN_SCALE_DOWN_HOLD_S[traffic]
     if deployment_mode(res) == "Knative":
+        if _pinned(*knative_bounds(res)):
+            return
         cluster = knative_autoscaler_data(ctx, res)  # config-autoscaler as patched or declared: every revision's
         delay_text = ann.get(KNATIVE_PREFIX + "scale-down-delay", cluster.get("scale-down-delay"))
         window_text = ann.get(KNATIVE_PREFIX + "window", cluster.get("stable-window"))
@@ -156,6 +166,8 @@ def _scale_down(res: Resource, ctx: Context) -> Iterator[str]:
                    "pays a cold start (flapping). Set scale-down-delay (e.g. \"5m\") and/or window (e.g. \"120s\").")
         return
     for hpa in hpas_for(res, ctx):
+        if _pinned(*autoscaler_bounds(hpa)):
+            continue
         down = _map(autoscaler_behavior(hpa).get("scaleDown"))
         set_window = num(down.get("stabilizationWindowSeconds"))
         window = HPA_SCALE_DOWN_WINDOW_S if set_window is None else set_window

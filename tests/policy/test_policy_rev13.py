@@ -93,3 +93,50 @@ def test_declared_values_ride_on_knative_services_only_and_never_beside_a_patch(
     managed = qa(_spiky_tgi_cluster_delay(True, declared))
     assert [r for r in managed if r.name == "knative-autoscaler-patch"]
     assert all(READ not in r.props.get("metadata", {}).get("annotations", {}) for r in managed)
+
+
+# ----- 5: a service pinned at equal replica bounds cannot flap -----------------------------------------------------
+def _spiky(svc: dict) -> None:
+    svc["workload"].update(kind="gamma", cv=1.5)
+
+
+def test_scale_down_is_quiet_for_a_knative_service_pinned_at_min_equal_max():
+    """Review finding 5: tgi at minReplicas 1 = maxReplicas 1, spiky, no scale-down-delay: Knative never scales
+    it down (min-scale = max-scale = 1), so there is no flapping to prevent. maxReplicas 2 can flap: it fails."""
+    def pinned(max_replicas: int):
+        def edit(config, svc):
+            del svc("tgi")["annotations"]["autoscaling.knative.dev/scale-down-delay"]
+            _spiky(svc("tgi"))
+            svc("tgi")["maxReplicas"] = max_replicas
+        return edit
+
+    assert fired(qa(pinned(1)), "isvc-scale-down-stabilization") == []
+    [msg] = fired(qa(pinned(2)), "isvc-scale-down-stabilization")
+    assert "tgi" in msg and "flapping" in msg
+
+
+def test_scale_down_is_quiet_for_a_keda_scaled_service_pinned_at_min_equal_max():
+    """chat (Standard, KEDA ScaledObject) at 2 = 2 with a 60 s stabilization window: quiet; at 2..3 it fails."""
+    def pinned(max_replicas: int):
+        def edit(config, svc):
+            chat = svc("chat")
+            chat.update(minReplicas=2, maxReplicas=max_replicas)
+            chat["hpa"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 60}}
+            _spiky(chat)
+            config[P + "gpuNodeGroup"]["maxSize"] = 5
+        return edit
+
+    assert fired(qa(pinned(2)), "isvc-scale-down-stabilization") == []
+    [msg] = fired(qa(pinned(3)), "isvc-scale-down-stabilization")
+    assert "chat-predictor-scaler" in msg and "stabilizationWindowSeconds 60" in msg
+
+
+def test_replica_bounds_of_each_autoscaler_kind():
+    """An HPA's unset minReplicas is 1; a ScaledObject's unset counts are KEDA's 0 and 100."""
+    from policy.resources import SCALED_OBJECT_TYPE, autoscaler_bounds, knative_bounds
+
+    hpa = Resource("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "h", {"spec": {"maxReplicas": 1}})
+    keda = Resource(SCALED_OBJECT_TYPE, "k", {"spec": {}})
+    assert autoscaler_bounds(hpa) == (1.0, 1.0) and autoscaler_bounds(keda) == (0.0, 100.0)
+    isvc_ = Resource("kubernetes:serving.kserve.io/v1beta1:InferenceService", "i", {"spec": {"predictor": {}}})
+    assert knative_bounds(isvc_) == (1.0, None)   # KServe's default min 1; no max: unbounded, never pinned

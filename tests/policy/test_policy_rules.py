@@ -224,14 +224,17 @@ def test_model_revision_pinning_reads_a_custom_predictors_storage_uri():
 
 
 def test_hpa_scale_down_window_below_the_minimum_is_flagged():
-    """An explicit short scaleDown window flaps; none set is Kubernetes' default 300 s (autoscaling/v2), not a miss."""
+    """An explicit short scaleDown window flaps; none set is Kubernetes' default 300 s (autoscaling/v2), not a miss.
+    Staging's vision is pinned at 1 replica (quiet whatever the window): here it may scale to 2."""
     s = _staging_with_hpa()
+    s.props("vision-hpa")["spec"]["maxReplicas"] = 2
     s.props("vision-hpa")["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 30
     assert any("behavior.scaleDown.stabilizationWindowSeconds 30 (at least 120 s expected" in m
                for m in _fired(s.resources, "isvc-scale-down-stabilization"))
     s.props("vision-hpa")["spec"].pop("behavior")
     assert _fired(s.resources, "isvc-scale-down-stabilization") == []
     keda = Stack(shipped("staging"))  # KEDA copies advanced.horizontalPodAutoscalerConfig.behavior into its HPA
+    keda.props("vision-scaledobject")["spec"]["maxReplicaCount"] = 2
     assert _fired(keda.resources, "isvc-scale-down-stabilization") == []
     behavior = keda.props("vision-scaledobject")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     behavior["scaleDown"]["stabilizationWindowSeconds"] = 0
@@ -431,6 +434,7 @@ def test_an_hpa_without_a_scale_down_window_gets_the_simulations_default(monkeyp
     default = HpaSpec().scale_down.window_s
     assert default == 300
     s = _staging_with_hpa()
+    s.props("vision-hpa")["spec"]["maxReplicas"] = 2   # not pinned at 1 (quiet whatever the window)
     s.props("vision-hpa")["spec"]["behavior"]["scaleDown"].pop("stabilizationWindowSeconds")
     rules = sys.modules[RULES_BY_ID["isvc-scale-down-stabilization"].check.__module__]
     for minimum, fires in ((default, False), (default + 1, True)):
