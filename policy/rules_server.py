@@ -1,6 +1,6 @@
 """Rules over what a GPU InferenceService's model server admits: the revision timeout, the input and batch caps
-the runtime enforces, and the server's own admission limit against what the queue-proxy sends (guides 000, 001,
-004)."""
+the runtime enforces, and the server's own admission limit against what the queue-proxy sends or the scaler's
+target (guides 000, 001, 004)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import Iterator
 
 from policy.registry import rule
 from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, INPUT_CAP_ANNOTATIONS, INPUT_CAP_FLAGS,
-                              MANDATORY, Context, Resource, _has_flag, all_args_env, annotations, deployment_mode,
-                              fmt, is_gpu_isvc, num, predictor)
+                              MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _has_flag, _list, _map, all_args_env,
+                              annotations, autoscaler_behavior, deployment_mode, fmt, hpas_for, is_gpu_isvc, num,
+                              predictor)
+from simulation.autoscaler.hpa import HpaSpec, tolerance_value
+from simulation.autoscaler.promql import IN_FLIGHT_GAUGES
 from validation.annotations import ENGINE_ANNOTATION
 from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S, TGI_DEFAULT_MAX_CONCURRENT_REQUESTS
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
@@ -83,21 +86,37 @@ def _flag_value(args: list[str], flags: tuple[str, ...]) -> float | None:
 
 
 @rule("isvc-server-admission-limit", MANDATORY,
-      "Knative: the server's own admission limit (TGI --max-concurrent-requests) admits at least what the "
-      "queue-proxy sends a pod (containerConcurrency) and the KPA target", "004 §5; 000 §4",
-      lambda res: is_gpu_isvc(res) and deployment_mode(res) == "Knative"
-      and str(annotations(res).get(ENGINE_ANNOTATION, "")) == "tgi")
+      "The server's own admission limit (TGI --max-concurrent-requests) admits what the autoscaling needs: "
+      "Knative, at least what the queue-proxy sends a pod (containerConcurrency) and the KPA target; Standard, more "
+      "than the KEDA/HPA in-flight target × (1 + the HPA's scale-up tolerance)", "004 §5; 000 §4",
+      lambda res: is_gpu_isvc(res) and str(annotations(res).get(ENGINE_ANNOTATION, "")) == "tgi", stack=True)
 def _server_admission(res: Resource, ctx: Context) -> Iterator[str]:
     """TGI's router answers 429 "Model is overloaded" once `--max-concurrent-requests` requests are inside
     (text-generation-inference router/src: `InferError::Overloaded`). The queue-proxy lets containerConcurrency
     requests through to the pod at once, and the KPA adds pods only when the average per pod passes its target,
     so a lower server limit answers 429s before either would act: certain under the load the service is sized
     for, like a timeout below the p99 (`isvc-timeout`). Guide 004: fix the server's concurrency limit first, then
-    set the autoscaler's target to it. Standard mode has no queue-proxy: the server's limit is the only one."""
+    set the autoscaler's target to it. Standard mode has no queue-proxy: the scaler (a KEDA ScaledObject on TGI's
+    `tgi_queue_size` + `tgi_batch_current_size`, or an HPA Pods metric of in-flight requests) averages what the
+    pods hold, which the limit caps, and the HPA adds a pod only when that average passes target × (1 +
+    tolerance) (replica_calculator.go, `Tolerances.isWithin`): a limit at or below it never scales out."""
     args, _ = all_args_env(res)
     limit = _flag_value(args, TGI_MAX_CONCURRENT_FLAGS)
     shown = f"{fmt(limit)}" if limit is not None else f"{TGI_DEFAULT_MAX_CONCURRENT_REQUESTS} (TGI's default)"
     limit = TGI_DEFAULT_MAX_CONCURRENT_REQUESTS if limit is None else limit
+    if deployment_mode(res) == "Standard":
+        for hpa in hpas_for(res, ctx):
+            for target in in_flight_targets(hpa):
+                tolerance = scale_up_tolerance(hpa)
+                if limit <= target * (1 + tolerance):
+                    yield (f"{res.label}: TGI's --max-concurrent-requests is {shown}, so a pod never holds more "
+                           f"than {fmt(limit)} requests, but {hpa.label} adds a pod only when the per-pod average "
+                           f"of in-flight requests passes its target {fmt(target)} × (1 + tolerance "
+                           f"{tolerance:g}) = {target * (1 + tolerance):g}: the service never scales out and the "
+                           f"router answers 429 above {fmt(limit)} a pod. Set scaleTarget to at most "
+                           f"{max(1, math.ceil(limit / (1 + tolerance)) - 1)}, or limits.maxConcurrentRequests to "
+                           f"at least {math.floor(target * (1 + tolerance)) + 1} (stack).")
+        return
     pred = predictor(res)
     cc = num(pred.get("containerConcurrency")) or math.inf   # 0 or unset: the queue-proxy sends without limit
     target = num(pred.get("scaleTarget")) if pred.get("scaleMetric", "concurrency") == "concurrency" else None
@@ -108,3 +127,34 @@ def _server_admission(res: Resource, ctx: Context) -> Iterator[str]:
                f"(containerConcurrency {fmt(None if cc == math.inf else cc)}, scaleTarget {fmt(target)}), so the "
                "router answers 429 before Knative queues or scales. Set limits.maxConcurrentRequests to at least "
                "containerConcurrency (stack), or lower containerConcurrency and scaleTarget to it.")
+
+
+# What names a per-pod count of in-flight requests: TGI's gauges (manifests/keda.py) in a KEDA prometheus query; an
+# HPA Pods metric named for them (the stack's `hpa.podsMetric` default is `inflight_requests`).
+TGI_IN_FLIGHT_GAUGES = IN_FLIGHT_GAUGES["tgi"]
+IN_FLIGHT_METRIC_WORDS = ("inflight", "in_flight", "concurren", *TGI_IN_FLIGHT_GAUGES)
+
+
+def in_flight_targets(hpa: Resource) -> list[float]:
+    """The per-pod in-flight targets an HPA or ScaledObject scales on: a KEDA prometheus trigger on TGI's gauges
+    with metricType AverageValue (KEDA's default), or an HPA Pods metric of in-flight requests (AverageValue)."""
+    spec, out = _map(hpa.props.get("spec")), []
+    if hpa.type == SCALED_OBJECT_TYPE:
+        for t in map(_map, _list(spec.get("triggers"))):
+            meta = _map(t.get("metadata"))
+            if (str(t.get("type")) == "prometheus" and str(t.get("metricType") or "AverageValue") == "AverageValue"
+                    and any(g in str(meta.get("query", "")) for g in TGI_IN_FLIGHT_GAUGES)):
+                out.append(num(meta.get("threshold")))
+    else:
+        for m in map(_map, _list(spec.get("metrics"))):
+            pods = _map(m.get("pods"))
+            name = str(_map(pods.get("metric")).get("name", "")).lower()
+            if str(m.get("type")) == "Pods" and any(w in name for w in IN_FLIGHT_METRIC_WORDS):
+                out.append(num(_map(pods.get("target")).get("averageValue")))
+    return [t for t in out if t is not None and t > 0]
+
+
+def scale_up_tolerance(hpa: Resource) -> float:
+    """`behavior.scaleUp.tolerance` (KEP-4951), else the controller's --horizontal-pod-autoscaler-tolerance."""
+    own = tolerance_value(_map(autoscaler_behavior(hpa).get("scaleUp")).get("tolerance"))
+    return HpaSpec().tolerance if own is None else own

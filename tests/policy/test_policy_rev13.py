@@ -140,3 +140,43 @@ def test_replica_bounds_of_each_autoscaler_kind():
     assert autoscaler_bounds(hpa) == (1.0, 1.0) and autoscaler_bounds(keda) == (0.0, 100.0)
     isvc_ = Resource("kubernetes:serving.kserve.io/v1beta1:InferenceService", "i", {"spec": {"predictor": {}}})
     assert knative_bounds(isvc_) == (1.0, None)   # KServe's default min 1; no max: unbounded, never pinned
+
+
+# ----- 3: Standard mode: the scaler's in-flight target against TGI's admission limit ------------------------------
+def _tgi_standard(target: int, limit: int, scaler: str = "keda"):
+    """The reviewer's qa-tgi-std: tgi in Standard mode with a KEDA ScaledObject (or an HPA on the Pods metric)."""
+    def edit(config, svc):
+        tgi = svc("tgi")
+        for key in ("containerConcurrency", "timeout", "annotations"):
+            del tgi[key]
+        tgi.update(deploymentMode="Standard", maxReplicas=2, scaleTarget=target, hpa={"scaler": scaler})
+        tgi["limits"]["maxConcurrentRequests"] = limit
+        svc("chat")["maxReplicas"] = 2
+    return edit
+
+
+def test_standard_mode_scaler_target_at_or_above_the_admission_limit_never_scales_out():
+    """Review finding 3. The router caps what a pod holds at --max-concurrent-requests, so the per-pod average
+    KEDA's HPA reads never exceeds it, and the HPA adds a pod only above target × 1.1 (its default tolerance):
+    target 12 or 8 against limit 8 never scales out (the gate: 1 ready replica, 58 % 429s); 7 can (7.7 < 8)."""
+    for target in (12, 8):
+        [msg] = fired(qa(_tgi_standard(target, 8)), "isvc-server-admission-limit")
+        assert "ScaledObject/tgi-predictor-scaler" in msg and "never scales out" in msg, msg
+        assert "scaleTarget to at most 7" in msg
+    assert fired(qa(_tgi_standard(7, 8)), "isvc-server-admission-limit") == []
+    [msg] = fired(qa(_tgi_standard(12, 8, "hpa")), "isvc-server-admission-limit")   # the HPA Pods metric
+    assert "HorizontalPodAutoscaler/tgi-predictor-hpa" in msg and "maxConcurrentRequests to at least 14" in msg
+
+
+def test_standard_mode_reads_the_hpas_own_scale_up_tolerance():
+    """`behavior.scaleUp.tolerance` (KEP-4951) replaces the controller's 0.1: at 0, target 7 < limit 8 scales out,
+    at 0.2 it does not (8.4 ≥ 8)."""
+    from policy.rules_server import scale_up_tolerance
+
+    for tolerance, fires in (("0", False), ("200m", True)):
+        resources = qa(_tgi_standard(7, 8))
+        so = next(r for r in resources if r.name == "tgi-scaledobject")
+        so.props["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": {"scaleUp": {
+            "tolerance": tolerance}}}}
+        assert scale_up_tolerance(so) == float(tolerance.replace("200m", "0.2"))
+        assert bool(fired(resources, "isvc-server-admission-limit")) == fires, tolerance
