@@ -137,7 +137,7 @@ def test_startup_probe_missing_and_timeout_below_p99():
     assert any("no startupProbe" in m for m in _fired(s.resources, "isvc-startup-probe"))
     s = Stack(shipped("prod"))
     s.pred("chat-isvc")["timeout"] = 10.0
-    assert any("below the expected p99 latency 60 s" in m for m in _fired(s.resources, "isvc-timeout"))
+    assert any("below the p99 latency SLO 60 s" in m for m in _fired(s.resources, "isvc-timeout"))
 
 
 def test_startup_probe_budget_is_the_kubelets_guaranteed_one_and_the_loaders():
@@ -419,7 +419,7 @@ def test_the_policys_revision_timeout_default_is_the_simulations():
     annotations = s.props("chat-isvc")["metadata"]["annotations"]
     annotations["preflight.kserve.io/slo-p99-latency-seconds"] = f"{simulated + 1:g}"
     [msg] = _fired(s.resources, "isvc-timeout")
-    assert f"timeout is {simulated:g} s (Knative's default), below the expected p99 latency" in msg
+    assert f"timeout is {simulated:g} s (Knative's default), below the p99 latency SLO" in msg
     annotations["preflight.kserve.io/slo-p99-latency-seconds"] = f"{simulated:g}"
     assert _fired(s.resources, "isvc-timeout") == []
 
