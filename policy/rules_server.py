@@ -19,8 +19,16 @@ from validation.defaults import KNATIVE_DEFAULT_TIMEOUT_S, TGI_DEFAULT_MAX_CONCU
 from validation.kubernetes import KNATIVE_MAX_TIMEOUT_S
 
 
+# The fastest GPU node launch the cold-start priors allow (README `coldStart`: nodeProvisionS uniform 60–180 s,
+# stackconfig.platform.COLD_START_DEFAULTS; ../shared/reference/knative-kserve.md §6), kept here as a number so the
+# pack needs no stack config: what a request that wakes a scaled-to-zero revision waits at least, besides the model
+# load, once the cluster-autoscaler has removed the idle node.
+NODE_PROVISION_MIN_S = 60.0
+
+
 @rule("isvc-timeout", MANDATORY,
-      "Knative revision timeout >= the service's p99 latency SLO and <= Knative's 600 s",
+      "Knative revision timeout >= the service's p99 latency SLO and <= Knative's 600 s; with minReplicas 0, >= "
+      "its cold start (model load + the fastest node launch, 60 s)",
       "001 §8, §10-4; 004 §4", is_gpu_isvc)
 def _timeout(res: Resource, ctx: Context) -> Iterator[str]:
     """The p99 bound compared is the SLO (`preflight.kserve.io/slo-p99-latency-seconds`), not a latency estimate:
@@ -28,7 +36,13 @@ def _timeout(res: Resource, ctx: Context) -> Iterator[str]:
     is the service's real limit. Mandatory even where the gate predicts a p99 below the timeout: the pack gives
     one verdict wherever it runs (CrossGuard and `gate.enabled: false` have no prediction), the gate checks the
     SLO and not the timeout, and the fix costs nothing: a team that wants to fail fast lowers the SLO to the
-    timeout, and the gate then checks the predicted p99 against that."""
+    timeout, and the gate then checks the predicted p99 against that.
+
+    A revision that scales to zero (minReplicas 0; KServe overwrites min-scale from it) holds the request that
+    wakes it at the activator, which cuts it at timeoutSeconds with 504 `activator request timeout`
+    (knative-kserve.md §2; guide 001 §8: a 60 s cold start behind a 30 s timeout). Its cold start is the pod's
+    start and model load (`expected-load-seconds`, the 95th percentile the startup probe is sized by) and, once
+    the idle GPU node is gone, a new node (NODE_PROVISION_MIN_S at the fastest) and the image pull on top."""
     if deployment_mode(res) != "Knative":
         return
     raw = num(predictor(res).get("timeout"))
@@ -45,6 +59,19 @@ def _timeout(res: Resource, ctx: Context) -> Iterator[str]:
                "queue-proxy cuts off with 504s, so the timeout, not the SLO, is the real limit. Set "
                f"spec.predictor.timeout between {p99:g} and {KNATIVE_MAX_TIMEOUT_S} s (stack: timeout), or lower "
                f"the SLO (slo.p99LatencyS) to {shown.split(' ')[0]} s if failing fast is intended.")
+    load = num(annotations(res).get(ANN + "expected-load-seconds"))
+    min_r = num(predictor(res).get("minReplicas"))
+    if min_r == 0 and load is not None and timeout < load + NODE_PROVISION_MIN_S:
+        needed = math.ceil(load + NODE_PROVISION_MIN_S)
+        fix = (f"Set spec.predictor.timeout to at least {needed} s (stack: timeout), or minReplicas >= 1."
+               if needed <= KNATIVE_MAX_TIMEOUT_S else
+               f"No timeout Knative accepts covers it ({needed} s > {KNATIVE_MAX_TIMEOUT_S} s): set minReplicas >= 1.")
+        yield (f"{res.label}: minReplicas is 0, so the request that wakes the revision waits at the activator for a "
+               f"cold start: the pod's start and model load ({load:g} s at the 95th percentile, "
+               f"{ANN}expected-load-seconds), after a new GPU node once the idle one is removed ("
+               f"{NODE_PROVISION_MIN_S:g}-180 s, README coldStart) and its image pull. A timeout of {shown} is "
+               f"below {load:g} + {NODE_PROVISION_MIN_S:g} s, so it is cut off with 504 (activator request "
+               f"timeout). {fix}")
 
 
 def _declared(res: Resource, keys: tuple[str, ...]) -> bool:

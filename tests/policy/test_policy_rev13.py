@@ -191,7 +191,33 @@ def test_timeout_rule_names_the_p99_slo_not_an_expected_latency():
         return lambda config, svc: svc("tgi").update(timeout=seconds)
 
     rule = RULES_BY_ID["isvc-timeout"]
-    assert "p99 latency SLO" in rule.title and "expected" not in rule.title
+    assert "p99 latency SLO" in rule.title and "expected p99" not in rule.title
     [msg] = fired(qa(timeout(30)), "isvc-timeout")
     assert "below the p99 latency SLO 45 s" in msg and "lower the SLO (slo.p99LatencyS) to 30 s" in msg, msg
     assert fired(qa(timeout(45)), "isvc-timeout") == []
+
+
+# ----- 4: a scale-to-zero service's timeout against its cold start -------------------------------------------------
+def test_scale_to_zero_timeout_below_the_cold_start_fails():
+    """Review finding 4 (guide 001 §8): qa's tgi at minReplicas 0 loads its model in 71.5 s (p95, the rendered
+    expected-load-seconds); a new node takes at least 60 s more. Timeouts 60 and 120 s cut the waking request with
+    504; 300 s covers it; minReplicas 1 has no cold request."""
+    def s2z(timeout: int, min_replicas: int = 0):
+        return lambda config, svc: svc("tgi").update(minReplicas=min_replicas, timeout=timeout)
+
+    resources = qa(s2z(60))
+    load = float(isvc(resources, "tgi").props["metadata"]["annotations"]["preflight.kserve.io/expected-load-seconds"])
+    assert load == 71.5
+    [msg] = fired(resources, "isvc-timeout")
+    assert "minReplicas is 0" in msg and "504" in msg and "at least 132 s" in msg, msg
+    assert len(fired(qa(s2z(120)), "isvc-timeout")) == 1
+    assert fired(qa(s2z(300)), "isvc-timeout") == []
+    assert fired(qa(s2z(60, min_replicas=1)), "isvc-timeout") == []
+
+
+def test_the_node_launch_is_the_cold_start_priors_fastest():
+    from policy.rules_server import NODE_PROVISION_MIN_S
+    from stackconfig.platform import COLD_START_DEFAULTS
+
+    node = COLD_START_DEFAULTS["nodeProvisionS"]
+    assert node.kind == "uniform" and node.a == NODE_PROVISION_MIN_S
