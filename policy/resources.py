@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from validation.annotations import (CONFIG_AUTOSCALER_ANNOTATION, ENGINE_ANNOTATION, MODE_ANNOTATION,
-                                    TRITON_CAP_ANNOTATIONS)
+from validation.annotations import (CONFIG_AUTOSCALER_ANNOTATION, ENGINE_ANNOTATION, KNATIVE_PREFIX, MAX_SCALE_KEYS,
+                                    MODE_ANNOTATION, TRITON_CAP_ANNOTATIONS)
 from validation.annotations import PREFLIGHT_PREFIX as ANN  # noqa: F401  the rules' prefix for the stack's keys
 from validation.deployment_mode import mode_of
 from validation.kubernetes import GPU_RESOURCE, parse_duration
@@ -350,12 +350,40 @@ def knative_autoscaler_data(ctx: Context, res: Optional[Resource] = None) -> Map
     return {}
 
 
+# Knative's legacy camelCase key for max-scale (pkg/apis/autoscaling/register.go: MaxScaleAnnotation's
+# KeyPriority), which hand-written InferenceServices use (guide 000 §8's template). KServe copies every
+# InferenceService annotation to the revision except its disallowed list (components/predictor.go), which holds
+# `max-scale` and `min-scale` but not the camelCase keys; SetAutoScalingAnnotations then writes max-scale from
+# maxReplicas when that is set (it wins the KeyPriority) and min-scale from minReplicas always (default 1).
+KNATIVE_MAX_SCALE, KNATIVE_MAX_SCALE_LEGACY = MAX_SCALE_KEYS
+KNATIVE_TARGET = KNATIVE_PREFIX + "target"
+
+
+def max_replicas(res: Resource) -> Optional[float]:
+    """The most replicas a predictor may run: `maxReplicas`, else in Knative mode the legacy `maxScale`
+    annotation that reaches the revision; None (0 or unset) is unbounded."""
+    high = num(predictor(res).get("maxReplicas"))
+    if not high and deployment_mode(res) == "Knative":
+        high = num(annotations(res).get(KNATIVE_MAX_SCALE_LEGACY))
+    return high or None
+
+
+def concurrency_target(res: Resource) -> Optional[float]:
+    """A Knative predictor's per-pod concurrency target: `scaleTarget` (KServe writes it as the target
+    annotation), else the user's `autoscaling.knative.dev/target`, which KServe passes through; None when the
+    metric is not concurrency."""
+    pred, ann = predictor(res), annotations(res)
+    if str(pred.get("scaleMetric") or ann.get(KNATIVE_PREFIX + "metric") or "concurrency") != "concurrency":
+        return None
+    target = num(pred.get("scaleTarget"))
+    return num(ann.get(KNATIVE_TARGET)) if target is None else target
+
+
 def knative_bounds(res: Resource) -> tuple[Optional[float], Optional[float]]:
-    """A Knative-mode predictor's (min, max) replicas: minReplicas (KServe's default 1), maxReplicas (None: 0 or
-    unset, unbounded)."""
-    pred = predictor(res)
-    low, high = num(pred.get("minReplicas")), num(pred.get("maxReplicas"))
-    return (1.0 if low is None else low), (high or None)
+    """A Knative-mode predictor's (min, max) replicas: minReplicas (KServe's default 1; min-scale annotations
+    are overwritten by it), `max_replicas` (None: unbounded)."""
+    low = num(predictor(res).get("minReplicas"))
+    return (1.0 if low is None else low), max_replicas(res)
 
 
 def autoscaler_bounds(hpa: Resource) -> tuple[Optional[float], Optional[float]]:

@@ -9,7 +9,7 @@ from typing import Iterator
 from policy.resources import (ADVISORY, Context, MANDATORY, NODE_GROUP_TYPE, RECOMMENDED_LABELS, Resource, _list, _map,
                               containers, fmt, gpus_per_node, has_pods, is_device_plugin, is_gpu_isvc,
                               is_gpu_node_group, is_kubernetes, is_model_cache_daemonset, is_model_cache_pvc,
-                              is_isvc, isvc_gpus, metadata, node_group_capacity, node_group_taints, num,
+                              is_isvc, isvc_gpus, max_replicas, metadata, node_group_capacity, node_group_taints, num,
                               pod_spec, predictor, _args)
 from policy.registry import rule
 from validation.kubernetes import GPU_RESOURCE, image_pinned
@@ -79,7 +79,7 @@ def _ng_peak(res: Resource, ctx: Context) -> Iterator[str]:
     capacity, per_node = node_group_capacity(res), gpus_per_node(res)
     if capacity is None:
         return
-    peak = sum((num(predictor(s).get("maxReplicas")) or 0) * isvc_gpus(s) for s in _services(ctx))
+    peak = sum((max_replicas(s) or 0) * isvc_gpus(s) for s in _services(ctx))
     if peak > capacity:
         yield (f"{res.label}: all services at maxReplicas need {fmt(peak)} GPUs but the node group holds "
                f"{capacity}; simultaneous spikes leave pods Pending. Raise maxSize to {-(-int(peak) // per_node)} "

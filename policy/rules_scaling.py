@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from policy.registry import rule
-from policy.resources import (ANN, MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _list, _map, annotations,
-                              autoscaler_behavior, autoscaler_bounds, deployment_mode, duration_s, fmt, hpas_for, is_gpu_isvc,
-                              isvc_gpus, isvc_name, knative_autoscaler_data, knative_bounds, metadata, num,
-                              predictor)
+from policy.resources import (ANN, KNATIVE_MAX_SCALE, MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _list, _map,
+                              annotations, autoscaler_behavior, autoscaler_bounds, deployment_mode, duration_s, fmt,
+                              hpas_for, is_gpu_isvc, isvc_gpus, isvc_name, knative_autoscaler_data, knative_bounds,
+                              max_replicas, metadata, num, predictor)
 from simulation.autoscaler.cluster_config import DEFAULT as KNATIVE_AUTOSCALER_DEFAULT
 from simulation.autoscaler.hpa import DEFAULT_DOWN
 from validation.annotations import CLASS_ANNOTATION, KNATIVE_PREFIX
@@ -101,12 +101,15 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
       "maxReplicas is set and maxReplicas × GPUs per replica fits the GPU node group (maxSize × GPUs per node)",
       "001 §10-2, §10-3; 000 §9.8", is_gpu_isvc, stack=True)
 def _max_replicas(res: Resource, ctx: Context) -> Iterator[str]:
-    pred = predictor(res)
-    max_r, min_r = num(pred.get("maxReplicas")), num(pred.get("minReplicas"))
+    """In Knative mode an unset maxReplicas leaves the legacy `autoscaling.knative.dev/maxScale` annotation in
+    force (resources.max_replicas); `max-scale` on the InferenceService never reaches the revision."""
+    max_r, min_r = max_replicas(res), num(predictor(res).get("minReplicas"))
     if not max_r or max_r < 1:
-        yield (f"{res.label}: maxReplicas is {fmt(max_r)} (unbounded), so a spike asks for more GPUs than exist "
-               "and the extra pods sit Pending while the queue returns 503s. Set maxReplicas to what the GPU node "
-               "group can hold.")
+        dropped = (f" ({KNATIVE_MAX_SCALE} on the InferenceService is on KServe's serviceAnnotationDisallowedList: "
+                   "it never reaches the revision)" if KNATIVE_MAX_SCALE in annotations(res) else "")
+        yield (f"{res.label}: maxReplicas is {fmt(max_r)} (unbounded){dropped}, so a spike asks for more GPUs than "
+               "exist and the extra pods sit Pending while the queue returns 503s. Set maxReplicas to what the GPU "
+               "node group can hold.")
         return
     if min_r is not None and min_r > max_r:
         yield f"{res.label}: minReplicas {fmt(min_r)} > maxReplicas {fmt(max_r)}. Set minReplicas <= maxReplicas."

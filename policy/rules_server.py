@@ -10,8 +10,8 @@ from typing import Iterator
 from policy.registry import rule
 from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, INPUT_CAP_ANNOTATIONS, INPUT_CAP_FLAGS,
                               MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _has_flag, _list, _map, all_args_env,
-                              annotations, autoscaler_behavior, deployment_mode, fmt, hpas_for, is_gpu_isvc, num,
-                              predictor)
+                              annotations, autoscaler_behavior, concurrency_target, deployment_mode, fmt, hpas_for,
+                              is_gpu_isvc, num, predictor)
 from simulation.autoscaler.hpa import HpaSpec, tolerance_value
 from simulation.autoscaler.promql import IN_FLIGHT_GAUGES
 from validation.annotations import ENGINE_ANNOTATION
@@ -154,7 +154,7 @@ def _server_admission(res: Resource, ctx: Context) -> Iterator[str]:
         return
     pred = predictor(res)
     cc = num(pred.get("containerConcurrency")) or math.inf   # 0 or unset: the queue-proxy sends without limit
-    target = num(pred.get("scaleTarget")) if pred.get("scaleMetric", "concurrency") == "concurrency" else None
+    target = concurrency_target(res)
     sends = max(cc, target or 0)
     if sends > limit:
         yield (f"{res.label}: TGI's --max-concurrent-requests is {shown}, below the "

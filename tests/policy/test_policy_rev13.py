@@ -221,3 +221,48 @@ def test_the_node_launch_is_the_cold_start_priors_fastest():
 
     node = COLD_START_DEFAULTS["nodeProvisionS"]
     assert node.kind == "uniform" and node.a == NODE_PROVISION_MIN_S
+
+
+# ----- 12: a hand-written InferenceService's Knative annotations (guide 000 §8's template) -------------------------
+GUIDE_000_8 = {"autoscaling.knative.dev/metric": "concurrency", "autoscaling.knative.dev/target": "1",
+               "autoscaling.knative.dev/minScale": "1", "autoscaling.knative.dev/maxScale": "8"}
+
+
+def _hand_written(ann: dict, predictor: Optional[dict] = None, args: Optional[list] = None) -> Resource:
+    """Guide 000 §8's InferenceService template as CrossGuard sees it in a user's own program."""
+    container = {"name": "kserve-container", "image": "myrepo/gpu-infer:1.0.0", "args": args or [],
+                 "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "4", "memory": "16Gi"},
+                               "requests": {"cpu": "2", "memory": "8Gi"}}}
+    props = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+             "metadata": {"name": "gpu-infer", "namespace": "ml", "annotations": ann},
+             "spec": {"predictor": {"containers": [container], **(predictor or {})}}}
+    return Resource("kubernetes:serving.kserve.io/v1beta1:InferenceService", "gpu-infer", props)
+
+
+def test_max_replicas_reads_the_legacy_max_scale_annotation_kserve_passes_through():
+    """Review finding 12: the template bounds the revision at 8 with `maxScale`, which KServe copies to the
+    revision (its disallowed list holds only `max-scale`/`min-scale`) and Knative reads (MaxScaleAnnotation's
+    KeyPriority). `max-scale` on the InferenceService is dropped by KServe: still unbounded, and said so."""
+    assert fired([_hand_written(GUIDE_000_8)], "isvc-max-replicas") == []
+    no_bound = {k: v for k, v in GUIDE_000_8.items() if k != "autoscaling.knative.dev/maxScale"}
+    [msg] = fired([_hand_written(no_bound)], "isvc-max-replicas")
+    assert "unbounded" in msg and "never reaches the revision" not in msg
+    [msg] = fired([_hand_written({**no_bound, "autoscaling.knative.dev/max-scale": "8"})], "isvc-max-replicas")
+    assert "max-scale on the InferenceService is on KServe's serviceAnnotationDisallowedList" in msg
+    from policy.resources import max_replicas
+
+    assert max_replicas(_hand_written(GUIDE_000_8, {"maxReplicas": 2})) == 2   # maxReplicas wins (max-scale)
+    standard = {**GUIDE_000_8, "serving.kserve.io/deploymentMode": "Standard"}
+    assert max_replicas(_hand_written(standard)) is None   # no Knative revision reads it
+
+
+def test_admission_limit_reads_the_knative_target_annotation():
+    """A TGI service whose KPA target comes from `autoscaling.knative.dev/target` (no scaleTarget): 16 requests per
+    pod against a limit of 8 answers 429 before Knative scales; a target of 8 fits."""
+    def tgi(target: str) -> Resource:
+        ann = {**GUIDE_000_8, "autoscaling.knative.dev/target": target, "preflight.kserve.io/engine": "tgi"}
+        return _hand_written(ann, {"containerConcurrency": 4}, ["--max-concurrent-requests=8"])
+
+    [msg] = fired([tgi("16")], "isvc-server-admission-limit")
+    assert "scaleTarget 16" in msg
+    assert fired([tgi("8")], "isvc-server-admission-limit") == []
