@@ -51,6 +51,19 @@ def fingerprinted_job(job: tuple[str, int, str | None]) -> tuple[str, dict]:
     return result_cache.simulator_fingerprint(), simulate_job(job)
 
 
+def describe_job(job: tuple[str, int, str | None]) -> str:
+    """A job for a message (simulation/executors.py `WorkerDied`): its scenario's name, duration and seed."""
+    text, seed, _ = job
+    mapping = json.loads(text)
+    name = mapping.get("name", "the scenario") if isinstance(mapping, dict) else "the scenario"
+    seconds = mapping.get("duration_s") if isinstance(mapping, dict) else None
+    return f"the replication of {name!r} with seed {seed}" + (f" ({seconds:g} s)" if isinstance(seconds, (int, float))
+                                                               else "")
+
+
+fingerprinted_job.describe = describe_job   # type: ignore[attr-defined]
+
+
 def _check_fingerprints(found: Sequence[str], mine: str, executor: Any) -> None:
     """Raise SimulatorMismatch unless every report came from a simulator with this process's fingerprint."""
     foreign = sorted(set(found) - {mine})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 import time
 from contextlib import contextmanager
@@ -24,11 +25,25 @@ def unexpected_error_line(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}{': ' + text[:300] if text else ''} — {ISSUES_HINT}"
 
 
+class Terminated(BaseException):
+    """SIGTERM reached the command (`kill PID`, a supervisor, a CI runner): raised in the main thread so that the
+    `finally` blocks run, the local worker processes among them (simulation/executors.py `close`)."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
 def guarded(main: Callable[..., int]) -> Callable[..., int]:
-    """Wrap a CLI `main`: InputError → exit 2 with the problems; KeyboardInterrupt → exit 130; any other
-    exception → one line on stderr and exit 3."""
+    """Wrap a CLI `main`: InputError → exit 2 with the problems; KeyboardInterrupt → exit 130; SIGTERM → exit
+    143 (128 + 15) once the `finally` blocks have stopped the workers; any other exception → one line on stderr
+    and exit 3."""
     @functools.wraps(main)
     def wrapper(*args: Any, **kwargs: Any) -> int:
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminated)
+        except ValueError:   # not the main thread: signals are not ours to handle
+            previous = None
         try:
             return main(*args, **kwargs)
         except InputError as err:
@@ -36,11 +51,17 @@ def guarded(main: Callable[..., int]) -> Callable[..., int]:
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             raise SystemExit(130) from None
+        except Terminated:
+            print("terminated (SIGTERM): the simulations were stopped", file=sys.stderr)
+            raise SystemExit(128 + signal.SIGTERM) from None
         except Exception as exc:  # noqa: BLE001 — the point: no traceback reaches a user
             if os.environ.get("KSERVE_PREFLIGHT_DEBUG"):
                 raise
             print(f"error: {unexpected_error_line(exc)}", file=sys.stderr)
             raise SystemExit(3) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     return wrapper
 
 
