@@ -1,0 +1,26 @@
+"""A `whatif --workload FILE` or `--rate-scale X` over the request budget is blamed on the flag the user passed,
+not on the stack file's services[i].workload, which the user did not write (review rev13-bounds finding 7)."""
+
+from __future__ import annotations
+
+from tests.gate.cli_refusal import exit_2
+
+
+def test_a_workload_file_over_the_budget_names_the_file(tmp_path, capsys):
+    huge = tmp_path / "wl_huge.yaml"
+    huge.write_text("kind: poisson\nrate: 1e7\n")
+    err = exit_2(["whatif", "--stack", "dev", "--workload", str(huge), "--replications", "2"], capsys)
+    assert f"- --workload {huge}: got 'the rollout run" in err
+    assert "services[0] (chat)'s workload as --workload" in err
+    assert "services[0].workload" not in err.replace("services[0] (chat)", "") and "Pulumi.dev.yaml" not in err
+
+
+def test_a_rate_scale_over_the_budget_names_the_flag(capsys):
+    err = exit_2(["whatif", "--stack", "dev", "--rate-scale", "1000", "--set", "gate.durationS=8000"], capsys)
+    assert "- --rate-scale 1000: got 'the steady run (8000 s): chat 4,000,000 requests'" in err
+    assert "kserve-preflight:services[0].workload" not in err
+
+
+def test_a_problem_of_the_stack_itself_keeps_its_key(capsys):
+    err = exit_2(["whatif", "--stack", "dev", "--rate-scale", "2", "--set", "services.chat.maxReplicas=-1"], capsys)
+    assert "services[0].maxReplicas" in err and "--rate-scale" not in err
