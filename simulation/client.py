@@ -6,6 +6,11 @@ status of its last attempt; its latency runs from the first attempt to the final
 Back-off and jitter: AWS Architecture Blog, "Exponential Backoff And Jitter" (full / equal jitter).
 Retry budget: gRPC retry throttling (gRFC A6): a token bucket of `max_tokens`; each failed attempt removes one
 token, each success adds `token_ratio`; retrying is allowed only while tokens > max_tokens / 2.
+Retries are bounded at run time: the request budget (`max_requests`, simulation/budget.py) counts the arrivals
+before the run, and the client may retry as many times again (`retry_limit`); one retry more stops the run with
+an InputError naming client.max_retries and max_requests. Not counted before the run as (1 + max_retries) ×
+arrivals: most runs retry a fraction of their requests, and that worst case (21× at max_retries 20) would refuse
+shipped scenarios that retry a few requests; a run-time bound caps the attempts at twice the budget instead.
 A client timeout is recorded as 504 with component `client-timeout` (the client gave up; the server never
 answered); it cancels the attempt downstream, as a closed connection does through Envoy and the queue-proxy.
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulation.clock import call_later
+from validation.errors import InputError, Problem
 
 
 class Client:
@@ -27,6 +33,7 @@ class Client:
         self.tokens = spec.budget_max_tokens
         self.retries = 0
         self.retries_denied = 0
+        self.retry_limit = getattr(getattr(sim, "scenario", None), "max_requests", None)
         self.backing_off: dict[int, Any] = {}   # attempt id → the failed attempt whose retry is scheduled
 
     @property
@@ -57,9 +64,21 @@ class Client:
         elif spec.jitter == "equal":
             d = d / 2.0 + self.rng.random() * d / 2.0
         self.retries += 1
+        if self.retry_limit is not None and self.retries > self.retry_limit:
+            raise self._too_many_retries()
         self.backing_off[req.id] = req
         call_later(self.env, d, self._retry, req)
         return True
+
+    def _too_many_retries(self) -> InputError:
+        spec, limit = self.spec, self.retry_limit
+        codes = ", ".join(str(c) for c in spec.retry_on)
+        return InputError([Problem("client.max_retries", spec.max_retries, (
+            f"expected the client's retries to stay within the run's request budget (max_requests {limit:,}, "
+            f"retries allowed as many again as the arrivals it counts): the client had retried {limit:,} failed "
+            f"attempts (status {codes}) by t = {self.env.now:,.1f} s, each one more simulated attempt, so the run "
+            "stopped. Lower client.max_retries or add client.retry_budget (a retry then needs tokens that only "
+            "successes give back), or raise max_requests (or --max-requests)"))])
 
     def _retry(self, prev: Any) -> None:
         del self.backing_off[prev.id]

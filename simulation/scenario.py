@@ -123,6 +123,7 @@ class Scenario:
     queue_depth_factor: int = 10             # what-if: queue-proxy queue = factor · CC (Knative: 10)
     series_interval_s: float | None = None
     manifest: dict = field(default_factory=dict)
+    max_requests: int = DEFAULT_REQUEST_BUDGET   # the request budget; the client's retries get as many again
 
 
 def _rate(sec: Section, key: str, default: Dist, unit: str) -> Dist:
@@ -359,6 +360,7 @@ def load_scenario(path_or_mapping: Any, *, base_dir: Any = None, max_requests: i
         initial_replicas=initial, queue_depth_factor=qdf,
         series_interval_s=interval,
         manifest=manifest if isinstance(manifest, dict) else {},
+        max_requests=budget if budget_ok and budget is not None else DEFAULT_REQUEST_BUDGET,
     )
     if serving.gpus > cluster.gpus_per_node:
         problems.append(Problem("cluster.gpus_per_node", cluster.gpus_per_node,
