@@ -8,6 +8,12 @@ progress deadline. A run is one simulation however many services it holds, so th
 counts the whole fleet: every checked service's workload over the run plus each spike's extra stream (a service
 without a workload or slo runs idle, a negligible stream). Checked here, so that a stack the gate could not run is
 refused at load naming the stack's own keys, not the gate's internal ones.
+
+The whole gate's total counts time as well as requests (review rev13-bounds finding 1: 100 quiet services × a day
+× 1,000 replications held < 1 M requests and ran for CPU-hours): every service of the stack runs in every gate
+run, idle or not, and its autoscaler loop (KPA ticks and scrapes) and its Ready pods cost CPU for each simulated
+second. `loop_cpu_s` is that time-driven work at SERVICE_SECOND_CPU_S per service and POD_SECOND_CPU_S per Ready
+pod (minReplicas) per simulated second, counted in requests at REQUESTS_PER_CPU_S.
 """
 
 from __future__ import annotations
@@ -30,11 +36,19 @@ DEFAULT_MAX_REPLICATIONS = 20   # gate.replications.max's default (stackconfig/p
 # within gate.requestBudget, but 1,000 of them (`replications: {min: 1000}`) would run for CPU-days. The default is
 # what the other defaults already allow: every one of the gate's scenarios (steady and GATE_STRESS), each run at
 # most the default gate.requestBudget, at the default replications.max, so a stack whose every run fits the
-# per-run budget at the default replications is never refused by the total (review rev-diff finding 9: 50 M
-# refused a one-service dev stack at 630-1,960 req/s); beyond the defaults the total binds.
+# per-run budget at the default replications is not refused by the total's requests (review rev-diff finding 9:
+# 50 M refused a one-service dev stack at 630-1,960 req/s), only by its time-driven work (`loop_cpu_s`: a few
+# thousand requests' worth per round for the shipped stacks); beyond the defaults the total binds.
 DEFAULT_TOTAL_REQUEST_BUDGET = DEFAULT_REQUEST_BUDGET * DEFAULT_MAX_REPLICATIONS * (1 + len(GATE_STRESS))   # 200 M
 MAX_TOTAL_REQUEST_BUDGET = 1_000_000_000    # gate.totalRequestBudget's own bound: ≈ 5 CPU-hours
 REQUESTS_PER_CPU_S = 50_000                  # for the message's CPU-time figure (simulation/budget.py)
+# The time-driven work per simulated second (benchmarks/gate_idle_cost.py, 2026-12-03, this 2-core machine at load
+# 4-9; dev's chat × 10-20, vLLM, 20,000-86,400 s): a service whose KPA never settles (a request every 5-50 s)
+# costs 4.7-5.9 µs per simulated second beyond its requests, one settled between rare requests 0.9-1.0 µs (idle
+# stretches skipped, simulation/autoscaler/quiet.py); each Ready pod past the first adds 0.0-0.17 µs. The bound
+# takes the unsettled figure for every service: an idle stack is over-estimated (≈ 5×), never under.
+SERVICE_SECOND_CPU_S = 5e-6
+POD_SECOND_CPU_S = 0.2e-6
 
 
 def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: list[Problem], root: str, *,
@@ -87,7 +101,7 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
     if over:
         problems.append(over)
     else:
-        _total_problem(checked, gate, scale_to_zero, problems)
+        _total_problem(checked, services, gate, scale_to_zero, problems)
 
 
 def gate_requests(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], gate: GateConfig,
@@ -118,39 +132,77 @@ def _sum(parts: dict[str, tuple[float, str]]) -> float:
     return math.fsum(n for n, _ in parts.values())
 
 
-def _total_problem(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], gate: GateConfig, scale_to_zero: bool,
-                   problems: list[Problem]) -> None:
-    """The whole gate's requests at most: each scenario's mean requests per run × gate.replications.max (the gate
-    doubles a scenario's replications up to it while a check is undecided, gate/sequential.py)."""
+def loop_cpu_s(services: list[ServiceConfig], seconds: float) -> float:
+    """CPU seconds of one run's time-driven work: every service's autoscaler loop and its Ready pods (at least
+    minReplicas) for `seconds` simulated seconds, whatever the requests (the module docstring)."""
+    pods = sum(max(0, svc.min_replicas) for svc in services)
+    return seconds * (len(services) * SERVICE_SECOND_CPU_S + pods * POD_SECOND_CPU_S)
+
+
+def gate_work(services: list[ServiceConfig], gate: GateConfig, root: str,
+              scale_to_zero: bool = True) -> tuple[list[tuple[str, float, float]], float, float]:
+    """One round of the gate's scenarios (one run each): (gate_requests' runs, their mean requests, the CPU
+    seconds of their time-driven work). The whole gate is gate.replications.max rounds at most."""
+    checked = [(i, svc, parse_workload(Section(svc.workload, "", []), base_dir=root)) for i, svc in enumerate(services)
+               if svc.workload is not None and svc.slo is not None]
+    runs = gate_requests(checked, gate, scale_to_zero)
+    return runs, math.fsum(n for _, _, n in runs), math.fsum(loop_cpu_s(services, t) for _, t, _ in runs)
+
+
+def work_requests(requests: float, cpu_s: float) -> float:
+    """Requests and time-driven CPU seconds as one figure in requests (what gate.totalRequestBudget counts)."""
+    return requests + cpu_s * REQUESTS_PER_CPU_S
+
+
+def _total_problem(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], services: list[ServiceConfig],
+                   gate: GateConfig, scale_to_zero: bool, problems: list[Problem]) -> None:
+    """The whole gate's work at most: each scenario's mean requests per run and its time-driven work, × gate.
+    replications.max (the gate doubles a scenario's replications up to it while a check is undecided,
+    gate/sequential.py)."""
     runs = gate_requests(checked, gate, scale_to_zero)
     total = gate.max_replications * math.fsum(n for _, _, n in runs)
-    if total <= gate.total_request_budget:
+    loops = gate.max_replications * math.fsum(loop_cpu_s(services, t) for _, t, _ in runs)
+    if work_requests(total, loops) <= gate.total_request_budget:
         return
     problems.append(Problem("gate.replications", {"min": gate.min_replications, "max": gate.max_replications},
                             f"expected the whole gate to simulate at most {_budget(gate)}; it runs each scenario "
-                            f"up to gate.replications.max times: {_shown(gate.max_replications, runs, total)}. "
-                            "Lower gate.replications.max, gate.durationS, a rate or gate.scenarios, or raise "
-                            f"gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
+                            f"up to gate.replications.max times: {_shown(gate.max_replications, runs, total)}"
+                            f"{_loops_shown(services, gate.max_replications, runs, total, loops)}. "
+                            "Lower gate.replications.max, gate.durationS, a rate, the number of services or "
+                            f"gate.scenarios, or raise gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
 
 
 def replications_problem(services: list[ServiceConfig], gate: GateConfig, root: str, scale_to_zero: bool,
                          replications: int, key: str, what: str) -> Problem | None:
     """A problem when `replications` runs of every scenario the gate runs (for `whatif --replications`) would
-    simulate more than gate.totalRequestBudget requests; `what` names the side (`the after side`)."""
+    simulate more than gate.totalRequestBudget requests, time-driven work included; `what` names the side."""
     if gate.enabled and replications <= gate.max_replications:   # within what the stack's load check allowed
         return None
-    checked = [(i, svc, parse_workload(Section(svc.workload, "", []), base_dir=root)) for i, svc in enumerate(services)
-               if svc.workload is not None and svc.slo is not None]
-    runs = gate_requests(checked, gate, scale_to_zero)
-    per_round = math.fsum(n for _, _, n in runs)
+    runs, per_round, loops = gate_work(services, gate, root, scale_to_zero)
     total = replications * per_round
-    if total <= gate.total_request_budget:
+    if work_requests(total, replications * loops) <= gate.total_request_budget:
         return None
-    most = max(gate.max_replications, int(gate.total_request_budget // per_round))
+    most = max(gate.max_replications, int(gate.total_request_budget // work_requests(per_round, loops)))
     return Problem(key, replications, f"expected at most {most} for {what}: it would simulate every scenario the "
-                   f"gate runs that many times, {_shown(replications, runs, total)}, over {_budget(gate)}; lower "
-                   f"{key}, or raise gate.totalRequestBudget (--set gate.totalRequestBudget=N, at most "
-                   f"{MAX_TOTAL_REQUEST_BUDGET:,})")
+                   f"gate runs that many times, {_shown(replications, runs, total)}"
+                   f"{_loops_shown(services, replications, runs, total, replications * loops)}, over "
+                   f"{_budget(gate)}; lower {key}, or raise gate.totalRequestBudget (--set gate.totalRequestBudget=N, "
+                   f"at most {MAX_TOTAL_REQUEST_BUDGET:,})")
+
+
+def _loops_shown(services: list[ServiceConfig], replications: int, runs: list[tuple[str, float, float]],
+                 total: float, loops: float) -> str:
+    """The time-driven part of the estimate, when it is more than a rounding of the requests'."""
+    if loops * REQUESTS_PER_CPU_S < 0.001 * max(total, 1.0):
+        return ""
+    pods = sum(max(0, svc.min_replicas) for svc in services)
+    seconds = math.fsum(t for _, t, _ in runs)
+    minutes = (total / REQUESTS_PER_CPU_S + loops) / 60
+    return (f", plus the time-driven work of the stack's {len(services)} services (its services list: each one's "
+            f"autoscaler loop) and their {pods} Ready pods (minReplicas), requests or not: {replications} × "
+            f"{seconds:g} s (gate.durationS and the stress runs) × ({len(services)} × "
+            f"{SERVICE_SECOND_CPU_S * 1e6:g} µs + {pods} × {POD_SECOND_CPU_S * 1e6:g} µs) ≈ {loops:,.0f} CPU-seconds, "
+            f"counted as {loops * REQUESTS_PER_CPU_S:,.0f} requests: ≈ {minutes:,.0f} CPU-minutes in all")
 
 
 def _budget(gate: GateConfig) -> str:

@@ -128,3 +128,39 @@ def test_the_estimate_counts_the_scenarios_the_gate_runs(stack, edit):
     cfg = parse_stack_config(values, project, stack)
     assert [(kind, seconds) for kind, seconds, _ in _requests(cfg)] == \
         [(s.kind, s.fleet["duration_s"]) for s in stack_scenarios(cfg, cfg.gate.scenarios)]
+
+
+def _quiet_fleet(n: int, pods: int, **gate) -> dict:
+    """dev's chat `n` times at 0.0001 req/s (8.64 requests per service-day), `pods` Ready pods each."""
+    values = _dev(0.0001, **gate)
+    chat = values["services"][0]
+    values["services"] = [{**copy.deepcopy(chat), "name": f"chat{i}", "minReplicas": pods, "maxReplicas": pods + 1}
+                          for i in range(n)]
+    values["gpuNodeGroup"].update(maxSize=min(1000, (pods + 2) * n + 1), minSize=0, desiredSize=0)
+    return values
+
+
+def test_a_quiet_fleet_for_a_day_at_a_thousand_replications_is_refused_by_its_time_driven_work():
+    """Review rev13-bounds finding 1: 100 services × 5 pods × 86,400 s × 1,000 replications held 888,600 requests
+    (0.4 % of the total budget) and was accepted, yet one replication took 10.8 worker CPU s (≈ 3 CPU-hours for
+    the steady scenario): the loops and pods cost CPU for every simulated second, requests or not."""
+    problem = _refusal(_quiet_fleet(100, 5, durationS=86400, replications={"min": 1000, "max": 1000}))
+    assert "≈ 888,600 requests, plus the time-driven work of the stack's 100 services" in problem.allowed
+    assert "their 500 Ready pods (minReplicas)" in problem.allowed
+    assert "1000 × 88620 s (gate.durationS and the stress runs) × (100 × 5 µs + 500 × 0.2 µs)" in problem.allowed
+    assert "Lower gate.replications.max, gate.durationS, a rate, the number of services" in problem.allowed
+
+
+def test_the_same_quiet_fleet_at_the_default_replications_is_accepted():
+    # 20 × 88,620 s × 600 µs ≈ 1,063 CPU s ≈ 53 M requests' worth, within the default 200 M
+    assert parse_stack_config(_quiet_fleet(100, 5, durationS=86400), PROJECT, "dev")
+
+
+def test_the_time_driven_work_is_what_benchmarks_gate_idle_cost_measures():
+    """The constants bound the measured costs: ≈ 4.7-4.9 µs per unsettled service-second beyond the requests, 0.9
+    µs settled, ≤ 0.17 µs per extra Ready pod-second (benchmarks/gate_idle_cost.py)."""
+    from stackconfig.gate_runs import POD_SECOND_CPU_S, SERVICE_SECOND_CPU_S, loop_cpu_s
+
+    cfg = parse_stack_config(_quiet_fleet(3, 2), PROJECT, "dev")
+    assert loop_cpu_s(cfg.services, 1000.0) == pytest.approx(1000 * (3 * SERVICE_SECOND_CPU_S + 6 * POD_SECOND_CPU_S))
+    assert 4.7e-6 <= SERVICE_SECOND_CPU_S <= 1e-5 and 0.17e-6 <= POD_SECOND_CPU_S <= 1e-6
