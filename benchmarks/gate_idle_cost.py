@@ -57,7 +57,8 @@ def main() -> None:
     more = cpu_s(fleet(n, p2, d, rate)) - cpu_s(fleet(n, p2, 60.0, rate))
     per_service = one / (d * n)
     per_pod = (more - one) / (d * n * (p2 - 1))
-    print(f"{n} services x {d:g} s at {rate:g} req/s ({rate * d * n:,.0f} requests): P=1 {one:.2f} CPU s, P={p2} {more:.2f} CPU s; "
+    print(f"{n} services x {d:g} s at {rate:g} req/s ({rate * d * n:,.0f} requests): "
+          f"P=1 {one:.2f} CPU s, P={p2} {more:.2f} CPU s; "
           f"per service-second at 1 pod {per_service * 1e6:.3f} us, per extra pod-second {per_pod * 1e6:.3f} us")
 
 

@@ -165,7 +165,7 @@ def _total_problem(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], servi
     if work_requests(total, loops) <= gate.total_request_budget:
         return
     problems.append(Problem("gate.replications", {"min": gate.min_replications, "max": gate.max_replications},
-                            f"expected the whole gate to simulate at most {_budget(gate)}; it runs each scenario "
+                            f"expected the whole gate to simulate at most {budget_text(gate)}; it runs each scenario "
                             f"up to gate.replications.max times: {_shown(gate.max_replications, runs, total)}"
                             f"{_loops_shown(services, gate.max_replications, runs, total, loops)}. "
                             "Lower gate.replications.max, gate.durationS, a rate, the number of services or "
@@ -186,8 +186,8 @@ def replications_problem(services: list[ServiceConfig], gate: GateConfig, root: 
     return Problem(key, replications, f"expected at most {most} for {what}: it would simulate every scenario the "
                    f"gate runs that many times, {_shown(replications, runs, total)}"
                    f"{_loops_shown(services, replications, runs, total, replications * loops)}, over "
-                   f"{_budget(gate)}; lower {key}, or raise gate.totalRequestBudget (--set gate.totalRequestBudget=N, "
-                   f"at most {MAX_TOTAL_REQUEST_BUDGET:,})")
+                   f"{budget_text(gate)}; lower {key}, or raise gate.totalRequestBudget "
+                   f"(--set gate.totalRequestBudget=N, at most {MAX_TOTAL_REQUEST_BUDGET:,})")
 
 
 def _loops_shown(services: list[ServiceConfig], replications: int, runs: list[tuple[str, float, float]],
@@ -201,11 +201,13 @@ def _loops_shown(services: list[ServiceConfig], replications: int, runs: list[tu
     return (f", plus the time-driven work of the stack's {len(services)} services (its services list: each one's "
             f"autoscaler loop) and their {pods} Ready pods (minReplicas), requests or not: {replications} × "
             f"{seconds:g} s (gate.durationS and the stress runs) × ({len(services)} × "
-            f"{SERVICE_SECOND_CPU_S * 1e6:g} µs + {pods} × {POD_SECOND_CPU_S * 1e6:g} µs) ≈ {loops:,.0f} CPU-seconds, "
-            f"counted as {loops * REQUESTS_PER_CPU_S:,.0f} requests: ≈ {minutes:,.0f} CPU-minutes in all")
+            f"{SERVICE_SECOND_CPU_S * 1e6:g} µs + {pods} × {POD_SECOND_CPU_S * 1e6:g} µs) ≈ {loops:,.0f} "
+            f"CPU-seconds, counted as {loops * REQUESTS_PER_CPU_S:,.0f} requests: ≈ {minutes:,.0f} CPU-minutes "
+            "in all")
 
 
-def _budget(gate: GateConfig) -> str:
+def budget_text(gate: GateConfig) -> str:
+    """gate.totalRequestBudget and its CPU time, for a message (also `preflight tune --trials`)."""
     minutes = gate.total_request_budget / REQUESTS_PER_CPU_S / 60
     return (f"gate.totalRequestBudget {gate.total_request_budget:,} requests (≈ {minutes:,.0f} CPU-minutes at "
             f"{REQUESTS_PER_CPU_S:,} requests per CPU-second)")

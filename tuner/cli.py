@@ -106,6 +106,31 @@ def _values(args: Any) -> tuple[str, dict]:
     return project, values
 
 
+def trials_problem(cfg: Any, trials: int) -> Problem | None:
+    """A problem when the search would simulate more than the stack's gate.totalRequestBudget: each trial is a
+    whole gate (every scenario up to gate.replications.max runs, its time-driven work included:
+    stackconfig/gate_runs.py), and up to REJUDGE_MAX passing candidates are judged again on fresh seeds. The
+    search is held to the budget one gate is held to (review rev13-bounds finding 2: --trials 10000 on prod,
+    ≈ 20 s a trial, was accepted: ≈ 55 hours)."""
+    from stackconfig.gate_runs import budget_text, gate_work, work_requests
+
+    gate = cfg.gate
+    _, requests, loops = gate_work(cfg.services, gate, str(ROOT), cfg.knative.autoscaler.enable_scale_to_zero)
+    per_gate = gate.max_replications * work_requests(requests, loops)
+    gates = trials + REJUDGE_MAX
+    if per_gate <= 0 or gates * per_gate <= gate.total_request_budget:
+        return None
+    most = int(gate.total_request_budget // per_gate) - REJUDGE_MAX
+    allowed = (f"expected at most {most} for stack {cfg.stack!r}" if most >= 1 else
+               f"expected a stack whose gate the budget holds {REJUDGE_MAX + 1} times over (none does here)")
+    return Problem("--trials", trials, f"{allowed}: each trial runs the whole gate, up to gate.replications.max "
+                   f"({gate.max_replications}) runs of every scenario ≈ {per_gate:,.0f} requests (time-driven work "
+                   f"included), and up to {REJUDGE_MAX} passing candidates are judged again on fresh seeds: "
+                   f"({trials} + {REJUDGE_MAX}) × {per_gate:,.0f} ≈ {gates * per_gate:,.0f} requests, over "
+                   f"{budget_text(gate)}; lower --trials, or gate.replications.max or gate.durationS in the stack, "
+                   "or raise gate.totalRequestBudget there")
+
+
 def run(args: Any, executor: Any = None, console: Any = None) -> int:
     """The tune command; 0 when a passing configuration was found, 1 when none passed."""
     from rich.console import Console
@@ -114,7 +139,11 @@ def run(args: Any, executor: Any = None, console: Any = None) -> int:
     from stackconfig.schema import parse_stack_config
 
     project, values = _values(args)
-    prices = _prices(args.price, set(parse_stack_config(values, project, args.stack).catalog.instances))
+    cfg = parse_stack_config(values, project, args.stack)
+    over = trials_problem(cfg, args.trials)
+    if over:
+        raise InputError([over])
+    prices = _prices(args.price, set(cfg.catalog.instances))
     console = console or Console(stderr=args.json)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
