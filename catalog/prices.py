@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PRICE_DATE = "2025-06"
-REGION = "us-east-1"
 SOURCE = "https://aws.amazon.com/ec2/pricing/on-demand/ (Linux, shared tenancy)"
 SPOT_ESTIMATE_RATIO = 0.4   # an assumption, not a quote: GPU spot capacity has traded around 30–60 % of on-demand
 

@@ -93,14 +93,12 @@ class Context:
     taints: list[dict] = field(default_factory=lambda: [dict(DEFAULT_GPU_TAINT)])  # Kubernetes spelling
     gpu_labels: dict[str, str] = field(default_factory=dict)
     gpu_capacity: Optional[int] = None  # Σ maxSize × GPUs per node over the GPU node groups
-    node_groups: list[Resource] = field(default_factory=list)
 
     @classmethod
     def of(cls, resources: Iterable[Resource]) -> "Context":
         resources = list(resources)
         ctx = cls(resources=resources)
         groups = [r for r in resources if r.type == NODE_GROUP_TYPE and is_gpu_node_group(r)]
-        ctx.node_groups = groups
         taints = [t for g in groups for t in node_group_taints(g)]
         if taints:
             ctx.taints = taints

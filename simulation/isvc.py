@@ -99,10 +99,6 @@ class ServingSpec:
         return spec
 
 
-def _probe(sec: Section, key: str) -> tuple[Section, bool]:
-    return sec.section(key), sec.has(key)
-
-
 def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[Problem],
                    cluster: ClusterAutoscaler) -> ServingSpec:
     top = Section(manifest, path, problems)

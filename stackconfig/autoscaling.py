@@ -18,21 +18,21 @@ from validation.kubernetes import validation_errors
 
 # Knative annotations a service may set (pkg/apis/autoscaling/register.go). min/max-scale, target, metric and
 # class come from KServe's own fields, so setting them here would put one knob in two places.
-KNATIVE_ANNOTATIONS = {
-    "autoscaling.knative.dev/scale-down-delay": "duration",
-    "autoscaling.knative.dev/window": "duration",
-    "autoscaling.knative.dev/target-burst-capacity": "number",
-    "autoscaling.knative.dev/initial-scale": "number",
-    "autoscaling.knative.dev/activation-scale": "number",
-    "autoscaling.knative.dev/panic-window-percentage": "number",
-    "autoscaling.knative.dev/panic-threshold-percentage": "number",
-    "autoscaling.knative.dev/target-utilization-percentage": "number",
-    "autoscaling.knative.dev/scale-to-zero-pod-retention-period": "duration",
-    "autoscaling.knative.dev/metric-aggregation-algorithm": "word",
+KNATIVE_ANNOTATIONS = frozenset({
+    "autoscaling.knative.dev/scale-down-delay",
+    "autoscaling.knative.dev/window",
+    "autoscaling.knative.dev/target-burst-capacity",
+    "autoscaling.knative.dev/initial-scale",
+    "autoscaling.knative.dev/activation-scale",
+    "autoscaling.knative.dev/panic-window-percentage",
+    "autoscaling.knative.dev/panic-threshold-percentage",
+    "autoscaling.knative.dev/target-utilization-percentage",
+    "autoscaling.knative.dev/scale-to-zero-pod-retention-period",
+    "autoscaling.knative.dev/metric-aggregation-algorithm",
     # How long a new revision may take to become Ready before Knative fails the rollout (default 600 s,
     # config/core/configmaps/deployment.yaml progress-deadline); GPU cold starts may need more.
-    "serving.knative.dev/progress-deadline": "duration",
-}
+    "serving.knative.dev/progress-deadline",
+})
 
 # Standard-mode concurrency scaling (`hpa.scaler`): KEDA on the runtime's own in-flight metric (manifests/keda.py),
 # or our HPA on a Pods metric that a custom-metrics adapter (prometheus-adapter) must serve.

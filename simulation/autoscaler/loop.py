@@ -37,7 +37,7 @@ import math
 from typing import Any
 
 from simulation.autoscaler.aggregation import add_pair, make_window
-from simulation.autoscaler.kpa import DeciderSpec, KpaDecider
+from simulation.autoscaler.kpa import INVALID, DeciderSpec, KpaDecider
 from simulation.autoscaler.quiet import settled, signature, skip_bookkeeping
 from simulation.autoscaler.sampling import sample_size, sorted_sample
 from simulation.clock import Recurring, call_later, grid_loops
@@ -278,14 +278,17 @@ class KpaLoop:
         last = stable.last
         now_idx = _floor(now + 1e-9)                   # the bucket of `now` (1 s buckets)
         if last is None or now_idx - last > stable.n:
-            # No data: the decider's result is invalid and the multiscaler keeps its last valid desired scale
-            # (`tickScaler`), which the PA reconcile goes on reading (`kpa.go: c.scaler.scale(…,
-            # decider.Status.DesiredScale)`): −1 before the first valid one.
-            want = self.desired
+            result = INVALID                           # no data: the decider's result is invalid
         else:
-            want, self.ebc, _ = self.decider.scale(now, ready, stable.average_at(now_idx),
-                                                   self.panic.average_at(now_idx))
+            result = self.decider.scale(now, ready, stable.average_at(now_idx), self.panic.average_at(now_idx))
+        if result.valid:
+            want, self.ebc, _ = result
             self.desired = want
+        else:
+            # The multiscaler ignores an invalid result and keeps its last valid desired scale (`tickScaler`),
+            # which the PA reconcile goes on reading (`kpa.go: c.scaler.scale(…, decider.Status.DesiredScale)`):
+            # −1 before the first valid one.
+            want = self.desired
         reached = self.reached_initial
         if want >= 0 or self.state == "activating":
             # scaler.go: scale — bounds (applyBounds: −1 while Activating is raised to min-scale), initial scale

@@ -46,7 +46,3 @@ class CrashLoopBackOff:
         self._delay = min(self._delay * 2.0, self.max_s)
         self._last_update = now + wait          # Next runs when the container is restarted
         return wait
-
-    @property
-    def current_delay(self) -> float:
-        return self._delay

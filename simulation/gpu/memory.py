@@ -57,9 +57,6 @@ BLOCK_SIZE = 16  # tokens per KV block: vLLM's default `--block-size` (CacheConf
 # (python/huggingfaceserver/pyproject.toml; that release's file not read). Later vLLM raised it: main (read
 # 2026-12) has 0.92. The stacks always render the flag; only a scenario that leaves it out uses this default.
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
-# Former flat priors (a 7–13B model on one GPU); kept for callers that pass them explicitly.
-DEFAULT_ACTIVATION_GIB = 1.0
-DEFAULT_OVERHEAD_GIB = 0.5
 # Non-torch memory (CUDA context, cuBLAS workspaces) that start-up logs of recent versions show for one GPU
 # (0.16–0.20 GiB in 2025 logs; 1.79 GiB in a December 2024 one), plus NCCL buffers with tensor parallelism
 # (the same December 2024 log: +1.79 GiB at TP 2).

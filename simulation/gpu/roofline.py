@@ -78,7 +78,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catalog import NVLINK, PCIE, Gpu, Model
-from simulation.gpu.memory import kv_bytes_per_token, kv_tokens_held
+from simulation.gpu.memory import kv_bytes_per_token
 
 
 @dataclass(frozen=True)
@@ -182,11 +182,6 @@ def decode_step_time(model: Model, gpu: Gpu, batch: int, context_tokens: int | N
     flops = model.flops_per_token * batch + 4.0 * model.layers * model.attention_width * ctx
     return (max(bytes_read / _bandwidth(gpu, eff, tp), flops / _flops(gpu, eff, tp)) + eff.step_overhead_s
             + tp_comm_time(model, gpu, batch, eff=eff, tp=tp))
-
-
-def batch_context_tokens(model: Model, contexts: list[int]) -> int:
-    """Σ KV tokens a decode step reads (sliding-window models keep at most the window per sequence)."""
-    return sum(kv_tokens_held(model, c) for c in contexts)
 
 
 def request_latency(model: Model, gpu: Gpu, input_tokens: int, output_tokens: int, batch: int = 1, *,

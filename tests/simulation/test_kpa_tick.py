@@ -155,3 +155,19 @@ def test_a_changed_tick_is_caught(mutant, monkeypatch):
     changed = _mutant(*MUTANTS[mutant])
     assert any(_logged(mapping, seed, changed, monkeypatch) != _logged(mapping, seed, _reference_tick, monkeypatch)
                for seed, mapping in CASES)
+
+
+def test_an_invalid_scale_result_decides_nothing(monkeypatch):
+    """A result the decider marks invalid (`kpa.INVALID`, Knative's invalidSR) leaves the wanted scale and the
+    excess burst capacity as they were, as a tick without data does (autoscaler.go tickScaler applies only a valid
+    one): never read as 0 pods and an EBC of 0."""
+    from simulation.autoscaler.kpa import INVALID, KpaDecider
+
+    mapping = _scenario(1)
+    mapping["inferenceService"]["metadata"]["annotations"]["autoscaling.knative.dev/target-burst-capacity"] = "211"
+    mapping["inferenceService"]["spec"]["predictor"]["minReplicas"] = 1
+    mapping["initial_replicas"] = 1
+    monkeypatch.setattr(KpaDecider, "scale", lambda self, now, ready, stable, panic: INVALID)
+    log, _ = _logged(mapping, 1, KpaLoop.tick, monkeypatch)
+    assert log
+    assert {(want, ebc) for _, want, ebc, *_ in log} == {(1, log[0][2])} and log[0][2] < 0
