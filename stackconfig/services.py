@@ -45,6 +45,12 @@ ENGINES = ["vllm", "tgi", "naive", "triton"]
 ENGINE_MODEL_KIND = {"vllm": "llm", "tgi": "llm", "naive": "llm", "triton": "vision"}  # what each one serves here
 
 
+def default_startup_failures(load_s: float) -> int:
+    """The startup probe's default failureThreshold: twice the expected model load in 10 s periods, at least 6
+    (kserve-vllmserver.yaml uses period 30 × 60)."""
+    return max(6, int(2 * load_s / 10) + 1)
+
+
 def _probe(sec: Section, default_path: str, period: int, failures: int, initial: int, timeout: int) -> Probe:
     out = Probe(path=sec.str("path", default_path), period_s=sec.int("periodSeconds", period, min=1, max=3600),
                 failure_threshold=sec.int("failureThreshold", failures, min=1, max=1000),
@@ -231,8 +237,8 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     readers = first_pods(mode, min_r or 0, annotations, ctx.knative.autoscaler.initial_scale)
     load_s = expected_load_s(model, cold, cache_hit, load_gbps(cold, ctx.model_cache, readers),
                              storage_uri=storage_uri)
-    # Startup budget: twice the expected load, in 10 s periods (kserve-vllmserver.yaml uses period 30 × 60).
-    startup_failures = max(6, int(2 * load_s / 10) + 1)
+    # Provisional: `startup_at_first_deploy` sets the default failureThreshold and the load once all services are read.
+    startup_failures = default_startup_failures(load_s)
     probes = sec.section("probes")
     server = server_for(engine, image)
     served_as = kserve_model_name(name, args) if server == KSERVE_PYTHON else None  # `--model_name={name}` + args
@@ -326,8 +332,8 @@ def startup_at_first_deploy(secs: list[Section], services: list[ServiceConfig],
                             ctx: StackConfigContext) -> list[ServiceConfig]:
     """The startup probe against the expected model load of the first `pulumi up`, where the first pods of every
     service read from the model cache load together (`readers_together`; a rollout of one
-    service shares the reads with fewer): its default failureThreshold (twice the load, in 10 s periods;
-    kserve-vllmserver.yaml uses period 30 × 60) and the refusal of a stated budget below the load."""
+    service shares the reads with fewer): its default failureThreshold (`default_startup_failures`) and the
+    refusal of a stated budget below the load."""
     cold, mc, out = ctx.cold_start, ctx.model_cache, []
     for sec, svc in zip(secs, services):
         readers = readers_together(services, svc, ctx.knative.autoscaler.initial_scale)
@@ -337,7 +343,7 @@ def startup_at_first_deploy(secs: list[Section], services: list[ServiceConfig],
         stated = sec.data.get("probes")
         stated = stated.get("startup") if isinstance(stated, dict) else None
         if not (isinstance(stated, dict) and "failureThreshold" in stated):
-            startup = replace(startup, failure_threshold=max(6, int(2 * load_s / 10) + 1))
+            startup = replace(startup, failure_threshold=default_startup_failures(load_s))
         svc = replace(svc, startup_probe=startup, expected_load_s=round(load_s, 1))
         out.append(svc)
         # The kubelet's probe ticks run from the pod's admission, so the f-th failure can land one period early.

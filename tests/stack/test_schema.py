@@ -10,6 +10,7 @@ from catalog import DEFAULT
 from simulation.dists import Dist
 from validation.errors import InputError
 from stackconfig.load import load_stack, project_values, stack_config_values
+from stackconfig.services import default_startup_failures
 from stackconfig.schema import (ColdStartProfile, Taint, Toleration, expected_load_s,
                                 parse_stack_config)
 
@@ -177,3 +178,10 @@ def test_a_flag_the_stack_renders_cannot_be_given_again_in_runtime_args(engine, 
     assert "the stack renders" in str(err.value)
     cfg["services"][0]["runtime"]["args"] = ["--enable-prefix-caching"] if engine == "vllm" else ["--sharded=false"]
     check_pods_can_run(parse_stack_config(cfg, "p", "dev"))     # control: a flag the stack does not render
+
+
+@pytest.mark.parametrize("load_s,failures", [(0.0, 6), (29.9, 6), (30.0, 7), (100.0, 21), (299.9, 60)])
+def test_the_default_startup_threshold_is_twice_the_load_in_10_s_periods(load_s, failures):
+    """At least 6, else enough 10 s periods for twice the expected load: the one formula both the first reading
+    and the first-deploy sizing of a service use (stackconfig/services.py)."""
+    assert default_startup_failures(load_s) == failures
