@@ -7,7 +7,7 @@ holds it."""
 from __future__ import annotations
 
 from preflight.tips import Tip
-from stackconfig.schema import ServiceConfig, StackConfig
+from stackconfig.schema import ServiceConfig, StackConfig, parse_stack_config
 from validation.errors import InputError
 
 
@@ -22,7 +22,6 @@ def _refusals(values: dict, cfg: StackConfig, svc: ServiceConfig, tip: Tip,
     from gate.rollout_capacity import rollout_problems
     from manifests.admission import check_pods_can_run
     from preflight.overrides import apply_sets
-    from stackconfig.schema import parse_stack_config
 
     try:
         edited = parse_stack_config(apply_sets(values, tip.sets(svc)), cfg.project, cfg.stack)

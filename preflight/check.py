@@ -34,7 +34,7 @@ from gate.verdict import STATUS_MARKUP, identical_runs
 from simulation.executors import add_executor_arguments, make_executor
 from preflight.stages import Timings, in_background
 from stackconfig.load import load_stack, program_refusal, stack_names
-from tuner.cli import add_arguments as add_tune_arguments
+from tuner.cli import add_arguments as add_tune_arguments, run as run_tuner
 
 
 @dataclass
@@ -230,14 +230,12 @@ def print_result(result: StackCheck, console: Console) -> None:
 
 
 def _tune(args) -> int:
-    from tuner.cli import run
-
     try:
         executor = make_executor(args.dask, args.ray, args.workers)
     except InputError as err:
         exit_with(err)
     try:
-        return run(args, executor)
+        return run_tuner(args, executor)
     except InputError as err:
         exit_with(err)
     finally:

@@ -25,13 +25,13 @@ This is the only place the manifest is interpreted. Sources (reference knative-k
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from validation.annotations import (CLASS_ANNOTATION, ENGINE_ANNOTATION, MODE_ANNOTATION, MODEL_ANNOTATION,
                                     TRITON_CAP_ANNOTATIONS)
 from validation.deployment_mode import simulated_mode
-from validation.errors import Problem
+from validation.errors import InputError, Problem
 from validation.fields import Section
 from validation.defaults import KNATIVE_CC_MAX, KNATIVE_DEFAULT_TIMEOUT_S, KSERVE_DEFAULT_MIN_REPLICAS
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
@@ -94,7 +94,6 @@ class ServingSpec:
         problems = [] if own else problems
         spec = _from_manifest(manifest, hpa_manifest, path, problems, cluster)
         if own and problems:
-            from validation.errors import InputError
             raise InputError(problems, "InferenceService")
         return spec
 
@@ -258,7 +257,6 @@ def _cpu_cores(container: Any) -> float:
 
 def _hpa_override(base: HpaSpec, manifest: Any, path: str, problems: list[Problem]) -> HpaSpec:
     """Apply an autoscaling/v2 HorizontalPodAutoscaler: min/max replicas, the first metric, behavior."""
-    from dataclasses import replace
     top = Section(manifest, path, problems)
     if top.raw("kind") == "ScaledObject":
         return from_scaled_object(base, top, problems)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from simulation import result_cache
+from simulation import load_scenario, result_cache, run_simulation
 from validation.errors import InputError, Problem
 
 
@@ -100,8 +100,6 @@ def _load(mapping: Any, base_dir: str | None) -> Callable[[int], dict]:
 
         fleet = load_fleet(mapping, base_dir=base_dir)
         return lambda seed: run_fleet(fleet, seed)
-    from simulation import load_scenario, run_simulation
-
     scenario = load_scenario(mapping, base_dir=base_dir)
     return lambda seed: run_simulation(scenario, seed=seed).to_dict()
 

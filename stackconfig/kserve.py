@@ -11,7 +11,7 @@ entries given there are written too. `domainTemplate` and `ingressDomain` say wh
 holds (KServe's defaults when unset): Standard-mode predictor hosts are rendered from them and must be DNS names.
 `version` is the cluster's KServe release (default 0.15, the oldest the stack supports), for the rules that
 changed between releases (stackconfig/runtimes.py: an image digest, a blocked environment variable; the
-deployment-mode names, validation/admission.py `mode_name`).
+deployment-mode names, validation/deployment_mode.py `mode_name`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from validation.errors import InputError, Problem
 from validation.yaml_input import MAX_DEPTH, MAX_INT_DIGITS, plain, read_yaml
 from stackconfig.schema import PROJECT_ROOT as ROOT
-from stackconfig.schema import StackConfig, parse_stack_config
+from stackconfig.schema import SECTIONS, StackConfig, parse_stack_config
 
 
 # A key of another namespace is another package's config, and the CLI hands every key to the program: the
@@ -146,8 +146,6 @@ def _namespace_problem(key: str, project: str, values: Mapping[str, Any]) -> Pro
     """The problem with a key outside the project's namespace that the project would miss (see SHARED_SECTION_WORDS):
     no namespace, a namespace close to the project's, or one of the project's sections; None for another
     package's key."""
-    from stackconfig.schema import SECTIONS
-
     ns, colon, short = key.partition(":")
     if not colon:   # `cluster:` without a namespace: the CLI refuses it (`<namespace>:<name>`)
         hint = f"; did you mean {f'{project}:{ns}'!r}?" if ns in SECTIONS else ""
