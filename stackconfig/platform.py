@@ -10,8 +10,8 @@ from catalog import Model
 from stackconfig.formats import DNS_LABEL, DNS_SUBDOMAIN, check_image, check_k8s_name
 from stackconfig.model_credentials import S3_CREDENTIALS, check_one_account, check_s3_credentials
 from stackconfig.stress import judged_in, scenario_settings
-from stackconfig.types import (ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig, ModelCacheConfig,
-                               ServiceConfig)
+from stackconfig.types import (PROJECT_ROOT, ClusterConfig, ColdStartProfile, DevicePluginConfig, GateConfig,
+                               ModelCacheConfig, ServiceConfig)
 from validation.annotations import INITIAL_SCALE
 from validation.errors import Problem
 from validation.fields import Section
@@ -340,8 +340,6 @@ def _rate_limits(gate: GateConfig, i: int, svc: ServiceConfig, problems: list[Pr
     node-loss scenarios scale, or a stress `slo` override — and a steady limit below the bound reachable in `max`
     steady runs of the workload's expected requests (× RATE_REQUESTS_MARGIN). The scale-from-zero scenario's
     override is left to the run (whether it runs depends on config-autoscaler)."""
-    from stackconfig.services import PROJECT_ROOT   # trace paths resolve there (services imports this module)
-
     runs = gate.max_replications
     per_run = expected_requests(parse_workload(Section(svc.workload, "", []), base_dir=str(PROJECT_ROOT)),
                                 gate.duration_s) if "steady" in gate.scenarios else 0.0

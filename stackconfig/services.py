@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 from typing import Sequence
 
 from catalog import GIB, Gpu
@@ -24,7 +23,7 @@ from stackconfig.platform import cache_read_mib_s, expected_load_s, first_pods, 
 from stackconfig.resource_floors import check_serving_resources
 from stackconfig.runtimes import (MODEL_FORMATS, check_alloc_conf, check_context, check_env,
                                   check_runtime, default_alloc_conf, health_paths, served_context)
-from stackconfig.types import (InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
+from stackconfig.types import (PROJECT_ROOT, InputCaps, Probe, ServiceConfig, Slo, StackConfigContext, Taint,
                                Toleration)
 from stackconfig.server_args import check_rendered_flags
 from stackconfig.stress import parse_stress
@@ -38,8 +37,6 @@ from simulation.gpu.tensor_parallel import heads_problem, shard_sizes
 from simulation.probe_routes import KSERVE_PYTHON, kserve_model_name, probe_problem, server_for
 from simulation.scenario import parse_client, parse_gateway
 from simulation.workload import parse_workload
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent  # relative trace paths resolve here
 
 ENGINES = ["vllm", "tgi", "naive", "triton"]
 ENGINE_MODEL_KIND = {"vllm": "llm", "tgi": "llm", "naive": "llm", "triton": "vision"}  # what each one serves here

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from catalog import DEFAULT as DEFAULT_CATALOG
@@ -12,6 +13,8 @@ from stackconfig.kserve import KServeConfig
 from stackconfig.stress import StressConfig
 from simulation.dists import Dist
 from validation.kubernetes import tolerates
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # relative trace paths resolve here
 
 
 @dataclass(frozen=True)
