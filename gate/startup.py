@@ -4,9 +4,9 @@
 max seq len …, … KV cache is needed, which is larger than the available KV cache memory"); TGI's launcher does the
 same with its `--max-total-tokens` and its warm-up batch. The pod crash-loops and the revision never becomes Ready,
 so the stack refuses it at load, gate on or off, with the simulation's own start-up plan (`VllmBudget`, read from
-the same rendered InferenceService and `engineProfile` as the gate: `scenario_for`). Whatever the engine, the server
-settings the simulation's reader refuses (a vLLM step budget below --max-num-seqs, which vLLM refuses at start-up;
-a catalog model it cannot size) are refused at load too, so a stack with the gate off is held to them as well: each
+the same rendered InferenceService and `engineProfile` as the gate: gate/scenario.py `scenario_for`). Whatever the
+engine, the server settings the simulation's reader refuses (a vLLM step budget below --max-num-seqs, which vLLM
+refuses at start-up; a catalog model it cannot size) are refused at load too, so a stack with the gate off is held to them as well: each
 at the key of the stack file that set the server setting (`server_key`: a `runtime.args` flag or `runtime.env`
 variable as the user wrote it, the `limits`, `resources.gpus`, `gpuMemoryUtilization`, `engineProfile` or `catalog`
 key the stack renders it from), not at the simulation's `server.…` key the user never wrote."""
@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stackconfig.load import stack_file
+from gate.scenario import scenario_for
+from simulation.scenario import load_scenario
+from stackconfig.load import ROOT, stack_file
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import InputError, Problem
 
@@ -27,9 +29,6 @@ _PLACEHOLDER_WORKLOAD = {"kind": "poisson", "rate": 1.0}
 def _server_spec(cfg: StackConfig, svc: ServiceConfig) -> tuple[Any, list[Problem]]:
     """The server spec the gate would simulate for `svc`, or None and the scenario reader's problems with its
     `server:` keys (those the server refuses to start with, e.g. vLLM's step budget below --max-num-seqs)."""
-    from gate import ROOT, scenario_for
-    from simulation.scenario import load_scenario
-
     scenario = scenario_for(cfg, svc)
     scenario["workload"] = scenario.get("workload") or _PLACEHOLDER_WORKLOAD
     try:
