@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import runpy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import pulumi
@@ -85,12 +86,13 @@ def config_strings(values: dict[str, Any]) -> dict[str, str]:
 
 def run_program(stack: str, *, values: dict[str, Any] | None = None,
                 edit: Callable[[dict[str, Any]], None] | None = None, preview: bool = False,
-                as_cli: bool = False) -> Run:
+                as_cli: bool = False, stack_dir: Path | str | None = None) -> Run:
     """Run program.main() for `stack`; `values` replaces the stack's config, `edit` mutates a copy of it.
 
     `as_cli` runs `__main__.py` the way Pulumi's Python language host does (`runpy.run_path(..., "__main__")`).
+    `stack_dir` reads `Pulumi.<stack>.yaml` from that folder instead of the project's `stackConfigDir`.
     """
-    project, loaded = stack_config_values(stack)
+    project, loaded = stack_config_values(stack, stack_dir=stack_dir)
     config = json.loads(json.dumps(loaded if values is None else values))
     if edit:
         edit(config)

@@ -2,6 +2,7 @@
 
     python -m policy.report --stack prod          # one stack
     python -m policy.report                       # every stack in stacks/
+    python -m policy.report --stack-dir ci/stacks # every Pulumi.<name>.yaml in a folder of your own
     python -m policy.report --stack prod --mandatory-only
     python -m policy.report --rules               # the rule table
 
@@ -56,18 +57,19 @@ def violations_table(stack: str, violations: list[Violation]) -> Table:
     return table
 
 
-def check_stack(stack: str) -> list[Violation]:
-    """Every rule over `stack`; raises InputError for an unknown stack or a config the program rejects."""
+def check_stack(stack: str, stack_dir: Optional[Path] = None) -> list[Violation]:
+    """Every rule over `stack` (read from `stack_dir` when given); raises InputError for an unknown stack or a
+    config the program rejects."""
     import pulumi
 
-    from policy.stack import stack_resources
+    from policy import stack as policy_stack
 
     try:  # the gate off: the rules judge resources; the SLO gate is `preflight check`'s stage
-        return evaluate(stack_resources(stack))
+        return evaluate(policy_stack.stack_resources(stack, stack_dir=stack_dir))
     except pulumi.RunError as err:
         from stackconfig.load import program_refusal
 
-        raise program_refusal(stack, err) from None
+        raise program_refusal(stack, err, stack_dir=stack_dir) from None
 
 
 def _close_event_loop() -> None:
@@ -86,7 +88,10 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
     from stackconfig.load import stack_names
 
     parser = argparse.ArgumentParser(prog="python -m policy.report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", action="append", help="stack name (repeatable; default: every stack in stacks/)")
+    parser.add_argument("--stack", action="append", metavar="NAME",
+                        help="check stacks/Pulumi.NAME.yaml (repeatable; default: every stack in the folder)")
+    parser.add_argument("--stack-dir", type=Path, metavar="DIR",
+                        help="read the Pulumi.<stack>.yaml files from DIR instead of this project's stacks/")
     parser.add_argument("--mandatory-only", action="store_true", help="hide advisory findings")
     parser.add_argument("--rules", action="store_true", help="print the rule table and exit")
     args = parser.parse_args(argv)
@@ -94,7 +99,13 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
     if args.rules:
         console.print(rules_table())
         return 0
-    known = stack_names()
+    try:
+        known = stack_names(stack_dir=args.stack_dir)
+    except InputError as err:
+        exit_with(err)
+    if not known and args.stack_dir is not None:
+        exit_with(InputError([Problem("--stack-dir", str(args.stack_dir), "expected at least one "
+                                      "Pulumi.<stack>.yaml file in it")]))
     stacks = args.stack or known
     unknown = [s for s in stacks if s not in known]
     if unknown:
@@ -102,7 +113,7 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
     failed = False
     for stack in stacks:
         try:
-            found = check_stack(stack)
+            found = check_stack(stack, args.stack_dir)
         except InputError as err:
             exit_with(err)
         shown = [v for v in found if v.severity == MANDATORY] if args.mandatory_only else found

@@ -7,6 +7,7 @@ harness's stack transformation (`protect`, `ignore_changes`). URNs are built the
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from policy.rules import Resource
@@ -40,8 +41,10 @@ def gate_off(config: dict) -> None:
         config[f"{project}:gate"] = {"enabled": False}
 
 
-def stack_resources(stack: str, edit: Optional[Callable[[dict], None]] = None) -> list[Resource]:
+def stack_resources(stack: str, edit: Optional[Callable[[dict], None]] = None,
+                    stack_dir: Optional[str | Path] = None) -> list[Resource]:
     """Run program.main() for `stack` under mocks, the SLO gate off (`gate_off`), and return its resources.
+    `stack_dir`: read `Pulumi.<stack>.yaml` from that folder (`--stack-dir`) instead of the project's `stacks/`.
 
     Raises `validation.errors.InputError` for an unknown stack and `pulumi.RunError` for an invalid stack config.
     """
@@ -52,4 +55,4 @@ def stack_resources(stack: str, edit: Optional[Callable[[dict], None]] = None) -
         if edit is not None:
             edit(config)
 
-    return resources_from_run(run_program(stack, edit=edit_gate_off), stack)
+    return resources_from_run(run_program(stack, edit=edit_gate_off, stack_dir=stack_dir), stack)

@@ -86,19 +86,19 @@ class StackCheck:
 
 
 def check(stack: str, console: Console | None = None, plot_dir: Path | None = None, executor=None,
-          timings: Timings | None = None, cache=None) -> StackCheck:
+          timings: Timings | None = None, cache=None, stack_dir: Path | None = None) -> StackCheck:
     """Run every stage for one stack; raises InputError for a user's mistake.
 
     The SLO gate's simulations start first and run on the executor's workers beside the other stages
     (preflight/stages.py); `timings` collects each stage's time; `cache` (simulation/result_cache.py) answers
-    the replications it holds.
+    the replications it holds. `stack_dir`: the folder of `Pulumi.<stack>.yaml` (default the project's `stacks/`).
     """
     timings = timings if timings is not None else Timings()
     with timings.stage(f"{stack}: config, node fit, admission"):
         from gate.startup import check_servers_start
         from manifests.admission import admission_problems, check_pods_can_run
 
-        cfg = load_stack(stack)
+        cfg = load_stack(stack, stack_dir=stack_dir)
         check_pods_can_run(cfg)
         check_servers_start(cfg)
         result = StackCheck(stack, admission=[str(r) for r in admission_problems(cfg)], cfg=cfg)
@@ -117,9 +117,10 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
         # gate's estimate of each service's load, as `pulumi up` does.
         program_gate = {"enabled": False, "enforce": not cfg.gate.enabled}
         try:
-            run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", program_gate))
+            run = run_program(stack, edit=lambda c: c.__setitem__(f"{cfg.project}:gate", program_gate),
+                              stack_dir=stack_dir)
         except pulumi.RunError as err:
-            raise program_refusal(stack, err) from None
+            raise program_refusal(stack, err, stack_dir=stack_dir) from None
         result.resources = len(run.resources)
     with timings.stage(f"{stack}: manifest schemas"):
         from validation.kubernetes import validation_errors
@@ -249,6 +250,8 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     sub = parser.add_subparsers(dest="command", required=True)
     cmd = sub.add_parser("check", help="config, manifests, policies and the SLO gate for a stack, offline")
     cmd.add_argument("--stack", action="append", help="stack name (repeatable; default: dev)")
+    cmd.add_argument("--stack-dir", type=Path, metavar="DIR",
+                     help="read Pulumi.<stack>.yaml from DIR instead of this project's stacks/")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     cmd.add_argument("--plot", type=Path, metavar="DIR",
                      help="also write one timeline PNG per service to DIR: replicas and Pending pods, queue, errors "
@@ -288,7 +291,7 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
                                       "unused")]))
     if args.cache_dir is not None:
         check_output_dir("--cache-dir", args.cache_dir)
-    known = stack_names()
+    known = stack_names(stack_dir=args.stack_dir)
     stacks = args.stack or ["dev"]
     unknown = [s for s in stacks if s not in known]
     if unknown:
@@ -310,7 +313,8 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     try:
         for stack in stacks:
             try:
-                results.append(check(stack, console, args.plot, executor, timings, cache))
+                where = {} if args.stack_dir is None else {"stack_dir": args.stack_dir}
+                results.append(check(stack, console, args.plot, executor, timings, cache, **where))
             except InputError as err:
                 exit_with(err)
             if not args.json:

@@ -44,20 +44,31 @@ def read_project(root: Path = ROOT) -> dict:
     return project
 
 
-def stack_names(root: Path = ROOT) -> list[str]:
+def stack_folder(root: Path = ROOT, stack_dir: Path | str | None = None) -> Path:
+    """Where the `Pulumi.<stack>.yaml` files are: `stack_dir` when given (a team's own folder, `--stack-dir`, read
+    with this project's `Pulumi.yaml`), else the project's `stackConfigDir`."""
+    if stack_dir is None:
+        return root / read_project(root).get("stackConfigDir", ".")
+    if not Path(stack_dir).is_dir():
+        raise InputError([Problem("--stack-dir", str(stack_dir), "expected a folder of Pulumi.<stack>.yaml files")])
+    return Path(stack_dir)
+
+
+def stack_names(root: Path = ROOT, stack_dir: Path | str | None = None) -> list[str]:
     """Every `Pulumi.<stack>.yaml` entry of the stack folder; one that is not a readable file (a folder, a dangling
     link) is named when it is read (`stack_config_values`), not reported as a missing stack."""
-    folder = root / read_project(root).get("stackConfigDir", ".")
+    folder = stack_folder(root, stack_dir)
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
 
 
-def stack_config_values(stack: str, root: Path = ROOT) -> tuple[str, dict[str, Any]]:
+def stack_config_values(stack: str, root: Path = ROOT,
+                        stack_dir: Path | str | None = None) -> tuple[str, dict[str, Any]]:
     """(project name, {"<ns>:<key>": native value}) as the CLI would merge them for `stack`."""
     project = read_project(root)
     name = project["name"]
-    path = root / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    path = stack_folder(root, stack_dir) / f"Pulumi.{stack}.yaml"
     if not os.path.lexists(path):   # a folder, a FIFO, a dangling link: read_yaml below says what it is
-        raise InputError([Problem("--stack", stack, "expected one of " + ", ".join(stack_names(root)))])
+        raise InputError([Problem("--stack", stack, "expected one of " + ", ".join(stack_names(root, stack_dir)))])
     values: dict[str, Any] = {}
     for key, spec in (project.get("config") or {}).items():
         full = key if ":" in key else f"{name}:{key}"
@@ -162,26 +173,29 @@ def _namespace_problem(key: str, project: str, values: Mapping[str, Any]) -> Pro
     return None
 
 
-def stack_file(stack: str, root: Path = ROOT) -> str:
-    """The stack's settings file as a user names it: `<stackConfigDir>/Pulumi.<stack>.yaml`."""
+def stack_file(stack: str, root: Path = ROOT, stack_dir: Path | str | None = None) -> str:
+    """The stack's settings file as a user names it: `<stackConfigDir>/Pulumi.<stack>.yaml` (`<stack_dir>/…`)."""
+    if stack_dir is not None:
+        return str(Path(stack_dir) / f"Pulumi.{stack}.yaml")
     return f"{read_project(root).get('stackConfigDir', '.')}/Pulumi.{stack}.yaml"
 
 
-def program_refusal(stack: str, err: Exception, root: Path = ROOT) -> InputError:
+def program_refusal(stack: str, err: Exception, root: Path = ROOT,
+                    stack_dir: Path | str | None = None) -> InputError:
     """The InputError an offline tool reports when the program under mocks refused `stack` (a `pulumi.RunError`):
     the program's own problems (program.py `ConfigRefusal`: key path, value, what is allowed) against the stack's
     settings file; a refusal without problems (the admission webhooks' rules, the SLO gate) as one problem naming
     the file, with the program's message."""
     problems = getattr(err, "problems", None)
     if problems:
-        return InputError(problems, stack_file(stack, root))
-    return InputError([Problem(stack_file(stack, root), "(refused by the program)", str(err))])
+        return InputError(problems, stack_file(stack, root, stack_dir))
+    return InputError([Problem(stack_file(stack, root, stack_dir), "(refused by the program)", str(err))])
 
 
-def load_stack(stack: str, root: Path = ROOT) -> StackConfig:
+def load_stack(stack: str, root: Path = ROOT, stack_dir: Path | str | None = None) -> StackConfig:
     """Parse a stack's config from its YAML files (for `render`, the simulation gate and tests)."""
-    project, values = stack_config_values(stack, root)
-    source = stack_file(stack, root)
+    project, values = stack_config_values(stack, root, stack_dir)
+    source = stack_file(stack, root, stack_dir)
     return parse_stack_config(project_values(values, project, source), project, stack, source)
 
 

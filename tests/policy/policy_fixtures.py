@@ -10,11 +10,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
 
 from policy.rules import Resource
 from policy.stack import stack_resources
-from stackconfig.load import stack_names
+from stackconfig.load import ROOT, stack_names
 
 SHIPPED = ["dev", "staging", "prod"]
 STACKS = stack_names()  # every stack in stacks/, including ones added later
@@ -157,3 +160,23 @@ def bad_stack() -> list[Resource]:
     for mutate, _ in BAD.values():
         mutate(s)
     return s.resources
+
+
+def write_stack(folder: Path, name: str, edit: Optional[Callable[[dict], None]] = None,
+                source: str = "staging") -> Path:
+    """`folder/Pulumi.<name>.yaml`: a copy of the `source` stack file, its `config:` mapping passed through `edit`
+    (a team's own stack in a folder of its own, for `--stack-dir`)."""
+    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{source}.yaml").read_text())
+    if edit is not None:
+        edit(doc["config"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return folder
+
+
+def flapping(config: dict) -> None:
+    """The first service's pods go after 6 s without load: a mandatory isvc-scale-down-stabilization violation
+    the loader accepts."""
+    ann = config["kserve-preflight:services"][0]["annotations"]
+    ann.pop("autoscaling.knative.dev/scale-down-delay", None)
+    ann["autoscaling.knative.dev/window"] = "6s"

@@ -12,13 +12,13 @@ from rich.console import Console
 import policy.stack
 from policy import report
 from policy.rules import RULES
-from policy_fixtures import bad_stack
+from policy_fixtures import bad_stack, flapping, write_stack
 from stackconfig.load import ROOT
 
 
 def _run(argv, monkeypatch=None, resources=None):
     if resources is not None:
-        monkeypatch.setattr(policy.stack, "stack_resources", lambda stack, edit=None: resources)
+        monkeypatch.setattr(policy.stack, "stack_resources", lambda stack, edit=None, stack_dir=None: resources)
     out = io.StringIO()
     code = report.main(argv, Console(file=out, width=200))
     return code, out.getvalue()
@@ -80,3 +80,39 @@ def test_policy_findings_do_not_wait_for_the_slo_gate():
         run_program("dev", edit=lambda c: (hopeless(c), c.__setitem__("kserve-preflight:gate", {"durationS": 300})))
     findings = mandatory(evaluate(policy.stack.stack_resources("dev", edit=hopeless)))
     assert "nodegroup-gpu-taint" in {v.rule for v in findings}
+
+
+def test_stack_dir_checks_every_stack_of_a_teams_own_folder(tmp_path):
+    """Finding 9 (rev13-policy): a team's stacks live in a folder of their own, under names of their own."""
+    folder = write_stack(tmp_path / "ci-stacks", "qa")
+    write_stack(folder, "qa-window6", flapping)
+    code, out = _run(["--stack-dir", str(folder)])
+    assert code == 1
+    assert "PASS stack qa: 0 mandatory" in out and "FAIL stack qa-window6: 1 mandatory" in out
+    assert "isvc-scale-down-stabilization" in out
+    code, out = _run(["--stack-dir", str(folder), "--stack", "qa"])
+    assert code == 0 and "qa-window6" not in out
+
+
+def test_stack_dir_that_is_no_folder_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        report.main(["--stack-dir", str(tmp_path / "nope")], Console(file=io.StringIO()))
+    assert exc.value.code == 2
+    assert "--stack-dir: got" in capsys.readouterr().err
+
+
+def test_preflight_check_reads_a_stack_dir(tmp_path):
+    import json
+
+    from preflight.check import main as preflight_main
+
+    folder = write_stack(tmp_path, "qa", lambda c: (flapping(c), c.__setitem__("kserve-preflight:gate",
+                                                                               {"enabled": False})))
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = preflight_main(["check", "--stack-dir", str(folder), "--stack", "qa", "--json", "--no-cache"])
+    result = json.loads(out.getvalue())
+    assert code == 1 and result["stacks"][0]["stack"] == "qa"
+    assert {p["rule"] for p in result["stacks"][0]["policy"]} == {"isvc-scale-down-stabilization"}
