@@ -1,4 +1,9 @@
-"""Policy fixtures: the shipped stacks' resources (real program under mocks) and deliberately bad variants.
+"""Policy fixtures: the resources (real program under mocks) of a frozen copy of the shipped stacks, and
+deliberately bad variants.
+
+The rule unit tests read `tests/policy/fixtures/Pulumi.<stack>.yaml`, never `stacks/`: a team that renames prod's
+`chat`, deletes dev or accepts an advisory finding in its own stacks must not fail the project's rule tests. Its own
+stacks are judged by the CI check, `python -m policy.report` (or `tests/policy/test_stacks.py`).
 
 `BAD` maps every rule id to one mutation of the prod stack that breaks that rule, plus a fragment of the message
 the rule must print. Mutations are on copies of the recorded wire-format inputs, which is what CrossGuard sees
@@ -17,15 +22,16 @@ import yaml
 
 from policy.rules import Resource
 from policy.stack import stack_resources
-from stackconfig.load import ROOT, stack_names
+from stackconfig.load import stack_names
 
-SHIPPED = ["dev", "staging", "prod"]
-STACKS = stack_names()  # every stack in stacks/, including ones added later
+FIXTURES = Path(__file__).resolve().parent / "fixtures"   # frozen copies of stacks/Pulumi.{dev,staging,prod}.yaml
+SHIPPED = stack_names(stack_dir=FIXTURES)
 
 
 @functools.lru_cache(maxsize=None)
 def _shipped(stack: str) -> tuple[Resource, ...]:
-    return tuple(stack_resources(stack))   # the SLO gate off: a stack that misses its SLO still gets its findings
+    # the SLO gate off: a stack that misses its SLO still gets its findings
+    return tuple(stack_resources(stack, stack_dir=FIXTURES))
 
 
 def shipped(stack: str) -> list[Resource]:
@@ -166,7 +172,7 @@ def write_stack(folder: Path, name: str, edit: Optional[Callable[[dict], None]] 
                 source: str = "staging") -> Path:
     """`folder/Pulumi.<name>.yaml`: a copy of the `source` stack file, its `config:` mapping passed through `edit`
     (a team's own stack in a folder of its own, for `--stack-dir`)."""
-    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{source}.yaml").read_text())
+    doc = yaml.safe_load((FIXTURES / f"Pulumi.{source}.yaml").read_text())
     if edit is not None:
         edit(doc["config"])
     folder.mkdir(parents=True, exist_ok=True)

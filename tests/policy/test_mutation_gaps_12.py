@@ -11,7 +11,7 @@ from simulation.engine_flags import node_memory_gib
 from simulation.engine_flags_triton import triton_reading
 from catalog import DEFAULT
 from policy.rules import RULES_BY_ID, evaluate
-from policy_fixtures import Stack, shipped
+from policy_fixtures import FIXTURES, Stack, shipped
 from stackconfig.load import project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 
@@ -32,7 +32,7 @@ def test_swap_bound_uses_the_smallest_instance():               # kills R10
 
 
 def _cfg(mode, min_replicas, max_size):
-    project, values = stack_config_values("dev")
+    project, values = stack_config_values("dev", stack_dir=FIXTURES)
     values = copy.deepcopy(project_values(values, project))
     svc = values["services"][0]
     svc["deploymentMode"] = mode

@@ -12,7 +12,7 @@ from rich.console import Console
 import policy.stack
 from policy import report
 from policy.rules import RULES
-from policy_fixtures import bad_stack, flapping, write_stack
+from policy_fixtures import FIXTURES, bad_stack, flapping, write_stack
 from stackconfig.load import ROOT
 
 
@@ -24,14 +24,17 @@ def _run(argv, monkeypatch=None, resources=None):
     return code, out.getvalue()
 
 
+FIXTURE_DIR = ["--stack-dir", str(FIXTURES)]   # the frozen shipped stacks: a team's stacks/ may differ
+
+
 def test_prod_passes():
-    code, out = _run(["--stack", "prod"])
+    code, out = _run([*FIXTURE_DIR, "--stack", "prod"])
     assert code == 0
     assert "PASS stack prod: 0 mandatory" in out
 
 
 def test_bad_stack_fails_with_rule_resource_and_fix(monkeypatch):
-    code, out = _run(["--stack", "prod"], monkeypatch, bad_stack())
+    code, out = _run([*FIXTURE_DIR, "--stack", "prod"], monkeypatch, bad_stack())
     assert code == 1
     assert "FAIL stack prod" in out
     for r in RULES:
@@ -40,13 +43,13 @@ def test_bad_stack_fails_with_rule_resource_and_fix(monkeypatch):
 
 
 def test_mandatory_only_hides_advisory(monkeypatch):
-    _, out = _run(["--stack", "prod", "--mandatory-only"], monkeypatch, bad_stack())
+    _, out = _run([*FIXTURE_DIR, "--stack", "prod", "--mandatory-only"], monkeypatch, bad_stack())
     assert "k8s-recommended-labels" not in out and "isvc-gpu-limit" in out
 
 
 def test_unknown_stack_exits_2(capsys):
     with pytest.raises(SystemExit) as exc:
-        report.main(["--stack", "nope"], Console(file=io.StringIO()))
+        report.main([*FIXTURE_DIR, "--stack", "nope"], Console(file=io.StringIO()))
     assert exc.value.code == 2
     assert "--stack: got 'nope'; expected one of dev, prod, staging" in capsys.readouterr().err
 
@@ -57,7 +60,7 @@ def test_rule_table_lists_every_rule():
 
 
 def test_command_line_entry_point():
-    proc = subprocess.run([sys.executable, "-m", "policy.report", "--stack", "prod"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "policy.report", *FIXTURE_DIR, "--stack", "prod"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)  # a bound, not a speed test
     assert proc.returncode == 0, proc.stderr
     assert "PASS stack prod" in proc.stdout and "Traceback" not in proc.stderr
@@ -77,8 +80,9 @@ def test_policy_findings_do_not_wait_for_the_slo_gate():
         config["kserve-preflight:gpuNodeGroup"]["taints"] = []
 
     with pytest.raises(pulumi.RunError, match="SLO gate"):   # control: the program itself stops at the gate
-        run_program("dev", edit=lambda c: (hopeless(c), c.__setitem__("kserve-preflight:gate", {"durationS": 300})))
-    findings = mandatory(evaluate(policy.stack.stack_resources("dev", edit=hopeless)))
+        run_program("dev", stack_dir=FIXTURES,
+                    edit=lambda c: (hopeless(c), c.__setitem__("kserve-preflight:gate", {"durationS": 300})))
+    findings = mandatory(evaluate(policy.stack.stack_resources("dev", edit=hopeless, stack_dir=FIXTURES)))
     assert "nodegroup-gpu-taint" in {v.rule for v in findings}
 
 
