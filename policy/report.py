@@ -8,7 +8,8 @@
 
 Runs the real program under mocks (the stack tests' harness), evaluates every rule in `policy.rules` and prints a
 `rich` table per stack. Exit status: 0 when no mandatory rule fails (advisory findings are shown but do not fail),
-1 when a mandatory rule fails, 2 for a bad `--stack` or a stack config the program rejects.
+1 when a mandatory rule fails, 2 for a bad `--stack` or a stack config the program rejects (every other stack is
+still checked; the worst status wins).
 """
 
 from __future__ import annotations
@@ -110,12 +111,15 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
     unknown = [s for s in stacks if s not in known]
     if unknown:
         exit_with(InputError([Problem("--stack", s, "expected one of " + ", ".join(known)) for s in unknown]))
-    failed = False
-    for stack in stacks:
+    failed = refused = False
+    for stack in stacks:   # every stack, even after one is refused: CI sees all of them in one run
         try:
             found = check_stack(stack, args.stack_dir)
         except InputError as err:
-            exit_with(err)
+            print(f"error: {err}", file=sys.stderr)
+            console.print(f"[bold red]ERROR[/] stack {escape(stack)}: refused before the rules ran (the error above)")
+            refused = True
+            continue
         shown = [v for v in found if v.severity == MANDATORY] if args.mandatory_only else found
         n_mandatory = sum(v.severity == MANDATORY for v in found)
         if shown:
@@ -124,7 +128,7 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
         console.print(f"{status} stack {stack}: {n_mandatory} mandatory, {len(found) - n_mandatory} advisory "
                       f"finding(s) over {len(RULES)} rules")
         failed = failed or bool(n_mandatory)
-    return 1 if failed else 0
+    return 2 if refused else 1 if failed else 0
 
 
 def cli() -> None:

@@ -120,3 +120,18 @@ def test_preflight_check_reads_a_stack_dir(tmp_path):
     result = json.loads(out.getvalue())
     assert code == 1 and result["stacks"][0]["stack"] == "qa"
     assert {p["rule"] for p in result["stacks"][0]["policy"]} == {"isvc-scale-down-stabilization"}
+
+
+def test_a_refused_stack_does_not_stop_the_others(tmp_path, capsys):
+    """Finding 10 (rev13-policy): the first refused stack ended the run (exit 2) and later stacks went unchecked."""
+    folder = write_stack(tmp_path, "qa-window6", flapping)
+    (folder / "Pulumi.qa-badyaml.yaml").write_text("config: [unclosed\n")
+    write_stack(folder, "qa-maxrep", lambda c: c["kserve-preflight:services"][0].update(maxReplicas=99))
+    code, out = _run(["--stack-dir", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2   # the worst: a config error
+    assert "FAIL stack qa-window6: 1 mandatory" in out and "isvc-scale-down-stabilization" in out
+    assert "ERROR stack qa-badyaml" in out and "ERROR stack qa-maxrep" in out
+    assert "Pulumi.qa-badyaml.yaml" in err and "services[0].maxReplicas" in err
+    code, _ = _run(["--stack-dir", str(folder), "--stack", "qa-window6"])
+    assert code == 1   # a mandatory violation alone
