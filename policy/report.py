@@ -46,14 +46,18 @@ def _sev(severity: str) -> str:
 
 
 def violations_table(stack: str, violations: list[Violation]) -> Table:
-    table = Table(title=f"stack {stack}: policy findings", show_lines=True)
+    files = sorted({v.stack_file for v in violations if v.stack_file})
+    where = f" ({', '.join(files)})" if files else ""
+    table = Table(title=escape(f"stack {stack}{where}: policy findings"), show_lines=True)
     table.add_column("severity", no_wrap=True)
     table.add_column("rule", no_wrap=True)
-    table.add_column("resource", overflow="fold")
+    table.add_column("stack key (service) / resource", overflow="fold")
     table.add_column("what to change", overflow="fold")
     order = sorted(violations, key=lambda v: (v.severity != MANDATORY, v.rule, v.resource_name))
     for v in order:
-        table.add_row(_sev(v.severity), v.rule, escape(f"{v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}"),
+        resource = f"{v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}"
+        edit = (v.key + (f" ({v.service})" if v.service else "")) if v.key else "(no stack key: generated)"
+        table.add_row(_sev(v.severity), v.rule, escape(f"{edit}\n{resource}"),
                       escape(v.message))  # messages quote keys and values, e.g. "[spike]": not markup
     return table
 
@@ -65,12 +69,14 @@ def check_stack(stack: str, stack_dir: Optional[Path] = None) -> list[Violation]
 
     from policy import stack as policy_stack
 
-    try:  # the gate off: the rules judge resources; the SLO gate is `preflight check`'s stage
-        return evaluate(policy_stack.stack_resources(stack, stack_dir=stack_dir))
-    except pulumi.RunError as err:
-        from stackconfig.load import program_refusal
+    from policy.keys import stack_keys
+    from stackconfig.load import program_refusal
 
+    try:  # the gate off: the rules judge resources; the SLO gate is `preflight check`'s stage
+        found = evaluate(policy_stack.stack_resources(stack, stack_dir=stack_dir))
+    except pulumi.RunError as err:
         raise program_refusal(stack, err, stack_dir=stack_dir) from None
+    return stack_keys(found, stack, stack_dir)   # where the user fixes each one: stack file and key
 
 
 def _close_event_loop() -> None:

@@ -78,6 +78,10 @@ class Violation:
     resource_name: str
     urn: str
     message: str
+    # Where the user fixes it (policy/keys.py fills these in where the stack config is known: the report):
+    stack_file: str = ""   # stacks/Pulumi.<stack>.yaml
+    service: str = ""      # the service (or services) it concerns
+    key: str = ""          # the stack key path, e.g. kserve-preflight:services[1].timeout
 
     @property
     def mandatory(self) -> bool:

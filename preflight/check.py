@@ -66,7 +66,8 @@ class StackCheck:
             "stack": self.stack, "passed": self.passed, "resources": self.resources,
             "admission": self.admission, "rollout": self.rollout, "rollout_load": self.rollout_load,
             "manifest_errors": self.manifest_errors,
-            "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "message": v.message}
+            "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "key": v.key,
+                        "stack_file": v.stack_file, "service": v.service, "message": v.message}
                        for v in self.violations],
             "slo": {v.service: {"passed": v.passed, "replications": v.replications,
                                 "checks": [c.to_dict() for c in v.checks], "simulation": v.report}
@@ -128,10 +129,11 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
         result.manifest_errors = [e for m in run.kubernetes_manifests()
                                   for e in validation_errors(m, cfg.cluster.kubernetes_version)]
     with timings.stage(f"{stack}: policies"):
+        from policy.keys import stack_keys
         from policy.rules import evaluate
         from policy.stack import resources_from_run
 
-        result.violations = evaluate(resources_from_run(run, stack))
+        result.violations = stack_keys(evaluate(resources_from_run(run, stack)), stack, stack_dir)
     if gate is not None:
         with timings.stage(f"{stack}: SLO gate (waiting for the simulations)"):
             from gate.outputs import predictions

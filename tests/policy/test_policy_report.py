@@ -119,7 +119,10 @@ def test_preflight_check_reads_a_stack_dir(tmp_path):
         code = preflight_main(["check", "--stack-dir", str(folder), "--stack", "qa", "--json", "--no-cache"])
     result = json.loads(out.getvalue())
     assert code == 1 and result["stacks"][0]["stack"] == "qa"
-    assert {p["rule"] for p in result["stacks"][0]["policy"]} == {"isvc-scale-down-stabilization"}
+    [finding] = result["stacks"][0]["policy"]
+    assert finding["rule"] == "isvc-scale-down-stabilization"
+    assert finding["key"] == "kserve-preflight:services[0].annotations"   # finding 8: the key the user edits
+    assert finding["stack_file"] == str(folder / "Pulumi.qa.yaml") and finding["service"] == "chat"
 
 
 def test_a_refused_stack_does_not_stop_the_others(tmp_path, capsys):
@@ -135,3 +138,27 @@ def test_a_refused_stack_does_not_stop_the_others(tmp_path, capsys):
     assert "Pulumi.qa-badyaml.yaml" in err and "services[0].maxReplicas" in err
     code, _ = _run(["--stack-dir", str(folder), "--stack", "qa-window6"])
     assert code == 1   # a mandatory violation alone
+
+
+def test_violations_name_the_stack_file_service_and_key(monkeypatch):
+    """Finding 8 (rev13-policy): the table named only the generated resource (`InferenceService code-isvc`)."""
+    monkeypatch.setattr(policy.stack, "stack_resources", lambda stack, edit=None, stack_dir=None: bad_stack())
+    found = {(v.rule, v.resource_name): v for v in report.check_stack("prod", FIXTURES)}
+    timeout = found[("isvc-timeout", "code-isvc")]
+    assert (timeout.key, timeout.service) == ("kserve-preflight:services[1].timeout", "code")
+    assert timeout.stack_file == str(FIXTURES / "Pulumi.prod.yaml")
+    assert found[("isvc-container-concurrency", "chat-isvc")].key == "kserve-preflight:services[0].containerConcurrency"
+    assert found[("isvc-scale-down-stabilization", "chat-isvc")].key == "kserve-preflight:services[0].annotations"
+    assert found[("nodegroup-gpu-taint", "gpu-ng")].key == "kserve-preflight:gpuNodeGroup.taints"
+    assert found[("model-cache-pvc-protected", "model-cache-pvc")].key == ""   # the program's own: no stack key
+    _, out = _run([*FIXTURE_DIR, "--stack", "prod"], monkeypatch, bad_stack())
+    assert "kserve-preflight:services[1].timeout (code)" in out and "Pulumi.prod.yaml" in out
+
+
+def test_a_prefetch_revision_finding_is_blamed_on_the_services_storage_uri(tmp_path):
+    """Finding 8: with the model cache on, the unpinned hf:// model was reported on DaemonSet model-cache-prefetch,
+    a resource the user never configured."""
+    folder = write_stack(tmp_path, "qa", lambda c: c.__setitem__("kserve-preflight:environment", "prod"))
+    [v] = [v for v in report.check_stack("qa", folder) if v.rule == "model-revision-pinned"]
+    assert v.resource_name == "model-cache-prefetch"
+    assert (v.key, v.service) == ("kserve-preflight:services[0].model.storageUri", "chat")

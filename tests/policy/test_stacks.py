@@ -30,7 +30,8 @@ def mandatory_problems(stack: str, stack_dir: str | os.PathLike | None = STACK_D
         found = check_stack(stack, stack_dir)
     except InputError as err:
         return [f"{stack_file(stack, stack_dir=stack_dir)} is refused: {err}"]
-    return [f"[{v.rule}] {v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}: {v.message}" for v in mandatory(found)]
+    return [f"[{v.rule}] {v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}"
+            + (f" ({v.stack_file}: {v.key})" if v.key else "") + f": {v.message}" for v in mandatory(found)]
 
 
 @pytest.mark.parametrize("stack", stack_names(stack_dir=STACK_DIR))
