@@ -5,6 +5,7 @@
     python -m policy.report --stack-dir ci/stacks # every Pulumi.<name>.yaml in a folder of your own
     python -m policy.report --stack prod --mandatory-only
     python -m policy.report --rules               # the rule table
+    python -m policy.report --json                # one JSON object: every finding with its stack key
 
 Runs the real program under mocks (the stack tests' harness), evaluates every rule in `policy.rules` and prints a
 `rich` table per stack. Exit status: 0 when no mandatory rule fails (advisory findings are shown but do not fail),
@@ -15,6 +16,7 @@ still checked; the worst status wins).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -28,6 +30,7 @@ from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from validation.errors import InputError, Problem, exit_with  # noqa: E402
+from validation.errors import shown as shown_value  # noqa: E402
 from validation.cli import guarded  # noqa: E402
 from policy.rules import MANDATORY, RULES, Violation, evaluate  # noqa: E402
 
@@ -101,6 +104,9 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
                         help="read the Pulumi.<stack>.yaml files from DIR instead of this project's stacks/")
     parser.add_argument("--mandatory-only", action="store_true", help="hide advisory findings")
     parser.add_argument("--rules", action="store_true", help="print the rule table and exit")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (every stack's findings: stack, rule, severity, resource, key, "
+                             "message) instead of tables; the same exit status")
     args = parser.parse_args(argv)
     console = console or Console(width=None if sys.stdout.isatty() else 140)
     if args.rules:
@@ -118,23 +124,53 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
     if unknown:
         exit_with(InputError([Problem("--stack", s, "expected one of " + ", ".join(known)) for s in unknown]))
     failed = refused = False
+    results = []
     for stack in stacks:   # every stack, even after one is refused: CI sees all of them in one run
         try:
             found = check_stack(stack, args.stack_dir)
         except InputError as err:
             print(f"error: {err}", file=sys.stderr)
-            console.print(f"[bold red]ERROR[/] stack {escape(stack)}: refused before the rules ran (the error above)")
+            results.append(stack_json(stack, None, err))
+            if not args.json:
+                console.print(f"[bold red]ERROR[/] stack {escape(stack)}: refused before the rules ran "
+                              "(the error above)")
             refused = True
             continue
         shown = [v for v in found if v.severity == MANDATORY] if args.mandatory_only else found
         n_mandatory = sum(v.severity == MANDATORY for v in found)
+        failed = failed or bool(n_mandatory)
+        results.append(stack_json(stack, shown, mandatory=n_mandatory, advisory=len(found) - n_mandatory))
+        if args.json:
+            continue
         if shown:
             console.print(violations_table(stack, shown))
         status = "[bold red]FAIL[/]" if n_mandatory else "[bold green]PASS[/]"
         console.print(f"{status} stack {stack}: {n_mandatory} mandatory, {len(found) - n_mandatory} advisory "
                       f"finding(s) over {len(RULES)} rules")
-        failed = failed or bool(n_mandatory)
-    return 2 if refused else 1 if failed else 0
+    code = 2 if refused else 1 if failed else 0
+    if args.json:
+        console.file.write(json.dumps({"exit": code, "passed": code == 0, "rules": len(RULES), "stacks": results},
+                                      indent=2) + "\n")
+    return code
+
+
+def violation_json(stack: str, v: Violation) -> dict:
+    """One finding for machines: where it is (stack, stack file, service, key) and what it is."""
+    return {"stack": stack, "rule": v.rule, "severity": v.severity, "resource_type": v.resource_type,
+            "resource": v.resource_name, "urn": v.urn, "stack_file": v.stack_file, "service": v.service,
+            "key": v.key, "message": v.message}
+
+
+def stack_json(stack: str, shown: Optional[list[Violation]], error: Optional[InputError] = None,
+               mandatory: int = 0, advisory: int = 0) -> dict:
+    """A stack's entry in `--json`: status pass | fail | error, its counts and findings, or the refusal's
+    problems (path, value, what is allowed) when the program refused it."""
+    if error is not None:
+        return {"stack": stack, "status": "error", "source": error.source,
+                "errors": [{"path": p.path, "value": shown_value(p.value), "allowed": p.allowed}
+                           for p in error.problems], "violations": []}
+    return {"stack": stack, "status": "fail" if mandatory else "pass", "mandatory": mandatory, "advisory": advisory,
+            "violations": [violation_json(stack, v) for v in shown or []]}
 
 
 def cli() -> None:

@@ -162,3 +162,22 @@ def test_a_prefetch_revision_finding_is_blamed_on_the_services_storage_uri(tmp_p
     [v] = [v for v in report.check_stack("qa", folder) if v.rule == "model-revision-pinned"]
     assert v.resource_name == "model-cache-prefetch"
     assert (v.key, v.service) == ("kserve-preflight:services[0].model.storageUri", "chat")
+
+
+def test_json_output_carries_stack_rule_severity_resource_key_and_message(tmp_path, capsys):
+    """Finding 11 (rev13-policy): the report had no machine-readable output."""
+    import json
+
+    folder = write_stack(tmp_path, "qa-window6", flapping)
+    (folder / "Pulumi.qa-badyaml.yaml").write_text("config: [unclosed\n")
+    code, out = _run(["--stack-dir", str(folder), "--json"])
+    doc = json.loads(out)   # nothing but the JSON object on stdout
+    assert code == 2 and doc["exit"] == 2 and doc["passed"] is False
+    bad, flap = doc["stacks"]
+    assert bad["stack"] == "qa-badyaml" and bad["status"] == "error" and bad["errors"]
+    assert flap["status"] == "fail" and flap["mandatory"] == 1
+    [v] = flap["violations"]
+    assert {k: v[k] for k in ("stack", "rule", "severity", "resource", "key", "service")} == {
+        "stack": "qa-window6", "rule": "isvc-scale-down-stabilization", "severity": "mandatory",
+        "resource": "chat-isvc", "key": "kserve-preflight:services[0].annotations", "service": "chat"}
+    assert v["stack_file"] == str(folder / "Pulumi.qa-window6.yaml") and "scale-down-delay" in v["message"]
