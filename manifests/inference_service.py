@@ -80,7 +80,8 @@ def hpa_name(svc: ServiceConfig) -> str:
 STACK_ONLY_PREFIXES = (ANNOTATION_PREFIX, "pulumi.com/")
 STACK_ONLY_ANNOTATIONS = ("pulumi.com/waitFor", "pulumi.com/timeoutSeconds",
                           *(ANNOTATION_PREFIX + k for k in ("engine", "model", "expected-load-seconds", "traffic",
-                                                            "slo-p99-latency-seconds", "allow-scale-to-zero")),
+                                                            "slo-p99-latency-seconds", "allow-scale-to-zero",
+                                                            "policy-waivers")),
                           CONFIG_AUTOSCALER_ANNOTATION, *TRITON_CAP_ANNOTATIONS.values())
 
 
@@ -127,6 +128,8 @@ def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
     declared = declared_config_autoscaler(cfg)
     if declared and svc.deployment_mode == "Knative":   # only a Knative revision runs with config-autoscaler
         out[CONFIG_AUTOSCALER_ANNOTATION] = declared
+    if svc.policy_waivers:   # policyWaivers, for the policy rules (policy/waivers.py); absent when none
+        out[ANNOTATION_PREFIX + "policy-waivers"] = json.dumps(svc.policy_waivers, sort_keys=True)
     return out
 
 

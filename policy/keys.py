@@ -52,7 +52,7 @@ SERVICE_SUFFIXES = ("-isvc", "-hpa", "-scaledobject")
 _URI = re.compile(r"hf://[^\s,;]+")
 
 
-def _service_index(resource_name: str, services: list[Mapping[str, Any]]) -> int | None:
+def service_index(resource_name: str, services: list[Mapping[str, Any]]) -> int | None:
     for i, svc in enumerate(services):
         if any(resource_name == f"{svc.get('name')}{suffix}" for suffix in SERVICE_SUFFIXES):
             return i
@@ -69,7 +69,7 @@ def keyed(violation: Violation, project: str, values: Mapping[str, Any], stack_f
     """`violation` with `stack_file`, `service` and `key` (`<project>:services[i].timeout`) filled in."""
     services = [s for s in (values.get("services") or []) if isinstance(s, Mapping)]
     out = dataclasses.replace(violation, stack_file=stack_file)
-    i = _service_index(violation.resource_name, services)
+    i = service_index(violation.resource_name, services)
     if i is not None:
         sub = _service_key(violation.rule, services[i])
         key = f"{project}:services[{i}]" + (f".{sub}" if sub else "")
@@ -92,9 +92,37 @@ def with_keys(violations: Iterable[Violation], project: str, values: Mapping[str
     return [keyed(v, project, values, stack_file) for v in violations]
 
 
-def stack_keys(violations: Iterable[Violation], stack: str, stack_dir: Any = None) -> list[Violation]:
-    """`with_keys` for `stack` as read from its settings file (`stacks/` or `stack_dir`)."""
+def stack_keys(violations: Iterable[Violation], stack: str, stack_dir: Any = None,
+               resources: Iterable[Any] = ()) -> list[Violation]:
+    """`with_keys` for `stack` as read from its settings file (`stacks/` or `stack_dir`). Raises InputError when a
+    waiver on one of `resources` names an unknown rule or one that may not be waived (policy/waivers.py)."""
     from stackconfig.load import project_values, stack_config_values, stack_file
+    from validation.errors import InputError
 
     project, values = stack_config_values(stack, stack_dir=stack_dir)
-    return with_keys(violations, project, project_values(values, project), stack_file(stack, stack_dir=stack_dir))
+    values, source = project_values(values, project), stack_file(stack, stack_dir=stack_dir)
+    problems = waiver_problems(resources, project, values)
+    if problems:
+        raise InputError(problems, source)
+    return with_keys(violations, project, values, source)
+
+
+def waiver_problems(resources: Iterable[Any], project: str, values: Mapping[str, Any]) -> list:
+    """A problem per waiver that names no rule or one that may not be waived, at its stack key."""
+    from policy.registry import RULES
+    from policy.waivers import NOT_WAIVABLE, waivers_of
+    from validation.errors import Problem
+
+    ids = {r.id for r in RULES}
+    services = [s for s in (values.get("services") or []) if isinstance(s, Mapping)]
+    out = []
+    for res in resources:
+        for rule_id, reason in waivers_of(res).items():
+            if rule_id in ids and rule_id not in NOT_WAIVABLE:
+                continue
+            i = service_index(res.name, services)
+            where = f"{project}:services[{i}]" if i is not None else res.name
+            allowed = (f"expected a rule that may be waived: {rule_id} is a Pod Security rule"
+                       if rule_id in ids else "expected a policy rule id (python -m policy.report --rules)")
+            out.append(Problem(f"{where}.policyWaivers.{rule_id}", reason, allowed))
+    return out

@@ -34,7 +34,8 @@ def resource_validator(rule: Rule):
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         res = _resource(args.resource_type, args.name, args.props, args.urn, args.opts)
         for v in rule.run(res, Context()):
-            report_violation(v.message, args.urn)
+            if not v.waived:   # a service's policyWaivers (policy/waivers.py)
+                report_violation(v.message, args.urn)
     return validate
 
 
@@ -44,7 +45,8 @@ def stack_validator(rule: Rule):
         ctx = Context.of(resources)
         for res in resources:
             for v in rule.run(res, ctx):
-                report_violation(v.message, res.urn or None)
+                if not v.waived:
+                    report_violation(v.message, res.urn or None)
     return validate
 
 

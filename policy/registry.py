@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from policy.resources import Context, Resource, Violation
+from policy.waivers import waiver_for
 
 Check = Callable[[Resource, Context], Iterable[str]]
 
@@ -24,7 +25,9 @@ class Rule:
     def run(self, res: Resource, ctx: Context) -> list[Violation]:
         if not self.applies(res):
             return []
-        return [Violation(self.id, self.severity, res.type, res.name, res.urn, msg) for msg in self.check(res, ctx)]
+        messages = list(self.check(res, ctx))
+        waived = waiver_for(self.id, res) if messages else ""   # the service's policyWaivers, with its reason
+        return [Violation(self.id, self.severity, res.type, res.name, res.urn, msg, waived=waived) for msg in messages]
 
 
 RULES: list[Rule] = []

@@ -44,7 +44,9 @@ def rules_table() -> Table:
     return table
 
 
-def _sev(severity: str) -> str:
+def _sev(severity: str, waived: str = "") -> str:
+    if waived:
+        return f"[cyan]waived[/] ({severity})"
     return "[bold red]mandatory[/]" if severity == MANDATORY else "[yellow]advisory[/]"
 
 
@@ -56,12 +58,13 @@ def violations_table(stack: str, violations: list[Violation]) -> Table:
     table.add_column("rule", no_wrap=True)
     table.add_column("stack key (service) / resource", overflow="fold")
     table.add_column("what to change", overflow="fold")
-    order = sorted(violations, key=lambda v: (v.severity != MANDATORY, v.rule, v.resource_name))
+    order = sorted(violations, key=lambda v: (bool(v.waived), v.severity != MANDATORY, v.rule, v.resource_name))
     for v in order:
         resource = f"{v.resource_type.rsplit(':', 1)[-1]} {v.resource_name}"
         edit = (v.key + (f" ({v.service})" if v.service else "")) if v.key else "(no stack key: generated)"
-        table.add_row(_sev(v.severity), v.rule, escape(f"{edit}\n{resource}"),
-                      escape(v.message))  # messages quote keys and values, e.g. "[spike]": not markup
+        message = f"waived because: {v.waived}\n{v.message}" if v.waived else v.message
+        table.add_row(_sev(v.severity, v.waived), v.rule, escape(f"{edit}\n{resource}"),
+                      escape(message))  # messages quote keys and values, e.g. "[spike]": not markup
     return table
 
 
@@ -76,10 +79,11 @@ def check_stack(stack: str, stack_dir: Optional[Path] = None) -> list[Violation]
     from stackconfig.load import program_refusal
 
     try:  # the gate off: the rules judge resources; the SLO gate is `preflight check`'s stage
-        found = evaluate(policy_stack.stack_resources(stack, stack_dir=stack_dir))
+        resources = policy_stack.stack_resources(stack, stack_dir=stack_dir)
     except pulumi.RunError as err:
         raise program_refusal(stack, err, stack_dir=stack_dir) from None
-    return stack_keys(found, stack, stack_dir)   # where the user fixes each one: stack file and key
+    # where the user fixes each one (stack file and key); a waiver of an unknown rule is refused here
+    return stack_keys(evaluate(resources), stack, stack_dir, resources)
 
 
 def _close_event_loop() -> None:
@@ -137,16 +141,19 @@ def main(argv: Optional[Sequence[str]] = None, console: Optional[Console] = None
             refused = True
             continue
         shown = [v for v in found if v.severity == MANDATORY] if args.mandatory_only else found
-        n_mandatory = sum(v.severity == MANDATORY for v in found)
+        n_mandatory = sum(v.mandatory for v in found)
+        n_waived = sum(bool(v.waived) for v in found)
         failed = failed or bool(n_mandatory)
-        results.append(stack_json(stack, shown, mandatory=n_mandatory, advisory=len(found) - n_mandatory))
+        results.append(stack_json(stack, shown, mandatory=n_mandatory, advisory=len(found) - n_mandatory - n_waived,
+                                  waived=n_waived))
         if args.json:
             continue
         if shown:
             console.print(violations_table(stack, shown))
         status = "[bold red]FAIL[/]" if n_mandatory else "[bold green]PASS[/]"
-        console.print(f"{status} stack {stack}: {n_mandatory} mandatory, {len(found) - n_mandatory} advisory "
-                      f"finding(s) over {len(RULES)} rules")
+        waived = f", {n_waived} waived" if n_waived else ""
+        console.print(f"{status} stack {stack}: {n_mandatory} mandatory, {len(found) - n_mandatory - n_waived} "
+                      f"advisory{waived} finding(s) over {len(RULES)} rules")
     code = 2 if refused else 1 if failed else 0
     if args.json:
         console.file.write(json.dumps({"exit": code, "passed": code == 0, "rules": len(RULES), "stacks": results},
@@ -158,11 +165,11 @@ def violation_json(stack: str, v: Violation) -> dict:
     """One finding for machines: where it is (stack, stack file, service, key) and what it is."""
     return {"stack": stack, "rule": v.rule, "severity": v.severity, "resource_type": v.resource_type,
             "resource": v.resource_name, "urn": v.urn, "stack_file": v.stack_file, "service": v.service,
-            "key": v.key, "message": v.message}
+            "key": v.key, "waived": v.waived, "message": v.message}
 
 
 def stack_json(stack: str, shown: Optional[list[Violation]], error: Optional[InputError] = None,
-               mandatory: int = 0, advisory: int = 0) -> dict:
+               mandatory: int = 0, advisory: int = 0, waived: int = 0) -> dict:
     """A stack's entry in `--json`: status pass | fail | error, its counts and findings, or the refusal's
     problems (path, value, what is allowed) when the program refused it."""
     if error is not None:
@@ -170,7 +177,7 @@ def stack_json(stack: str, shown: Optional[list[Violation]], error: Optional[Inp
                 "errors": [{"path": p.path, "value": shown_value(p.value), "allowed": p.allowed}
                            for p in error.problems], "violations": []}
     return {"stack": stack, "status": "fail" if mandatory else "pass", "mandatory": mandatory, "advisory": advisory,
-            "violations": [violation_json(stack, v) for v in shown or []]}
+            "waived": waived, "violations": [violation_json(stack, v) for v in shown or []]}
 
 
 def cli() -> None:

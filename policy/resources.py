@@ -82,10 +82,11 @@ class Violation:
     stack_file: str = ""   # stacks/Pulumi.<stack>.yaml
     service: str = ""      # the service (or services) it concerns
     key: str = ""          # the stack key path, e.g. kserve-preflight:services[1].timeout
+    waived: str = ""       # the reason of the resource's waiver (policy/waivers.py): listed, never failing
 
     @property
     def mandatory(self) -> bool:
-        return self.severity == MANDATORY
+        return self.severity == MANDATORY and not self.waived
 
 
 @dataclass

@@ -55,7 +55,7 @@ class StackCheck:
     def mandatory(self) -> list:
         from policy.rules import MANDATORY
 
-        return [v for v in self.violations if v.severity == MANDATORY]
+        return [v for v in self.violations if v.severity == MANDATORY and not v.waived]   # policyWaivers
 
     @property
     def passed(self) -> bool:
@@ -67,7 +67,7 @@ class StackCheck:
             "admission": self.admission, "rollout": self.rollout, "rollout_load": self.rollout_load,
             "manifest_errors": self.manifest_errors,
             "policy": [{"rule": v.rule, "severity": v.severity, "resource": v.resource_name, "key": v.key,
-                        "stack_file": v.stack_file, "service": v.service, "message": v.message}
+                        "stack_file": v.stack_file, "service": v.service, "waived": v.waived, "message": v.message}
                        for v in self.violations],
             "slo": {v.service: {"passed": v.passed, "replications": v.replications,
                                 "checks": [c.to_dict() for c in v.checks], "simulation": v.report}
@@ -133,7 +133,8 @@ def check(stack: str, console: Console | None = None, plot_dir: Path | None = No
         from policy.rules import evaluate
         from policy.stack import resources_from_run
 
-        result.violations = stack_keys(evaluate(resources_from_run(run, stack)), stack, stack_dir)
+        resources = resources_from_run(run, stack)
+        result.violations = stack_keys(evaluate(resources), stack, stack_dir, resources)
     if gate is not None:
         with timings.stage(f"{stack}: SLO gate (waiting for the simulations)"):
             from gate.outputs import predictions

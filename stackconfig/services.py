@@ -90,6 +90,17 @@ def _slo(sec: Section) -> Slo | None:
     return out
 
 
+def _policy_waivers(sec: Section) -> dict[str, str]:
+    """`policyWaivers: {<rule id>: <reason>}`: each waived rule with why. Whether the id names a rule that may be
+    waived is the policy's to say (policy/waivers.py: the report and `preflight check` refuse it, exit 2)."""
+    waivers = sec.str_map("policyWaivers", {})
+    for rule, reason in waivers.items():
+        if not rule.strip() or not reason.strip():
+            sec.problem(f"policyWaivers.{rule}", reason, "expected a policy rule id (python -m policy.report "
+                        "--rules) and a non-empty reason: why this service may break the rule")
+    return {rule: reason.strip() for rule, reason in waivers.items() if rule.strip() and reason.strip()}
+
+
 def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
     ng, catalog, cold = ctx.node_group, ctx.catalog, ctx.cold_start
     name = sec.str("name", "", required=True)
@@ -281,6 +292,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         _check_startup_utilization(sec, util, ng.gpu, gpus, engine_profile.get("overhead_gib"))
     stress = parse_stress(sec.section("stress"))
     allow_zero = sec.bool("allowScaleToZero", ctx.environment != "prod")
+    waivers = _policy_waivers(sec)
     if min_r == 0 and not allow_zero:
         sec.problem("minReplicas", 0, f"expected >= 1 in {ctx.environment}: scale-to-zero makes the first request "
                     f"wait for a ~{load_s:.0f} s GPU cold start; set allowScaleToZero: true to accept that")
@@ -297,7 +309,7 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
         workload=workload, client=client, gateway=gateway, slo=slo, allow_scale_to_zero=allow_zero,
         expected_load_s=round(load_s, 1),
         engine_profile=engine_profile,
-        stress=stress, model_public=public,
+        stress=stress, model_public=public, policy_waivers=waivers,
     )
     check_rendered_flags(sec, svc)   # runtime.args beside the flags the stack renders from these settings
     return svc

@@ -211,6 +211,8 @@ class ServiceConfig:
     engine_profile: dict = field(default_factory=dict)  # measured engine figures → the simulation's server keys
     stress: StressConfig = StressConfig()  # the gate's stress scenarios (stackconfig/stress.py)
     model_public: bool = False  # model.public: the hf:// repository is not gated (stackconfig/model_credentials.py)
+    # policyWaivers: policy rule id -> the reason; rendered as preflight.kserve.io/policy-waivers, read by the rules
+    policy_waivers: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
