@@ -137,7 +137,11 @@ def _traced(call: tuple[Callable[[Any], Any], int, Any]) -> Any:
     fn, number, item = call
     if _SLOT is not None:
         _SLOT[0][_SLOT[1]] = number
-    return fn(item)
+    try:
+        return fn(item)
+    finally:
+        if _SLOT is not None:
+            _SLOT[0][_SLOT[1]] = 0    # between jobs: a finished job is never named as the one a dead worker ran
 
 
 def describe_item(fn: Callable[[Any], Any], item: Any) -> str:
@@ -228,7 +232,7 @@ class LocalExecutor:
         hint = ("; SIGKILL is what the kernel's out-of-memory killer sends (see `dmesg`): give each worker more "
                 "memory with fewer --workers, or shorten the runs (gate.durationS, a rate)"
                 if dead and min(dead)[2] == -signal.SIGKILL else "")
-        doing = f" while it simulated {describe_item(*job)}" if job else ""
+        doing = f" while it simulated {describe_item(*job)}" if job else " between jobs" if dead else ""
         return WorkerDied([Problem("--workers", self.workers, f"expected every worker process to finish its jobs; "
                                    f"{what}{doing}, so the command stopped: nothing was re-run and the other "
                                    f"jobs were cancelled{hint}")])

@@ -100,10 +100,21 @@ def test_workers_exit_when_the_main_process_is_killed():
         _cleanup(workers)
 
 
+def _busy(workers: list[psutil.Process]) -> psutil.Process:
+    """A worker still simulating (its CPU time grows): one that finished its job may wait for none."""
+    for _ in range(50):
+        before = [w.cpu_times().user for w in workers]
+        time.sleep(0.2)
+        for w, used in zip(workers, before):
+            if w.cpu_times().user > used:
+                return w
+    pytest.fail("no worker is busy")
+
+
 def test_a_worker_killed_is_reported_not_rerun_in_the_main_process():
     proc, workers = _start()
     try:
-        workers[0].send_signal(signal.SIGKILL)     # as the kernel's out-of-memory killer does
+        _busy(workers).send_signal(signal.SIGKILL)     # as the kernel's out-of-memory killer does
         rc, err = _finish(proc, 10)
         assert rc == 2, err
         assert "SIGKILL" in err and "out-of-memory" in err and "--workers" in err, err

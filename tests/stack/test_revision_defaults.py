@@ -120,4 +120,4 @@ def test_the_rendered_timeout_is_judged_by_the_timeout_policy():
     """The rendered 300 s is the timeout the policy and the simulation use; an SLO above it still fails."""
     isvc, _ = _render(slo={"p99LatencyS": 400})
     [msg] = _policy(isvc, "isvc-timeout")
-    assert "timeout is 300 s, below the expected p99 latency 400 s" in msg
+    assert "timeout is 300 s, below the p99 latency SLO 400 s" in msg
