@@ -130,11 +130,25 @@ def _check_gpu_tag(sec: Section, image: str, kserve_version: tuple[int, int]) ->
                        else ""))
 
 
+# A custom predictor's protocol, read from its first container's env (kserve constants.CustomSpecProtocolEnvVarKey).
+CUSTOM_PROTOCOL_ENV = "PROTOCOL"
+CUSTOM_PROTOCOLS = ("v1", "v2")  # constants.ProtocolV1, ProtocolV2: all validateCustomProtocol admits
+
+
 def check_env(sec: Section, env: dict, knative_mode: bool, kserve_version: tuple[int, int]) -> None:
     """`runtime.env` names the webhooks refuse: Knative reserves PORT and K_* for the revision
-    (`KNATIVE_RESERVED_ENV`), KServe ≥ 0.18 blocks PYTHONPATH (`KSERVE_BLOCKED_ENV`); and the variables the engine
-    reads as a setting that the gate would not simulate (`_check_engine_env`)."""
+    (`KNATIVE_RESERVED_ENV`), KServe ≥ 0.18 blocks PYTHONPATH (`KSERVE_BLOCKED_ENV`), and on a custom predictor
+    (TGI, vllm-openai) KServe's webhook admits PROTOCOL only as v1 or v2 (`predictor_custom.go:
+    validateCustomProtocol`, from `inference_service_validation.go: validateInferenceService`); and the variables
+    the engine reads as a setting that the gate would not simulate (`_check_engine_env`)."""
     version = release(kserve_version)
+    image = sec.data.get("image")
+    custom = is_custom_predictor(str(sec.data.get("engine", "vllm")), image if isinstance(image, str) else None)
+    if custom and CUSTOM_PROTOCOL_ENV in env and env[CUSTOM_PROTOCOL_ENV] not in CUSTOM_PROTOCOLS:
+        sec.problem(f"env.{CUSTOM_PROTOCOL_ENV}", env[CUSTOM_PROTOCOL_ENV], "expected v1 or v2 (or no PROTOCOL) on a "
+                    "custom predictor (TGI, vllm-openai): KServe's webhook refuses the InferenceService otherwise "
+                    "(pkg/apis/serving/v1beta1/predictor_custom.go validateCustomProtocol, 'invalid protocol … Must "
+                    "be one of […]')")
     for name in env:
         if knative_mode and name in KNATIVE_RESERVED_ENV:
             sec.problem(f"env.{name}", env[name], f"expected none of {', '.join(sorted(KNATIVE_RESERVED_ENV))} in "
