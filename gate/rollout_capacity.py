@@ -3,8 +3,10 @@
 Knative keeps the old revision serving until the new one has `max(min-scale, initial-scale)` Ready pods
 (knative/serving `pkg/reconciler/autoscaling/kpa/scaler.go` initial scale; the route moves only to a Ready
 revision), so during a rollout the GPUs must hold: the old revision at its expected load + the new revision at
-its initial scale + every other service at its minimum. Standard mode rolls a Deployment with the default 25 %
-surge (`maxSurge`), so the surge pods must fit beside the old ones. The new pods must also become Ready within
+its initial scale + every other service at its minimum. Standard mode rolls a Deployment with the strategy the stack
+renders (manifests/inference_service.py `DEPLOYMENT_STRATEGY`: maxUnavailable 0, so every old pod serves until a new
+one is Ready), so the surge pods (`maxSurge`, a percentage rounded up as the Deployment controller does) must fit
+beside all the old ones. The new pods must also become Ready within
 Knative's progress deadline (`serving.knative.dev/progress-deadline`, default 600 s), or the revision fails: checked
 against the 95th percentile of the time the new revision's first pods are all Ready (each coldStart prior at the
 quantile that makes the slowest of them a p95; manifests/rollout.py), not the mean, since a cold start varies
@@ -25,6 +27,7 @@ import math
 from dataclasses import replace
 from typing import Mapping
 
+from manifests.inference_service import DEPLOYMENT_STRATEGY
 from manifests.rollout import PERCENTILE, cold_start, initial_scale, progress_deadline_s
 from simulation.autoscaler.config import DEFAULT_PROGRESS_DEADLINE_S, PROGRESS_DEADLINE_KEY
 from stackconfig.platform import COLD_START_QUANTILE
@@ -32,7 +35,15 @@ from stackconfig.schema import StackConfig
 from validation.errors import Problem
 from gate.verdict import format_estimate
 
-DEPLOYMENT_MAX_SURGE = 0.25  # apps/v1 Deployment RollingUpdate default maxSurge
+
+def surge_pods(replicas: int, strategy: Mapping = DEPLOYMENT_STRATEGY) -> int:
+    """The new pods a RollingUpdate adds over `replicas` at once: `maxSurge` as a number, or a percentage of
+    `replicas` rounded up (apps/v1 `deployment/util: ResolveFenceposts`, `intstr.GetScaledValueFromIntOrPercent` with
+    roundUp); Kubernetes' default 25 % when the strategy does not say."""
+    surge = (strategy.get("rollingUpdate") or {}).get("maxSurge", "25%")
+    if isinstance(surge, str) and surge.endswith("%"):
+        return math.ceil(replicas * int(surge[:-1]) / 100)
+    return int(surge)
 
 
 def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] | None = None) -> list[Problem]:
@@ -52,8 +63,10 @@ def rollout_problems(cfg: StackConfig, simulated_replicas: Mapping[str, float] |
             how = f"old revision at {old} + new revision at its initial scale {new} (max(minReplicas, initial-scale))"
         else:
             expected = max(svc.min_replicas, math.ceil(simulated or 0.0))
-            new = math.ceil(expected * DEPLOYMENT_MAX_SURGE)
-            how = f"{expected} running + {new} surge pod(s) (Deployment maxSurge 25 %)"
+            new = surge_pods(expected)
+            rolling = DEPLOYMENT_STRATEGY["rollingUpdate"]
+            how = (f"{expected} running, all serving until the new ones are Ready (maxUnavailable "
+                   f"{rolling['maxUnavailable']}), + {new} surge pod(s) (maxSurge {rolling['maxSurge']})")
         needed = (expected + new) * svc.gpus + others
         if needed > capacity:
             problems.append(Problem(f"services[{i}]", svc.name, (

@@ -16,6 +16,7 @@ This is the one place where each service knob becomes YAML; the simulation reads
 
 from __future__ import annotations
 
+import copy
 import json
 
 from manifests.common import labels, restricted_security_context
@@ -197,6 +198,16 @@ def server_container(cfg: StackConfig, svc: ServiceConfig) -> dict:
     return container
 
 
+# How a Standard-mode Deployment rolls: a new pod first, an old one only once it is Ready (maxUnavailable 0). Without
+# it KServe sets RollingUpdate maxUnavailable 25 %, maxSurge 25 % (reconcilers/deployment/deployment_reconciler.go
+# setDefaultDeploymentSpec; 0.16 may take a cluster-wide rollout from inferenceservice-config instead), and the
+# Deployment controller deletes floor(25 %) of the serving pods at once, for a whole GPU cold start. KServe copies
+# spec.predictor.deploymentStrategy onto the Deployment as it is (createRawDeployment) and refuses it only in Knative
+# mode (inference_service_validation.go validateScalingKPACompExtension). The surge is what the rollout-capacity
+# check counts beside the running pods (gate/rollout_capacity.py).
+DEPLOYMENT_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "25%"}}
+
+
 def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
     predictor: dict = {
         "minReplicas": svc.min_replicas,
@@ -217,6 +228,8 @@ def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
     spread = topology_spread(cfg, svc)
     if spread:  # Knative needs kubernetes.podspec-topologyspreadconstraints; the stack enables what it uses
         predictor["topologySpreadConstraints"] = spread
+    if svc.deployment_mode == "Standard":
+        predictor["deploymentStrategy"] = copy.deepcopy(DEPLOYMENT_STRATEGY)
     if svc.deployment_mode == "Knative":
         predictor["scaleMetric"] = svc.scale_metric
         if svc.scale_target is not None:
