@@ -1,8 +1,9 @@
 """The tuned InferenceService (serving.kserve.io/v1beta1) and, in Standard mode, its HorizontalPodAutoscaler.
 
 Field mapping follows KServe `pkg/apis/serving/v1beta1/component.go` (ComponentExtensionSpec) and
-`pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations`: `minReplicas`, `maxReplicas`,
-`containerConcurrency`, `scaleMetric`, `scaleTarget` and `timeout` sit on the predictor; Knative's
+`pkg/controller/v1alpha1/utils/utils.go: SetAutoScalingAnnotations`: in Knative mode `minReplicas`, `maxReplicas`,
+`containerConcurrency`, `scaleMetric`, `scaleTarget` and `timeout` sit on the predictor (in Standard mode the replica
+bounds are on our HPA or ScaledObject only, `inference_service`); Knative's
 `autoscaling.knative.dev/*` annotations on the InferenceService are copied to the Knative revision. In Knative mode
 `containerConcurrency`, `timeout` and `serving.knative.dev/progress-deadline` are always written (as the
 simulation reads them when unset), so the cluster's own config-defaults and config-deployment never decide them.
@@ -78,6 +79,7 @@ def hpa_name(svc: ServiceConfig) -> str:
 # Annotations for the gate, the policies (policy/rules_*.py) and Pulumi, which no pod reads: the stack keeps
 # them off the pod template (KServe's serviceAnnotationDisallowedList, manifests/kserve_config.py), so changing an
 # SLO or a cold-start prior never rolls the GPU pods. Every key `_annotations` writes under these prefixes is here.
+AWAIT_READY = "condition=Ready"
 STACK_ONLY_PREFIXES = (ANNOTATION_PREFIX, "pulumi.com/")
 STACK_ONLY_ANNOTATIONS = ("pulumi.com/waitFor", "pulumi.com/timeoutSeconds",
                           *(ANNOTATION_PREFIX + k for k in ("engine", "model", "expected-load-seconds", "traffic",
@@ -105,8 +107,16 @@ def declared_config_autoscaler(cfg: StackConfig) -> str | None:
 def _annotations(cfg: StackConfig, svc: ServiceConfig) -> dict[str, str]:
     out = {MODE_ANNOTATION: mode_name(svc.deployment_mode, cfg.kserve.version),
            # pulumi-kubernetes ≥ 4.18 awaits a custom resource only when told which condition means ready: a
-           # service that never comes up fails `pulumi up` instead of reporting success.
-           "pulumi.com/waitFor": "condition=Ready",
+           # service that never comes up fails its first `pulumi up` instead of reporting success. On an update it
+           # proves less: Pulumi also waits for status.observedGeneration ≥ metadata.generation (await/condition/
+           # kubectl.go checkCondition; jsonpath.go does the same), and KServe copies the child's into it (the
+           # Deployment's or the Knative Service's, inference_service_status.go PropagateRawStatus/PropagateStatus).
+           # So every spec change here must reach the child (hence no replica bounds on a Standard predictor), or
+           # the update times out; and once the child's generation is ahead (an HPA scale, a Knative annotation
+           # change) an update is satisfied by the previous Ready at once. No waitFor and no status field
+           # tracks the InferenceService's own generation, and skipAwait would drop the first deploy's wait
+           # too: docs/deploying.md §4 says what `pulumi up` waits for on create and on update.
+           "pulumi.com/waitFor": AWAIT_READY,
            "pulumi.com/timeoutSeconds": str(ready_timeout_s(cfg, svc))}
     if svc.deployment_mode == "Standard":
         out[CLASS_ANNOTATION] = "external"
@@ -209,14 +219,20 @@ DEPLOYMENT_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailabl
 
 
 def inference_service(cfg: StackConfig, svc: ServiceConfig) -> dict:
-    predictor: dict = {
-        "minReplicas": svc.min_replicas,
-        "maxReplicas": svc.max_replicas,
+    # The replica bounds sit on the predictor in Knative mode only (KServe writes min-scale and max-scale from them,
+    # SetAutoScalingAnnotations). In Standard mode our HPA or ScaledObject carries them: with autoscalerClass
+    # external KServe reads neither (deployment_reconciler.go applies minReplicas for class none only), and on the
+    # InferenceService a change of them moved its generation alone, never the Deployment's, whose
+    # status.observedGeneration KServe reports as the InferenceService's: Pulumi's await then waited out
+    # pulumi.com/timeoutSeconds and failed an update KServe had applied (`_annotations`).
+    predictor: dict = {"minReplicas": svc.min_replicas, "maxReplicas": svc.max_replicas} \
+        if svc.deployment_mode == "Knative" else {}
+    predictor.update({
         "tolerations": [t.to_manifest() for t in svc.tolerations],
         "nodeSelector": dict(svc.node_selector),
         # A model server never calls the Kubernetes API: no token in the pod (Knative admits only `false`).
         "automountServiceAccountToken": False,
-    }
+    })
     if is_custom_predictor(svc.engine, svc.image):
         predictor["containers"] = [server_container(cfg, svc)]
         predictor["volumes"] = [{"name": "devshm", "emptyDir": {"medium": "Memory"}}]

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from validation.annotations import (CONFIG_AUTOSCALER_ANNOTATION, ENGINE_ANNOTATION, KNATIVE_PREFIX, MAX_SCALE_KEYS,
-                                    MODE_ANNOTATION, TRITON_CAP_ANNOTATIONS)
+from validation.annotations import (CLASS_ANNOTATION, CONFIG_AUTOSCALER_ANNOTATION, ENGINE_ANNOTATION,
+                                    KNATIVE_PREFIX, MAX_SCALE_KEYS, MODE_ANNOTATION, TRITON_CAP_ANNOTATIONS)
 from validation.annotations import PREFLIGHT_PREFIX as ANN  # noqa: F401  the rules' prefix for the stack's keys
 from validation.deployment_mode import mode_of
 from validation.kubernetes import GPU_RESOURCE, parse_duration
@@ -333,6 +333,30 @@ def hpas_for(res: Resource, ctx: Context) -> list[Resource]:
         if ref.get("name") == f"{name}-predictor" and metadata(hpa).get("namespace") == ns:
             out.append(hpa)
     return out
+
+
+@dataclass(frozen=True)
+class ReplicaBounds:
+    """An InferenceService's replica bounds as they act, and the field each is read from (for messages)."""
+
+    min: Optional[float]
+    max: Optional[float]
+    min_field: str = "minReplicas"
+    max_field: str = "maxReplicas"
+
+
+def replica_bounds(res: Resource, ctx: Context) -> ReplicaBounds:
+    """The predictor's `minReplicas`/`maxReplicas`; in Standard mode with autoscalerClass `external`, those of the
+    HPA or ScaledObject that scales its Deployment (`hpas_for`), where the stack writes them: KServe reads neither
+    predictor field then (deployment_reconciler.go applies minReplicas for class `none` only). Without such an
+    autoscaler, the predictor's (isvc-scale-metric names the missing autoscaler), the maximum as `max_replicas`
+    reads it."""
+    if deployment_mode(res) == "Standard" and annotations(res).get(CLASS_ANNOTATION) == "external":
+        for hpa in hpas_for(res, ctx):
+            keys = ("minReplicaCount", "maxReplicaCount") if hpa.type == SCALED_OBJECT_TYPE else \
+                ("minReplicas", "maxReplicas")
+            return ReplicaBounds(*autoscaler_bounds(hpa), *(f"{hpa.label} {key}" for key in keys))
+    return ReplicaBounds(num(predictor(res).get("minReplicas")), max_replicas(res))
 
 
 def knative_autoscaler_data(ctx: Context, res: Optional[Resource] = None) -> Mapping:

@@ -9,8 +9,8 @@ from typing import Iterator
 from policy.resources import (ADVISORY, Context, MANDATORY, NODE_GROUP_TYPE, RECOMMENDED_LABELS, Resource, _list, _map,
                               containers, fmt, gpus_per_node, has_pods, is_device_plugin, is_gpu_isvc,
                               is_gpu_node_group, is_kubernetes, is_model_cache_daemonset, is_model_cache_pvc,
-                              is_isvc, isvc_gpus, max_replicas, metadata, node_group_capacity, node_group_taints, num,
-                              pod_spec, predictor, _args)
+                              is_isvc, isvc_gpus, metadata, node_group_capacity, node_group_taints, num,
+                              pod_spec, predictor, replica_bounds, _args)
 from policy.registry import rule
 from validation.kubernetes import GPU_RESOURCE, image_pinned
 
@@ -65,8 +65,8 @@ def _ng_capacity(res: Resource, ctx: Context) -> Iterator[str]:
     capacity, per_node = node_group_capacity(res), gpus_per_node(res)
     if capacity is None:
         return
-    needed = sum((num(predictor(s).get("minReplicas")) if num(predictor(s).get("minReplicas")) is not None else 1)
-                 * isvc_gpus(s) for s in _services(ctx))
+    needed = sum((1 if replica_bounds(s, ctx).min is None else replica_bounds(s, ctx).min) * isvc_gpus(s)
+                 for s in _services(ctx))
     if needed > capacity:
         yield (f"{res.label}: the services' minReplicas need {fmt(needed)} GPUs but maxSize {fmt(max_s)} × "
                f"{per_node} GPU(s) per node = {capacity}; warm replicas stay Pending. Raise maxSize to at least "
@@ -79,7 +79,7 @@ def _ng_peak(res: Resource, ctx: Context) -> Iterator[str]:
     capacity, per_node = node_group_capacity(res), gpus_per_node(res)
     if capacity is None:
         return
-    peak = sum((max_replicas(s) or 0) * isvc_gpus(s) for s in _services(ctx))
+    peak = sum((replica_bounds(s, ctx).max or 0) * isvc_gpus(s) for s in _services(ctx))
     if peak > capacity:
         yield (f"{res.label}: all services at maxReplicas need {fmt(peak)} GPUs but the node group holds "
                f"{capacity}; simultaneous spikes leave pods Pending. Raise maxSize to {-(-int(peak) // per_node)} "

@@ -9,7 +9,7 @@ from policy.registry import rule
 from policy.resources import (ANN, KNATIVE_MAX_SCALE, MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _list, _map,
                               annotations, autoscaler_behavior, autoscaler_bounds, deployment_mode, duration_s, fmt,
                               hpas_for, is_gpu_isvc, isvc_gpus, isvc_name, knative_autoscaler_data, knative_bounds,
-                              max_replicas, metadata, num, predictor)
+                              metadata, num, predictor, replica_bounds)
 from simulation.autoscaler.cluster_config import DEFAULT as KNATIVE_AUTOSCALER_DEFAULT
 from simulation.autoscaler.hpa import DEFAULT_DOWN
 from validation.annotations import CLASS_ANNOTATION, KNATIVE_PREFIX
@@ -42,10 +42,10 @@ def _prod_min_replicas(res: Resource, ctx: Context) -> Iterator[str]:
     """The environment comes from the GPU node group's `environment` tag, else from the URN's stack name."""
     if ctx.environment != "prod":
         return
-    min_r = num(predictor(res).get("minReplicas"))
-    min_r = 1.0 if min_r is None else min_r  # KServe's default
+    bounds = replica_bounds(res, ctx)
+    min_r = 1.0 if bounds.min is None else bounds.min  # KServe's default
     if min_r < 1 and str(annotations(res).get(ANN + "allow-scale-to-zero", "")).lower() != "true":
-        yield (f"{res.label}: minReplicas is {fmt(min_r)} in prod, so the first request after idle waits for a "
+        yield (f"{res.label}: {bounds.min_field} is {fmt(min_r)} in prod, so the first request after idle waits for a "
                "GPU cold start (node, image, model load) and gets 503s/timeouts. Set minReplicas >= 1, or opt in "
                f"explicitly with the annotation {ANN}allow-scale-to-zero: \"true\" (stack: allowScaleToZero: true).")
 
@@ -102,20 +102,23 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
       "001 §10-2, §10-3; 000 §9.8", is_gpu_isvc, stack=True)
 def _max_replicas(res: Resource, ctx: Context) -> Iterator[str]:
     """In Knative mode an unset maxReplicas leaves the legacy `autoscaling.knative.dev/maxScale` annotation in
-    force (resources.max_replicas); `max-scale` on the InferenceService never reaches the revision."""
-    max_r, min_r = max_replicas(res), num(predictor(res).get("minReplicas"))
+    force (resources.max_replicas); `max-scale` on the InferenceService never reaches the revision. In Standard
+    mode with autoscalerClass external the bounds are the HPA's or ScaledObject's (resources.replica_bounds)."""
+    bounds = replica_bounds(res, ctx)
+    max_r, min_r = bounds.max, bounds.min
     if not max_r or max_r < 1:
         dropped = (f" ({KNATIVE_MAX_SCALE} on the InferenceService is on KServe's serviceAnnotationDisallowedList: "
                    "it never reaches the revision)" if KNATIVE_MAX_SCALE in annotations(res) else "")
-        yield (f"{res.label}: maxReplicas is {fmt(max_r)} (unbounded){dropped}, so a spike asks for more GPUs than "
-               "exist and the extra pods sit Pending while the queue returns 503s. Set maxReplicas to what the GPU "
-               "node group can hold.")
+        yield (f"{res.label}: {bounds.max_field} is {fmt(max_r)} (unbounded){dropped}, so a spike asks for more GPUs "
+               "than exist and the extra pods sit Pending while the queue returns 503s. Set maxReplicas to what the "
+               "GPU node group can hold.")
         return
     if min_r is not None and min_r > max_r:
-        yield f"{res.label}: minReplicas {fmt(min_r)} > maxReplicas {fmt(max_r)}. Set minReplicas <= maxReplicas."
+        yield (f"{res.label}: {bounds.min_field} {fmt(min_r)} > {bounds.max_field} {fmt(max_r)}. Set minReplicas <= "
+               "maxReplicas.")
     gpus = isvc_gpus(res)
     if ctx.gpu_capacity is not None and max_r * gpus > ctx.gpu_capacity:
-        yield (f"{res.label}: maxReplicas {fmt(max_r)} × {gpus} GPU(s) = {fmt(max_r * gpus)} GPUs, but the GPU "
+        yield (f"{res.label}: {bounds.max_field} {fmt(max_r)} × {gpus} GPU(s) = {fmt(max_r * gpus)} GPUs, but the GPU "
                f"node group holds at most {ctx.gpu_capacity} (maxSize × GPUs per node); replicas beyond that stay "
                f"Pending. Lower maxReplicas to {ctx.gpu_capacity // gpus} or raise the node group's maxSize.")
 

@@ -19,7 +19,8 @@ This is the only place the manifest is interpreted. Sources (reference knative-k
   `scaleMetric: concurrency` scales on CPU 80 %, and its webhook refuses it with `autoscalerClass: hpa`); CC and
   timeout unused (no queue-proxy). With class `external` (or `none`) an accompanying autoscaling/v2
   HorizontalPodAutoscaler or KEDA ScaledObject (scenario `hpa:`; the latter read by `autoscaler/keda.py`) scales
-  the Deployment; with class `hpa` only one equal to KServe's own (an export of it) is accepted.
+  the Deployment, and its replica bounds are the ones read (KServe ignores the predictor's then; the stack writes
+  them on the autoscaler only); with class `hpa` only one equal to KServe's own (an export of it) is accepted.
 """
 
 from __future__ import annotations
@@ -227,6 +228,8 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
             hpa = own
         elif cls_name == "none":   # KServe creates no HPA (hpa_reconciler.go shouldCreateHPA)
             hpa = None
+        if hpa is not None:   # the bounds that act: the accompanying autoscaler's (the stack writes none on the ISVC)
+            lo, hi = hpa.min_replicas, hpa.max_replicas
         kpa = AutoscalerConfig(container_concurrency=0, min_scale=lo, max_scale=hi, initial_scale=lo)
     return ServingSpec(name=name, mode=mode, container_concurrency=cc if mode == "Knative" else 0,
                        timeout_s=timeout if timeout is not None else DEFAULT_TIMEOUT_S, kpa=kpa, hpa=hpa,

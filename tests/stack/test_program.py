@@ -166,7 +166,10 @@ def test_inference_services_are_tuned(run):
         assert {"readinessProbe", "livenessProbe"} <= set(model)
         env = {e["name"]: e["value"] for e in model["env"]}
         assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
-        assert (predictor["minReplicas"], predictor["maxReplicas"]) == (svc.min_replicas, svc.max_replicas)
+        if svc.deployment_mode == "Knative":   # Standard: on the HPA or ScaledObject only (docs/deploying.md §8)
+            assert (predictor["minReplicas"], predictor["maxReplicas"]) == (svc.min_replicas, svc.max_replicas)
+        else:
+            assert "minReplicas" not in predictor and "maxReplicas" not in predictor
         annotations = isvcs[svc.name]["metadata"]["annotations"]
         assert annotations["serving.kserve.io/deploymentMode"] == {"Knative": "Serverless",
                                                                    "Standard": "RawDeployment"}[svc.deployment_mode]
