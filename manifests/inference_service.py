@@ -34,6 +34,7 @@ from validation.annotations import (CLASS_ANNOTATION, CONFIG_AUTOSCALER_ANNOTATI
                                     PROGRESS_DEADLINE_KEY, TRITON_CAP_ANNOTATIONS)
 from validation.defaults import SERVING_PORT as SERVER_PORT
 from validation.deployment_mode import mode_name
+from validation.kserve_template import escape as escape_placeholders
 
 TRITON_PROTOCOL = "v2"  # Triton's HTTP protocol, the one kserve-tritonserver lists first (config/runtimes)
 
@@ -191,8 +192,12 @@ def server_container(cfg: StackConfig, svc: ServiceConfig) -> dict:
         container["protocolVersion"] = TRITON_PROTOCOL
     # STORAGE_URI: KServe's storage initializer fills /mnt/models and rewrites the variable to that path.
     env = ([{"name": "STORAGE_URI", "value": cache_uri(cfg, svc)}] if custom else []) + engine_env(svc)
+    args = engine_args(svc)
+    if not custom:   # KServe's Go-template step on the model container: a literal `{{` stays one (kserve_template.py)
+        args = [escape_placeholders(a) for a in args]
+        env = [dict(e, value=escape_placeholders(e["value"])) for e in env]
     container.update({
-        "args": engine_args(svc),
+        "args": args,
         "env": env,
         "resources": resources,
         "startupProbe": _probe(svc.startup_probe),

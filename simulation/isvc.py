@@ -36,6 +36,7 @@ from validation.errors import InputError, Problem
 from validation.fields import Section
 from validation.defaults import KNATIVE_CC_MAX, KNATIVE_DEFAULT_TIMEOUT_S, KSERVE_DEFAULT_MIN_REPLICAS
 from validation.kubernetes import GPU_RESOURCE, KNATIVE_MAX_TIMEOUT_S
+from validation.kserve_template import container_as_run
 from simulation.autoscaler.cluster_config import DEFAULT as CLUSTER_DEFAULT, ClusterAutoscaler
 from simulation.autoscaler.config import PREFIX, AutoscalerConfig, HPA_CLASS, KPA_CLASS, from_annotations
 from simulation.autoscaler.hpa import MAX_REPLICAS, HpaSpec, behavior_rules
@@ -144,6 +145,12 @@ def _from_manifest(manifest: Any, hpa_manifest: Any, path: str, problems: list[P
                 break
         else:
             cpath = f"{pred.path}.model"
+    if container_raw is not None and not pred.has("containers"):
+        # KServe's placeholder step (Go text/template) runs on a spec.predictor.model container before the pod
+        # exists: read its args and env as the server receives them, e.g. an escaped `{{` as `{{`.
+        namespace = meta.raw("namespace")
+        container_raw = container_as_run(container_raw, name, namespace if isinstance(namespace, str) else "default",
+                                         cpath, problems)
     cont = Section(container_raw, cpath, problems)
     image = cont.raw("image") or ""
     limits = cont.section("resources").section("limits")
