@@ -173,7 +173,7 @@ def _prod_without_cold_start_priors(monkeypatch):
 
     project, values = stack_config_values("prod")
     values.pop(f"{P}:coldStart")
-    monkeypatch.setattr(offline, "stack_config_values", lambda stack, *a: (project, copy.deepcopy(values)))
+    monkeypatch.setattr(offline, "stack_config_values", lambda stack, *a, **k: (project, copy.deepcopy(values)))
     return parse_stack_config(project_values(copy.deepcopy(values), project), project, "prod")
 
 
