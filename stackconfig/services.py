@@ -41,6 +41,22 @@ from simulation.workload import parse_workload
 ENGINES = ["vllm", "tgi", "naive", "triton"]
 ENGINE_MODEL_KIND = {"vllm": "llm", "tgi": "llm", "naive": "llm", "triton": "vision"}  # what each one serves here
 
+# An oci:// model is a KServe modelcar. KServe's pod webhook (v0.15 pkg/webhook/admission/pod/
+# storage_initializer_injector.go: InjectModelcar, createModelContainer, createModelInitContainer; v0.16 on
+# pkg/utils/storage.go: ConfigureModelcarToContainer, CreateModelcarContainer, CreateModelcarInitContainer, the
+# same through v0.20) adds a `modelcar` sidecar whose securityContext is at most {runAsUser: uidModelcar} and a
+# `modelcar-init` init container with none, whatever the inferenceservice-config says; and with `uidModelcar` set
+# (1010 in the shipped config/configmap/inferenceservice.yaml) it replaced kserve-container's whole securityContext
+# by {runAsUser: 1010} before v0.18 (kserve#5167 keeps the rest since). No setting gives those containers
+# allowPrivilegeEscalation: false, which the stack's mandatory k8s-no-privilege-escalation rule and Pod Security
+# `restricted` require of every container: the pod KServe creates breaks the policy the rendered one passes, and a
+# restricted namespace refuses it (the revision or Deployment never gets a pod). So oci:// is refused.
+OCI_REFUSED = ("expected an s3://, gs://, hf://, https:// or pvc:// URI: an oci:// model runs as a KServe "
+               "modelcar, and KServe's pod webhook adds a `modelcar` sidecar and a `modelcar-init` init container "
+               "without allowPrivilegeEscalation: false (and before KServe 0.18, with the shipped uidModelcar 1010, "
+               "replaces the model container's securityContext by {runAsUser: 1010}), so the pod breaks the "
+               "stack's mandatory k8s-no-privilege-escalation policy and Pod Security 'restricted' refuses it")
+
 
 def default_startup_failures(load_s: float) -> int:
     """The startup probe's default failureThreshold: twice the expected model load in 10 s periods, at least 6
@@ -169,13 +185,10 @@ def parse_service(sec: Section, ctx: StackConfigContext) -> ServiceConfig:
                      + " (or add one under catalog.models)")
     storage_uri = msec.str("storageUri", "", required=True)
     check_storage_uri(msec, "storageUri", storage_uri)
-    if storage_uri.startswith("oci://") and ctx.model_cache.enabled:
-        # An oci:// model is a KServe modelcar (an image the pod pulls); the prefetch runs KServe's storage
-        # initializer, whose Storage.download has no oci branch ("Cannot recognize storage type"): it would
-        # retry for ever and the cache DaemonSet would never be Ready.
-        msec.problem("storageUri", storage_uri, "expected an s3://, gs://, hf://, https:// or pvc:// URI while "
-                     "modelCache.enabled is true (the cache cannot prefetch an oci:// modelcar), or "
-                     "modelCache.enabled: false to serve it as a modelcar")
+    if storage_uri.startswith("oci://"):
+        msec.problem("storageUri", storage_uri, OCI_REFUSED + (
+            "; and the model cache's prefetch runs KServe's storage initializer, which cannot download one"
+            if ctx.model_cache.enabled else ""))
     public = msec.bool("public", False)
     check_model_credentials(msec, storage_uri, public, ctx.model_cache)
     msec.done()

@@ -126,10 +126,15 @@ CASES = [
      "services[0].model.storageUri: got 'hf://meta-llama/Meta-Llama-3-8B-Instruct/'", "(no trailing /)"),
     ("dev", lambda c: _svc(c)["model"].update(storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct/original"),
      "services[0].model.storageUri", "hf://<org>/<model>[:<revision>]"),
-    # the cache's prefetch runs KServe's storage initializer, which cannot download an oci:// modelcar
+    # an oci:// model is a KServe modelcar, whose injected containers KServe never gives
+    # allowPrivilegeEscalation: false (review rev13-kserve F3); with the cache on the prefetch cannot download it
     ("dev", lambda c: _svc(c)["model"].update(storageUri="oci://registry.example.com/models/llama:v1"),
      "services[0].model.storageUri: got 'oci://registry.example.com/models/llama:v1'",
-     "the cache cannot prefetch an oci:// modelcar"),
+     "prefetch runs KServe's storage initializer, which cannot download one"),
+    ("dev", lambda c: (c["modelCache"].update(enabled=False),
+                       _svc(c)["model"].update(storageUri="oci://registry.example.com/models/llama:v1")),
+     "services[0].model.storageUri: got 'oci://registry.example.com/models/llama:v1'",
+     "without allowPrivilegeEscalation: false"),
     ("dev", lambda c: c.__setitem__("coldStart", {"imageGib": 10 ** 310}), "coldStart.imageGib",
      "expected a number between 0 and 4096"),
     ("staging", lambda c: _svc(c, "vision").pop("runtime"), "services[1].runtime.engine: got 'vllm'",
@@ -157,8 +162,6 @@ def test_mistake_is_an_input_error_at_load(stack, edit, where, allowed):
     ("dev", lambda c: c["cluster"].update(subnetIds=["subnet-0a1b2c3d"])),
     ("dev", lambda c: c["cluster"].update(createNodeRole=False,
                                            nodeRoleArn="arn:aws:iam::123456789012:role/eks/gpu-node")),
-    ("dev", lambda c: (c["modelCache"].update(enabled=False),   # a modelcar is served without the cache
-                       _svc(c)["model"].update(storageUri="oci://registry.example.com/models/llama:v1"))),
     ("dev", lambda c: _svc(c)["model"].update(
         storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct:5f0b02c75b57c5855da9ae460ce51323ea669d8a")),
     # 1.94e6 requests in dev's 1,020-s rollout run (the whole gate's ≈ 141 M within a raised gate.totalRequestBudget:
