@@ -172,6 +172,17 @@ COLD_START_DEFAULTS = {
     "loadGBps": Dist("lognormal", 2.0, 0.4),
     "engineInitS": Dist("uniform", 10.0, 60.0),
 }
+# With the model cache off, KServe's storage initializer downloads the weights in each predictor pod, an init
+# container under the inferenceservice-config `storageInitializer` limits (cpuLimit "1", memoryLimit "1Gi" in
+# config/configmap/inferenceservice.yaml, v0.15.2 through v0.20.0), which the stack does not manage (it patches
+# only the `inferenceService` key: manifests/kserve_config.py). KServe's one published measurement of that path
+# (v0.15.2 docs/samples/fluid/README.md, "KServe + Storage Initializer": Meta-Llama-3.1-8B-Instruct, 15 GB,
+# g5.8xlarge, S3 in-region, scale from 0 with the node and image ready) takes 265 s against 50 s with the weights
+# already local, so the download is about 215 s: 0.07 GB/s, 7–30× below the 0.5–2 GB/s above. The cache-off
+# default is therefore uniform over half to twice that rate (the same 4:1 spread around its centre as the
+# general default). No published source ties the rate to the init container's CPU or memory, so it does not
+# depend on them. A stated `downloadGBps` applies to whichever path downloads.
+STORAGE_INITIALIZER_GBPS = Dist("uniform", 0.035, 0.14)
 # What the static checks size from (probes, Pulumi's waits, the rollout's progress deadline): every phase at its
 # 95th percentile (a throughput at its 5th). The sum is the 95th percentile of a cold start whose phases are
 # slow together (one congested network slows the pull and the download alike), and above it when independent.
@@ -183,10 +194,11 @@ COLD_START_QUANTILE = 0.95
 MAX_PHASE_S, MAX_IMAGE_GIB = 86400.0, 4096.0
 
 
-def parse_cold_start(sec: Section) -> ColdStartProfile:
+def parse_cold_start(sec: Section, cache_enabled: bool = True) -> ColdStartProfile:
     """Each prior a number (fixed) or a distribution (simulation/dists.py); imageGib is a size the registry
-    states exactly, so a number."""
-    d = COLD_START_DEFAULTS
+    states exactly, so a number. `downloadGBps` defaults to the cache prefetch's prior with the model cache on
+    and to KServe's storage initializer's (`STORAGE_INITIALIZER_GBPS`) with it off."""
+    d = COLD_START_DEFAULTS if cache_enabled else COLD_START_DEFAULTS | {"downloadGBps": STORAGE_INITIALIZER_GBPS}
 
     def rate(key: str, minimum: float, maximum: float, unit: str) -> Dist:
         return parse_dist(sec, key, d[key], minimum=minimum, maximum=maximum, unit=unit, kinds=RATE_KINDS)

@@ -63,7 +63,7 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     check_node_group_name(cluster, node_group, problems)
     device_plugin = parse_device_plugin(top.section("devicePlugin"))
     model_cache = parse_model_cache(top.section("modelCache"), cluster.namespace)
-    cold_start = parse_cold_start(top.section("coldStart"))
+    cold_start = parse_cold_start(top.section("coldStart"), model_cache.enabled)
     knative = parse_knative(top.section("knative"))  # before the services: their annotations meet its autoscaler
     kserve = parse_kserve(top.section("kserve"))  # and its version decides what KServe does with their runtime
     ctx = StackConfigContext(environment, cluster, node_group, model_cache, cold_start, catalog, knative, kserve)

@@ -19,6 +19,12 @@ SA = "kubernetes:core/v1:ServiceAccount"
 GATED = "hf://meta-llama/Meta-Llama-3-8B-Instruct"  # dev's chat model
 
 
+# A download as fast as the cache's prefetch prior: these tests are about credentials. At the cache-off default
+# (KServe's measured storage-initializer rate) dev's and staging's 900-s progress deadlines are too short for a
+# rollout, which the program refuses first (tests/stack/test_cold_start_priors.py).
+FAST_DOWNLOAD = {"downloadGBps": {"dist": "uniform", "low": 0.5, "high": 2.0}}
+
+
 def _cache_off(**cache):
     """dev with the cache off, the gate off, and `cache` replacing modelCache's credential keys."""
     def edit(c):
@@ -26,6 +32,7 @@ def _cache_off(**cache):
         mc.pop("credentialsSecret", None)
         mc.update(enabled=False, **cache)
         c[f"{P}:gate"] = {"enabled": False}
+        c[f"{P}:coldStart"] = dict(FAST_DOWNLOAD)
     return edit
 
 
@@ -123,6 +130,7 @@ def _staging_cache_off(**cache):
         c[f"{P}:modelCache"].pop("serviceAccountName")
         c[f"{P}:modelCache"].update(enabled=False, **cache)
         c[f"{P}:gate"] = {"enabled": False}
+        c[f"{P}:coldStart"] = dict(FAST_DOWNLOAD)
     return edit
 
 

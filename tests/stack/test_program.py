@@ -295,7 +295,13 @@ def test_services_are_created_after_the_cache_is_full_and_knative_admits_them():
 
 
 def test_without_the_cache_models_download_directly_and_nothing_waits():
-    r = run_program("dev", edit=lambda c: c["kserve-preflight:modelCache"].update(enabled=False))
+    def edit(c):
+        c["kserve-preflight:modelCache"].update(enabled=False)
+        # as fast as the cache's prefetch prior: at the cache-off default (KServe's measured storage-initializer
+        # rate) dev's 900-s progress deadline is refused (tests/stack/test_cold_start_priors.py)
+        c["kserve-preflight:coldStart"] = {"downloadGBps": {"dist": "uniform", "low": 0.5, "high": 2.0}}
+
+    r = run_program("dev", edit=edit)
     [isvc] = r.of_type(ISVC)
     predictor = isvc.inputs["spec"]["predictor"]
     assert predictor["model"]["storageUri"].startswith("hf://")
