@@ -1,4 +1,4 @@
-"""Rule logic fixed after review rev13-policy (a platform engineer's own `qa` stack, tests/policy/rev13_qa.yaml):
+"""Rule logic fixed after review rev13-policy (a platform engineer's own `qa` stack, tests/policy/team_qa.yaml):
 findings 2 (declared config-autoscaler), 3 (Standard-mode admission limit), 4 (scale-to-zero timeout), 5 (pinned
 services), 6 (the p99 SLO) and 12 (a hand-written InferenceService's Knative annotations). Each case has a control
 on the other side of the edge, so a rule that never fires fails too."""
@@ -18,7 +18,7 @@ from policy.rules import RULES_BY_ID, evaluate
 from policy.stack import resources_from_run
 from policy_fixtures import FIXTURES
 
-QA = Path(__file__).with_name("rev13_qa.yaml")
+QA = Path(__file__).with_name("team_qa.yaml")
 P = "kserve-preflight:"
 
 
