@@ -48,8 +48,9 @@ from simulation.engine_flag_tables import (  # noqa: F401 (names the other modul
     ALIASES, BLOCK_KEY, CHUNKED_KEY, HTTP_PORT, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM,
     LISTENING_ENV, REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, STARTABLE_BLOCK_SIZES, SWAP_KEY, TGI, TP_KEY,
     VISIBLE_KEY, VLLM_OPENAI, human_readable_int, port_problem, taken_ports, version_problem)
-from simulation.engine_flags_triton import TRITON, triton_reading
+from simulation.engine_flags_triton import triton_reading
 from simulation.gpu.vllm_spec import SCHEDULERS, v0_chunks
+from simulation.triton_flag_table import TRITON
 
 
 def image_repository(image: str) -> str:

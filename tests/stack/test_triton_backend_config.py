@@ -19,7 +19,7 @@ import gate
 from manifests.inference_service import inference_service
 from runtime_stack import chat_stack, refused, with_service
 from simulation import load_scenario
-from simulation.engine_flags_triton import POD_SHM_BYTES
+from simulation.triton_backend_config import POD_SHM_BYTES
 from stackconfig.load import ROOT, load_stack
 from stackconfig.schema import parse_stack_config
 from validation.errors import InputError
