@@ -1,21 +1,17 @@
 """The flag tables `simulation/engine_flags.py` reads with: each server's flags, what they set and how their values
-are parsed (sources and rules: that module's docstring).
-
-Value parsers follow the server's own: vLLM and KServe parse with argparse (`type=int` is Python's `int()`, which
-takes '1_024', ' 8' and non-ASCII digits); TGI's launcher parses with clap, which calls Rust's `FromStr`: ASCII
-digits only (an optional leading '+'), no '_', no spaces, and the type's range (`u16` for a port, `u32`, `usize`);
-`f32` takes decimals and exponents, no '_'; a `bool` value is exactly `true` or `false` (clap's BoolValueParser).
+are parsed (sources and rules: that module's docstring; the value parsers: simulation/engine_flag_values.py).
 """
 
 from __future__ import annotations
 
-import ipaddress
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from validation.defaults import SERVING_PORT
+from simulation.engine_flag_values import (at_least, between, choice, clap_bool, device_list, every_address, exactly,
+                                           one_of, port_number, rust_float, rust_uint, swap_gib, tgi_hostname, tokens,
+                                           vllm_use_v1)
+from simulation.pod_ports import HTTP_PORT
 
 VLLM_OPENAI, HF_VLLM, TGI = "vllm-openai", "huggingfaceserver", "tgi"
 HF_TRANSFORMERS = "huggingfaceserver (Transformers)"
@@ -23,13 +19,6 @@ TP_KEY, SHARDED_KEY, CHUNKED_KEY = "tensor_parallel_size", "sharded", "chunked_p
 VISIBLE_KEY, SWAP_KEY, BLOCK_KEY = "visible_devices", "swap_space", "block_size"
 # Settings checked against the pod or the simulated scheduler (engine_flags.py), never passed to the simulation.
 RESTATED_KEYS = (TP_KEY, SHARDED_KEY, CHUNKED_KEY, VISIBLE_KEY, SWAP_KEY)
-# Where the server must listen: the port the stack renders and probes (manifests/inference_service.py SERVER_PORT,
-# KServe's default --http_port), the only container port the stack renders; in Knative mode also the ports
-# Knative's queue-proxy takes in the same pod (Knative's reserved ports, serving pkg/apis/serving/k8s_validation.go:
-# 8012/8013 serving, 8022 admin, 9090/9091 metrics, 8008 profiling; 8112 its TLS port, pkg/networking/constants.go).
-# Standard (RawDeployment) mode runs no queue-proxy. Another listener on a taken port fails to bind (`taken_ports`).
-HTTP_PORT = SERVING_PORT
-QUEUE_PROXY_PORTS = (8008, 8012, 8013, 8022, 8112, 9090, 9091)
 # vLLM's `--block-size` choices (argparse choices from `BlockSize`, vllm config/cache.py: 1, 8, 16, 32, 64, 128
 # in 0.8.5 through 0.11.0; 0.11.1 adds 256, which the 0.11.0 image refuses: not accepted), and the ones each
 # engine starts with on the catalog's GPUs (compute capability >= 8.0): V1's default FlashAttention backend raises
@@ -39,157 +28,6 @@ QUEUE_PROXY_PORTS = (8008, 8012, 8013, 8022, 8112, 9090, 9091)
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 STARTABLE_BLOCK_SIZES = {"v1": (16, 32, 64, 128), "v0": (8, 16, 32, 64, 128)}
 DEFAULT_SWAP_SPACE_GIB = 4.0   # vLLM's --swap-space default (CacheConfig.swap_space)
-_HRI = re.compile(r"(\d+(?:\.\d+)?)([kmgtKMGT])")
-_RUST_UINT = re.compile(r"\+?[0-9]+")                                    # `[0-9]`: ASCII digits only
-_RUST_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
-                         re.IGNORECASE)
-
-
-def human_readable_int(text: str) -> int:
-    """vLLM's `human_readable_int`: '16k' → 16000, '16K' → 16384, '2048' → 2048; ValueError otherwise (also for a
-    decimal one too large for a float, where vLLM's own int(inf) fails with OverflowError)."""
-    text = text.strip()
-    match = _HRI.fullmatch(text)
-    if not match:
-        return int(text)
-    number, suffix = match.groups()
-    if suffix.islower():
-        value = float(number) * 1000 ** ("kmgt".index(suffix) + 1)
-        if not math.isfinite(value):
-            raise ValueError(f"{text!r} is too large")
-        return int(value)
-    return int(number) * 1024 ** ("KMGT".index(suffix) + 1)   # int(): no decimals with a binary suffix
-
-
-def rust_uint(text: str, bits: int = 64) -> int:
-    """Rust's `u16`/`u32`/`u64`/`usize` `FromStr` as clap calls it; ValueError where it errs."""
-    if not _RUST_UINT.fullmatch(text) or int(text) >= 2 ** bits:
-        raise ValueError(text)
-    return int(text)
-
-
-def rust_float(text: str) -> float:
-    """Rust's `f32` `FromStr` (decimal or exponent form, inf/nan); ValueError where it errs."""
-    if not _RUST_FLOAT.fullmatch(text):
-        raise ValueError(text)
-    return float(text)
-
-
-def _at_least(low: int, read: Callable[[str], int]) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = read(text)
-        if value < low:
-            raise ValueError(text)
-        return value
-    return parse
-
-
-def _between(read: Callable[[str], float], low: float, high: float, high_open: bool = False) -> Callable:
-    def parse(text: str) -> float:
-        value = read(text)
-        if not (low < value < high if high_open else low < value <= high):
-            raise ValueError(text)
-        return value
-    return parse
-
-
-def _tokens(text: str) -> int:
-    value = human_readable_int(text)
-    if value < 1:   # newer vLLM's -1/'auto' fit max_model_len to the KV cache at start-up: not simulated
-        raise ValueError
-    return value
-
-
-def _v1(text: str) -> str:
-    return "v1" if int(text) else "v0"
-
-
-def _bool(text: str) -> bool:
-    if text not in ("true", "false"):   # clap's BoolValueParser: no other case or spelling
-        raise ValueError
-    return text == "true"
-
-
-def _one_of(read: Callable[[str], int], choices: tuple) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = read(text)
-        if value not in choices:
-            raise ValueError(text)
-        return value
-    return parse
-
-
-def _exactly(read: Callable[[str], int], wanted: int) -> Callable[[str], int]:
-    return _one_of(read, (wanted,))
-
-
-def taken_ports(mode: str) -> tuple[int, ...]:
-    """The ports a pod of this deployment mode (Knative or Standard) already listens on, which every server's
-    second listener (KServe's --grpc_port, TGI's --prometheus-port, Triton's --grpc-port …) must stay off: the
-    serving port, and in Knative mode the queue-proxy's."""
-    return (HTTP_PORT,) + (QUEUE_PROXY_PORTS if mode == "Knative" else ())
-
-
-def port_problem(arg: str, port: int, mode: str) -> tuple[str, str] | None:
-    """(the arg as given, why) when the listener `arg` opens on `port` is taken in a pod of `mode`, else None."""
-    if port not in taken_ports(mode):
-        return None
-    queue = (f" and the queue-proxy's own ({', '.join(map(str, QUEUE_PROXY_PORTS))}, Knative's reserved ports)"
-             if mode == "Knative" else " (Standard mode runs no queue-proxy)")
-    return (arg, f"expected a port, 0 to 65535, other than {HTTP_PORT} (the server's HTTP port, where the probes"
-                 f"{', the queue-proxy' if mode == 'Knative' else ''} and the Service reach it){queue}: a second "
-                 f"listener on {port}, which the pod already uses in {mode} mode, fails to bind and the pod never "
-                 "turns Ready")
-
-
-def _port(read: Callable[[str], int]) -> Callable[[str], int]:
-    """A port number; whether the pod has it free depends on its deployment mode (`taken_ports`)."""
-    def parse(text: str) -> int:
-        value = read(text)
-        if not 0 <= value <= 65535:
-            raise ValueError(text)
-        return value
-    return parse
-
-
-def _every_address(text: str) -> str:
-    """0.0.0.0 or :: (any spelling of the unspecified address); ValueError otherwise."""
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        raise ValueError(text) from None
-    if not address.is_unspecified:
-        raise ValueError(text)
-    return text
-
-
-def _tgi_hostname(text: str) -> str:
-    """TGI's router: a hostname that parses as an IP is listened on; any other falls back to 0.0.0.0 ('Invalid
-    hostname, defaulting to 0.0.0.0', router/src/server.rs), as the pod's own HOSTNAME does."""
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return text
-    return _every_address(text)
-
-
-def _swap_gib(text: str) -> float:
-    value = float(text)                   # argparse type=float
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(text)
-    return value
-
-
-def _devices(text: str) -> tuple:
-    return tuple(text.split(","))
-
-
-def _choice(*names: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text not in names:
-            raise ValueError(text)
-        return text
-    return parse
 
 
 @dataclass(frozen=True)
@@ -241,11 +79,11 @@ def version_problem(name: str, flag: Flag, image: str | None) -> str | None:
 
 _TOKENS = "a number of tokens such as 8192 or 8k (vLLM's human_readable_int; 'auto' and -1, which newer vLLM fit " \
           "to the KV cache, are not simulated)"
-_PY_INT = _at_least(1, int)
+_PY_INT = at_least(1, int)
 _INT = "a whole number >= 1"
 _ARGPARSE_INT = _typed(int, "a whole number (argparse type=int)")
 _RUST = "in ASCII digits (TGI's launcher: Rust's FromStr takes no '_', spaces or other digits)"
-_USIZE = _typed(_at_least(0, rust_uint), f"a whole number >= 0 {_RUST}")
+_USIZE = _typed(at_least(0, rust_uint), f"a whole number >= 0 {_RUST}")
 _PORT = _typed(lambda t: rust_uint(t, 16), f"a port, 0 to 65535 {_RUST}")
 _FRACTION = "a fraction in (0, 1] (TGI's launcher: Rust's f32 FromStr takes no '_', spaces or non-ASCII digits)"
 _VALUE, _SWITCH = Flag(parse=str), Flag()
@@ -253,7 +91,7 @@ _FREE_PORT = "a port, 0 to 65535, the pod does not already use"
 
 
 def _listener(read: Callable[[str], int], expects: str) -> Flag:
-    return Flag(parse=_port(read), expects=expects, listens=True)
+    return Flag(parse=port_number(read), expects=expects, listens=True)
 
 
 # `--dtype`: the values that keep 2 bytes a weight and KV element, as the simulation sizes the catalog's models
@@ -265,16 +103,16 @@ _EVERY_ADDRESS = ("0.0.0.0 or :: (every address): the probes and the raw Service
 
 # vLLM's engine and server flags (dash spelling), modelled ones first.
 _VLLM = {
-    "--max-model-len": Flag("max_model_len", _tokens, expects=_TOKENS),
-    "--max-num-batched-tokens": Flag("max_num_batched_tokens", _tokens, expects=_TOKENS),
+    "--max-model-len": Flag("max_model_len", tokens, expects=_TOKENS),
+    "--max-num-batched-tokens": Flag("max_num_batched_tokens", tokens, expects=_TOKENS),
     "--max-num-seqs": Flag("max_num_seqs", _PY_INT, expects=_INT),
-    "--gpu-memory-utilization": Flag("gpu_memory_utilization", _between(float, 0, 1), expects="a fraction in (0, 1]"),
-    "--block-size": Flag(BLOCK_KEY, _one_of(int, VLLM_BLOCK_SIZES), expects=f"one of "
+    "--gpu-memory-utilization": Flag("gpu_memory_utilization", between(float, 0, 1), expects="a fraction in (0, 1]"),
+    "--block-size": Flag(BLOCK_KEY, one_of(int, VLLM_BLOCK_SIZES), expects=f"one of "
                          f"{', '.join(map(str, VLLM_BLOCK_SIZES))} (vLLM's argparse choices through 0.11.0, the "
                          "default image's; 0.11.1's 256 is not accepted)"),
-    "--swap-space": Flag(SWAP_KEY, _swap_gib, expects="GiB of CPU swap space per GPU, a number >= 0"),
-    "--dtype": _typed(_choice("auto", "half", "float16", "bfloat16"), _DTYPE),
-    "--kv-cache-dtype": _typed(_choice("auto"), "auto (the model's dtype; an fp8 KV cache holds twice the tokens, "
+    "--swap-space": Flag(SWAP_KEY, swap_gib, expects="GiB of CPU swap space per GPU, a number >= 0"),
+    "--dtype": _typed(choice("auto", "half", "float16", "bfloat16"), _DTYPE),
+    "--kv-cache-dtype": _typed(choice("auto"), "auto (the model's dtype; an fp8 KV cache holds twice the tokens, "
                                "which is not simulated)"),
     "--disable-custom-all-reduce": Flag("disable_custom_all_reduce"),
     "--no-disable-custom-all-reduce": Flag("disable_custom_all_reduce", value=False),
@@ -283,7 +121,7 @@ _VLLM = {
     "--tensor-parallel-size": Flag(TP_KEY, _PY_INT, expects=_INT),
     "-tp": Flag(TP_KEY, _PY_INT, expects=_INT),
     **{name: _ARGPARSE_INT for name in ("--port", "--seed", "--max-log-len")},
-    "--distributed-executor-backend": _typed(_choice("mp", "ray"), "mp or ray (one pod, one node: 'uni' runs a "
+    "--distributed-executor-backend": _typed(choice("mp", "ray"), "mp or ray (one pod, one node: 'uni' runs a "
                                              "single worker, 'external_launcher' needs torchrun)"),
     **{name: _VALUE for name in ("--model", "--served-model-name", "--host", "--tokenizer", "--revision",
                                  "--tokenizer-revision", "--tokenizer-mode", "--chat-template",
@@ -304,34 +142,34 @@ _NOT_SIMULATED = "which the simulation does not model"
 _GUIDED = ("auto", "xgrammar", "guidance", "outlines")   # every release with the flag; 0.10 dropped lm-format-enforcer
 _VLLM_CHOSEN = {
     # `--load-format`: the checkpoint's own 16-bit weights, as the catalog sizes them and the cold start reads them.
-    "--load-format": _typed(_choice("auto", "pt", "safetensors"), "auto, pt or safetensors (the checkpoint's weights, "
+    "--load-format": _typed(choice("auto", "pt", "safetensors"), "auto, pt or safetensors (the checkpoint's weights, "
                             "as the catalog sizes them and the cold start reads them); bitsandbytes and gguf "
                             "quantize the weights in GPU memory, dummy loads none, and runai_streamer, "
                             "fastsafetensors, tensorizer, sharded_state, npcache change how fast they load, "
                             f"{_NOT_SIMULATED}"),
     # `--task` (deprecated in 0.10 for --runner/--convert, still read in 0.11): the catalog's LLMs generate.
-    "--task": _typed(_choice("auto", "generate"), "auto or generate (the catalog's LLMs generate text); embedding, "
+    "--task": _typed(choice("auto", "generate"), "auto or generate (the catalog's LLMs generate text); embedding, "
                      f"embed, classify, score, reward, transcription and draft run a pooling or other runner, "
                      f"{_NOT_SIMULATED}"),
     # Structured outputs: the backend only serves requests that ask for a grammar, neutral for the others. Removed
     # in vLLM 0.11 (vllm#22772: --structured-outputs-config.backend), which the default vllm-openai image runs.
-    "--guided-decoding-backend": Flag(parse=_choice(*_GUIDED), until=(0, 11), expects=f"{', '.join(_GUIDED)} (the "
+    "--guided-decoding-backend": Flag(parse=choice(*_GUIDED), until=(0, 11), expects=f"{', '.join(_GUIDED)} (the "
                                       "choices of every vLLM with this flag, 0.8.5 to 0.10)",
                                       instead="Use --structured-outputs-config.backend=<backend> there"),
-    "--structured-outputs-config.backend": Flag(parse=_choice(*_GUIDED, "lm-format-enforcer"), since=(0, 11),
+    "--structured-outputs-config.backend": Flag(parse=choice(*_GUIDED, "lm-format-enforcer"), since=(0, 11),
                                                 expects=f"{', '.join(_GUIDED)} or lm-format-enforcer"),
-    "--scheduling-policy": _typed(_choice("fcfs"), "fcfs (vLLM's default, first come first served, as simulated); "
+    "--scheduling-policy": _typed(choice("fcfs"), "fcfs (vLLM's default, first come first served, as simulated); "
                                   "priority orders the queue by each request's priority, "
                                   f"{_NOT_SIMULATED}"),
-    "--pipeline-parallel-size": _typed(_exactly(int, 1), "1 (no pipeline parallelism): the gate simulates the pod's "
+    "--pipeline-parallel-size": _typed(exactly(int, 1), "1 (no pipeline parallelism): the gate simulates the pod's "
                                        "GPUs as tensor-parallel shards (resources.gpus); pipeline stages split the "
                                        f"layers and their KV cache across GPUs, {_NOT_SIMULATED}"),
-    "-pp": _typed(_exactly(int, 1), "1 (it is --pipeline-parallel-size): the gate simulates the pod's GPUs as "
+    "-pp": _typed(exactly(int, 1), "1 (it is --pipeline-parallel-size): the gate simulates the pod's GPUs as "
                   "tensor-parallel shards; pipeline stages are not modelled"),
-    "--max-num-partial-prefills": _typed(_exactly(int, 1), "1 (vLLM's default: one prompt prefilled in chunks at a "
+    "--max-num-partial-prefills": _typed(exactly(int, 1), "1 (vLLM's default: one prompt prefilled in chunks at a "
                                          "time, as simulated); more run several partial prefills at once, "
                                          f"{_NOT_SIMULATED}"),
-    "--long-prefill-token-threshold": _typed(_exactly(int, 0), "0 (vLLM's default with one partial prefill: a "
+    "--long-prefill-token-threshold": _typed(exactly(int, 0), "0 (vLLM's default with one partial prefill: a "
                                              "prompt's chunk is bounded by the step's token budget alone, as "
                                              f"simulated); a threshold caps long prompts' chunks, {_NOT_SIMULATED}"),
     "--max-logprobs": _ARGPARSE_INT,
@@ -370,14 +208,14 @@ _VLLM_REFUSED = {
 }
 # vLLM's own server (`vllm/vllm-openai`) listens where `--host` says; KServe's huggingfaceserver reads and ignores
 # vLLM's `--host` and `--port` (its server is KServe's, on --http_port).
-_VLLM_SERVER = {"--host": _typed(_every_address, _EVERY_ADDRESS)}
+_VLLM_SERVER = {"--host": _typed(every_address, _EVERY_ADDRESS)}
 # KServe's huggingfaceserver's own flags (v0.15.2 `__main__.py`, `kserve/model_server.py`), as it spells them.
 _KSERVE = {
     "--max_length": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
     "--max_model_len": Flag("max_model_len", _PY_INT, expects="a whole number of tokens (argparse type=int)"),
-    "--http_port": _typed(_exactly(int, HTTP_PORT), f"{HTTP_PORT}, KServe's default: the port the probes, Knative's "
+    "--http_port": _typed(exactly(int, HTTP_PORT), f"{HTTP_PORT}, KServe's default: the port the probes, Knative's "
                           "queue-proxy and the raw Service reach the server on; on another it never turns Ready"),
-    "--dtype": _typed(_choice("auto", "half", "float16", "bfloat16"), _DTYPE),
+    "--dtype": _typed(choice("auto", "half", "float16", "bfloat16"), _DTYPE),
     "--grpc_port": _listener(int, f"{_FREE_PORT} (KServe's model server starts gRPC by default, --enable_grpc, "
                              "on 8081)"),
     **{name: _VALUE for name in ("--model_name", "--model_dir", "--model_id", "--model_revision",
@@ -389,29 +227,29 @@ _KSERVE = {
 }
 # TGI's launcher flags (v3.3.4 `launcher/src/main.rs` `struct Args`, types as declared); NUM_SHARD/SHARDED are its
 # tensor parallelism; `--max-input-length` is the legacy name of `--max-input-tokens` (both set: it refuses).
-_TGI_TOKENS = _at_least(1, rust_uint)
+_TGI_TOKENS = at_least(1, rust_uint)
 _TGI = {
     "--max-batch-size": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_num_seqs"),
     "--max-total-tokens": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_model_len"),
     "--max-input-tokens": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_input_tokens"),
     "--max-input-length": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_input_tokens"),
-    "--cuda-memory-fraction": _typed(_between(rust_float, 0, 1), _FRACTION, "gpu_memory_utilization"),
+    "--cuda-memory-fraction": _typed(between(rust_float, 0, 1), _FRACTION, "gpu_memory_utilization"),
     "--max-concurrent-requests": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", "max_concurrent_requests"),
-    "--max-batch-prefill-tokens": _typed(_at_least(1, lambda t: rust_uint(t, 32)), f"{_INT}, a u32, {_RUST}",
+    "--max-batch-prefill-tokens": _typed(at_least(1, lambda t: rust_uint(t, 32)), f"{_INT}, a u32, {_RUST}",
                                          "max_num_batched_tokens"),
     "--num-shard": _typed(_TGI_TOKENS, f"{_INT} {_RUST}", TP_KEY),
-    "--sharded": _typed(_bool, "true or false, in lower case (clap's bool parser)", SHARDED_KEY),
+    "--sharded": _typed(clap_bool, "true or false, in lower case (clap's bool parser)", SHARDED_KEY),
     "--port": _PORT,
-    "--dtype": _typed(_choice("float16", "bfloat16"), "float16 or bfloat16 (the launcher's value enum; 2 bytes a "
+    "--dtype": _typed(choice("float16", "bfloat16"), "float16 or bfloat16 (the launcher's value enum; 2 bytes a "
                       "weight, as simulated)"),
     **{name: _listener(lambda t: rust_uint(t, 16), f"{_FREE_PORT} {_RUST}") for name in ("--prometheus-port",
                                                                                          "--master-port")},
-    "--hostname": _typed(_tgi_hostname, f"{_EVERY_ADDRESS} (a name that is no IP address falls back to 0.0.0.0)"),
+    "--hostname": _typed(tgi_hostname, f"{_EVERY_ADDRESS} (a name that is no IP address falls back to 0.0.0.0)"),
     "--validation-workers": _typed(_TGI_TOKENS, f"{_INT} {_RUST} (main.rs: 'validation_workers must be > 0')"),
     "--max-top-n-tokens": _typed(lambda t: rust_uint(t, 32), f"a whole number >= 0, a u32, {_RUST}"),
     **{name: _USIZE for name in ("--max-best-of", "--max-stop-sequences",
                                  "--graceful-termination-timeout", "--max-client-batch-size", "--payload-limit")},
-    "--usage-stats": _typed(_choice("on", "off", "no-stack"), "on, off or no-stack"),
+    "--usage-stats": _typed(choice("on", "off", "no-stack"), "on, off or no-stack"),
     "--cors-allow-origin": Flag(parse=str, repeatable=True),
     **{name: _VALUE for name in ("--model-id", "--revision", "--otlp-endpoint", "--otlp-service-name",
                                  "--api-key", "--huggingface-hub-cache", "--weights-cache-override",
@@ -427,7 +265,7 @@ ALIASES = {TGI: {"-p": "--port", "-e": "--env", "-g": "--graceful-termination-ti
 
 # Environment variables an engine reads as a setting: name → (server key, parser, what it takes); a None key is
 # only checked. CUDA_VISIBLE_DEVICES may only name every GPU of the pod (engine_flags.tensor_parallel_problems).
-_VISIBLE = {"CUDA_VISIBLE_DEVICES": (VISIBLE_KEY, _devices, "device indices")}
+_VISIBLE = {"CUDA_VISIBLE_DEVICES": (VISIBLE_KEY, device_list, "device indices")}
 def _env_name(flag: str) -> str:
     return flag[2:].replace("-", "_").upper()
 
@@ -435,11 +273,11 @@ def _env_name(flag: str) -> str:
 # The variables that set a listener's port (TGI's PROMETHEUS_PORT and MASTER_PORT), held to `taken_ports` too.
 LISTENING_ENV = {"tgi": {_env_name(flag) for flag, f in _TGI.items() if f.listens}}
 ENV_KEYS = {
-    "vllm": {"VLLM_USE_V1": ("scheduler", _v1, "0 or 1 (vllm envs.py reads bool(int(...)))"), **_VISIBLE},
+    "vllm": {"VLLM_USE_V1": ("scheduler", vllm_use_v1, "0 or 1 (vllm envs.py reads bool(int(...)))"), **_VISIBLE},
     "naive": _VISIBLE,
     "tgi": {**{_env_name(flag): (f.key, f.parse, f.expects) for flag, f in _TGI.items()
                if (f.key or f.listens or flag in ("--hostname", "--dtype")) and flag != "--max-input-length"},
-            "TGI_WIGGLE_ROOM": ("wiggle_room", _between(float, 0, 1, high_open=True),
+            "TGI_WIGGLE_ROOM": ("wiggle_room", between(float, 0, 1, high_open=True),
                                 "a fraction in (0, 1) (server models/globals.py)"), **_VISIBLE},
 }
 # The NVIDIA device plugin gives the container the GPUs it allocated as NVIDIA_VISIBLE_DEVICES (its default

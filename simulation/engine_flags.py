@@ -26,12 +26,12 @@ parallelism is the pod's GPU count (KServe's huggingfaceserver sets it to `torch
 `vllm/vllm_model.py`; TGI shards over every visible GPU, `find_num_shards`): a flag may only restate it, and so
 may vLLM's chunked-prefill switches (the scheduler the gate simulates: V1 chunks, V0 does not). A switch takes no
 `=value` (argparse: 'ignored explicit argument'; clap: 'unexpected value'). TGI's values are parsed as clap parses
-them (`engine_flag_tables.py`, with the tables: ASCII digits, the type's range); a neutral flag is type-checked too,
-and one that places the server (KServe's `--http_port`/`--grpc_port`, vLLM's own server's `--host`, TGI's
+them (`engine_flag_values.py`: ASCII digits, the type's range); a neutral flag is type-checked too, and one that
+places the server (KServe's `--http_port`/`--grpc_port`, vLLM's own server's `--host`, TGI's
 `--hostname`/`--prometheus-port`/`--master-port`, Triton's `--grpc-port`) takes only values that keep it on every
 address at port 8080, and a second listener off the ports the pod already uses: 8080, and the queue-proxy's in
-Knative mode (`taken_ports`; the `Pod` says which mode). `--block-size`, `--swap-space` and vLLM's chunked-prefill
-switches are checked against the scheduler, the context and the node (`restated_problems`).
+Knative mode (`pod_ports.taken_ports`; the `Pod` says which mode). `--block-size`, `--swap-space` and vLLM's
+chunked-prefill switches are checked against the scheduler, the context and the node (`restated_problems`).
 Environment variables are a deny-list, since most (HF_TOKEN, NCCL_DEBUG) are no engine setting: the ones an engine
 reads as a setting are mapped (`ENV_KEYS`) or refused (`REFUSED_ENV`: NVIDIA_VISIBLE_DEVICES, the device plugin's);
 CUDA_VISIBLE_DEVICES may only name every GPU of the pod. Triton's arguments (tritonserver's getopt_long command
@@ -44,12 +44,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.allocatable import capacity_memory_mib
-from simulation.engine_flag_tables import (  # noqa: F401 (names the other modules import from here)
-    ALIASES, BLOCK_KEY, CHUNKED_KEY, HTTP_PORT, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM,
-    LISTENING_ENV, REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, STARTABLE_BLOCK_SIZES, SWAP_KEY, TGI, TP_KEY,
-    VISIBLE_KEY, VLLM_OPENAI, human_readable_int, port_problem, taken_ports, version_problem)
+from simulation.engine_flag_tables import (
+    ALIASES, BLOCK_KEY, CHUNKED_KEY, DEFAULT_SWAP_SPACE_GIB, ENV_KEYS, FLAGS, HF_TRANSFORMERS, HF_VLLM, LISTENING_ENV,
+    REFUSED_ENV, RESTATED_KEYS, SHARDED_KEY, STARTABLE_BLOCK_SIZES, SWAP_KEY, TGI, TP_KEY, VISIBLE_KEY, VLLM_OPENAI,
+    version_problem)
 from simulation.engine_flags_triton import triton_reading
 from simulation.gpu.vllm_spec import SCHEDULERS, v0_chunks
+from simulation.pod_ports import port_problem
 from simulation.triton_flag_table import TRITON
 
 

@@ -1,6 +1,6 @@
 """Triton Inference Server's command line (`tritonserver`), read as it reads it: the `runtime.args` check for engine
 `triton` (`simulation/engine_flags.py` `read_args` hands Triton's args here, and holds the gRPC port to the ports
-the pod already uses, `engine_flag_tables.taken_ports`, as it does every server's).
+the pod already uses, `pod_ports.taken_ports`, as it does every server's).
 
 Sources: triton-inference-server/server `src/command_line_parser.cc` (`TritonParser::SetupOptions` for the names
 and value kinds, `Parse` for how each value is read and the checks after parsing, `CheckPortCollision`), at the
@@ -45,7 +45,7 @@ def triton_reading(args: list[str] | tuple, image: str | None = None) -> tuple[l
                                                                                   list[tuple[str, int]]]:
     """(the arg as given, why) for each of `args` Triton refuses or the stack does not accept (module docstring);
     and (the arg as given, its port) for the listener Triton opens beside HTTP and metrics (gRPC, when enabled),
-    which the caller holds to the ports the pod already uses (`engine_flag_tables.taken_ports`)."""
+    which the caller holds to the ports the pod already uses (`pod_ports.taken_ports`)."""
     out: list[tuple[str, str]] = []
     given: list[tuple[str, str, Any]] = []          # (name, arg as given, value) of the flags read
     release, args, i = release_of(image), list(args), 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulation.engine_flag_tables import rust_float, rust_uint
-from simulation.engine_flags import TGI, VLLM_OPENAI, human_readable_int, read_args
+from simulation.engine_flag_values import human_readable_int, rust_float, rust_uint
+from simulation.engine_flags import TGI, VLLM_OPENAI, read_args
 from simulation.isvc import ServingSpec, server_from_manifest
 
 

@@ -336,7 +336,7 @@ def test_tgi_reads_its_address_and_port_variables_too():
 
 
 def test_the_serving_port_is_taken_in_both_modes():
-    from simulation.engine_flag_tables import taken_ports
+    from simulation.pod_ports import taken_ports
     from validation.defaults import SERVING_PORT
 
     assert SERVING_PORT in taken_ports("Knative") and SERVING_PORT in taken_ports("Standard")
