@@ -63,7 +63,7 @@ def gate_cpu_s(scheduler: str, repeat: int) -> float:
     from dataclasses import replace
 
     import gate
-    from simulation.executors import SerialExecutor
+    from simulation.executor_protocol import SerialExecutor
     from simulation.replicate import clear_cache
     from stackconfig.load import load_stack, stack_names
     total = 0.0

@@ -52,7 +52,7 @@ def fingerprinted_job(job: tuple[str, int, str | None]) -> tuple[str, dict]:
 
 
 def describe_job(job: tuple[str, int, str | None]) -> str:
-    """A job for a message (simulation/executors.py `WorkerDied`): its scenario's name, duration and seed."""
+    """A job for a message (simulation/local_executor.py `WorkerDied`): its scenario's name, duration and seed."""
     text, seed, _ = job
     mapping = json.loads(text)
     name = mapping.get("name", "the scenario") if isinstance(mapping, dict) else "the scenario"
@@ -143,7 +143,7 @@ def submit_replications(scenarios: Sequence[Mapping], seeds: Sequence[int], exec
     executor returns must come from this simulator (`fingerprinted_job`); else `result()` raises
     `SimulatorMismatch` and nothing of that batch is used or cached.
     """
-    from simulation.executors import Later, SerialExecutor
+    from simulation.executor_protocol import Later, SerialExecutor
 
     bd = None if base_dir is None else str(base_dir)
     texts = [json.dumps(s, sort_keys=True) for s in scenarios]

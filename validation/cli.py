@@ -27,7 +27,7 @@ def unexpected_error_line(exc: BaseException) -> str:
 
 class Terminated(BaseException):
     """SIGTERM reached the command (`kill PID`, a supervisor, a CI runner): raised in the main thread so that the
-    `finally` blocks run, the local worker processes among them (simulation/executors.py `close`)."""
+    `finally` blocks run, the local worker processes among them (simulation/local_executor.py `close`)."""
 
 
 def _terminated(signum: int, frame: Any) -> None:

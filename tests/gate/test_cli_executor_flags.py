@@ -15,8 +15,9 @@ import pytest
 from preflight import check as cli
 from preflight import whatif
 from preflight.overrides import stack_values
-from simulation import executors
-from simulation.executors import dask_address_problem, make_executor, ray_address_problem
+from simulation import cluster_executors, executors
+from simulation.cluster_executors import dask_address_problem, ray_address_problem
+from simulation.executors import make_executor
 from validation.errors import InputError
 from tests.gate.cli_refusal import exit_2, refuse_work
 from validation.paths import check_output_dir
@@ -125,7 +126,7 @@ def test_a_dask_address_that_speaks_http_fails_fast_naming_the_scheduler_port(ht
     """Pointed at an HTTP port, distributed's client connects and then waits for a handshake that never comes:
     the command ends within DASK_CONNECT_S + 2 s with exit status 2 (it used to wait until killed)."""
     pytest.importorskip("dask.distributed")
-    monkeypatch.setattr(executors, "DASK_CONNECT_S", 1.0)
+    monkeypatch.setattr(cluster_executors, "DASK_CONNECT_S", 1.0)
     address = f"tcp://127.0.0.1:{http_port}"
     box: dict = {}
 

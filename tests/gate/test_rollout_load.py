@@ -16,7 +16,7 @@ from gate import start_check
 from gate.verdict import format_estimate
 from offline import run_program
 from preflight import check as cli
-from simulation.executors import SerialExecutor
+from simulation.executor_protocol import SerialExecutor
 from stackconfig.load import project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 

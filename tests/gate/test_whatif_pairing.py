@@ -11,7 +11,7 @@ from rich.console import Console
 from preflight import check as cli
 from preflight.whatif import NOT_A_TERM, compare, slo_rows, tables
 from simulation.estimates import independent_difference, paired_difference
-from simulation.executors import SerialExecutor
+from simulation.executor_protocol import SerialExecutor
 from simulation.replicate import replication_seeds, run_replications
 from simulation.report_terms import METRICS, estimates, per_replication
 from stackconfig.load import ROOT, project_values, stack_config_values

@@ -29,7 +29,8 @@ CHILD = textwrap.dedent("""
     from concurrent import futures
     import grpc
     sys.path.insert(0, sys.argv[1])
-    from simulation.executors import LocalExecutor, SerialExecutor
+    from simulation.executor_protocol import SerialExecutor
+    from simulation.executors import LocalExecutor
     from simulation.replicate import clear_cache, run_replications
     from tests.simulation.test_replicate import SCENARIO
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from simulation.analytic import clopper_pearson
-from simulation.executors import LocalExecutor, SerialExecutor, make_executor
+from simulation.executor_protocol import SerialExecutor
+from simulation.executors import LocalExecutor, make_executor
 from simulation.estimates import mean_interval, paired_difference, rate_interval
 from simulation.replicate import (clear_cache, replication_seed, replication_seeds, run_replications, simulate_job,
                                   submit_replications)
@@ -119,7 +120,7 @@ def _double_but_die_in_a_worker(x: int) -> int:
 def test_a_dead_worker_is_reported_and_its_job_not_rerun_in_this_process():
     # review rev13-bounds finding 6: the same job re-run here needs the same memory and would take the command
     # down with no message; the error names the job and how the worker ended, and the pool is usable again
-    from simulation.executors import WorkerDied
+    from simulation.local_executor import WorkerDied
 
     pool = LocalExecutor(2)
     try:

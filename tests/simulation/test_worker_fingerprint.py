@@ -11,7 +11,7 @@ from unittest import mock
 import pytest
 
 from simulation import replicate, result_cache
-from simulation.executors import Later, SerialExecutor
+from simulation.executor_protocol import Later, SerialExecutor
 from simulation.replicate import SimulatorMismatch, clear_cache, replication_seeds, run_replications
 from simulation.result_cache import ResultCache, simulator_fingerprint
 from small_scenario import simple_service
