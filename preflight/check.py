@@ -267,9 +267,9 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
                      help="where replication results are cached (default: $KSERVE_PREFLIGHT_CACHE_DIR or the "
                           "user's cache directory)")
     add_executor_arguments(cmd)
-    from preflight import whatif
+    from preflight import whatif_cli
 
-    whatif.add_parser(sub)
+    whatif_cli.add_parser(sub)
     tune = sub.add_parser("tune", help="search one service's settings for the cheapest that pass every gate scenario")
     add_tune_arguments(tune)
     add_executor_arguments(tune)
@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
         return calibrate.run(args)
     if args.command == "whatif":
         try:
-            return whatif.run(args)
+            return whatif_cli.run(args)
         except InputError as err:
             exit_with(err)
     if args.plot is not None:  # before the gate runs, not after

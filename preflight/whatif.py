@@ -1,7 +1,5 @@
-"""`python -m preflight whatif`: what a config change does, both sides simulated on common random numbers.
-
-    python -m preflight whatif --stack prod --set 'services.chat.containerConcurrency=8' [--set …]
-        [--workload FILE | --rate-scale 2] [--against REV] [--service NAME] [--replications N] [--plot DIR] [--json]
+"""What a config change does, both sides simulated on common random numbers: `sides` reads the two stack configs,
+`compare` simulates and pairs them (the command: preflight/whatif_cli.py; its tables: preflight/whatif_tables.py).
 
 "before" is the stack file as it is (or as it was at git revision REV with `--against`); "after" is the working
 tree's file with the `--set` edits. Both sides run every gate scenario (`gate.trials`) with the same seeds,
@@ -24,8 +22,6 @@ Each side's verdict is the gate's own (`gate.sequential.decide`: replications do
 `gate.undecided` after `gate.replications.max`), so it is the verdict `preflight check` and `pulumi up` give that
 config. The estimates and the paired difference use `--replications` seeds per side, or as many as either
 side's verdict took when that is more (the same seeds: the runs are shared).
-
-Exit status: 0 when the after side meets every SLO, 1 when it misses one, 2 for a user's mistake.
 """
 
 from __future__ import annotations
@@ -33,12 +29,11 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from gate import trials as gate_trials
 from gate.sequential import Decision
-from gate.verdict import STATUS_MARKUP, UNDECIDED, Check, Verdict, format_estimate
+from gate.verdict import Verdict
 from preflight.overrides import apply_set, apply_sets, read_workload, set_workloads, stack_values
 from simulation.estimates import Estimate, independent_difference, paired_difference
 from simulation.replicate import replication_seeds, submit_replications
@@ -46,12 +41,6 @@ from simulation.report_terms import METRICS, estimates, per_replication
 from stackconfig.load import ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 from validation.errors import InputError, Problem
-
-SHOWN = ("error rate", "503 rate", "429 rate", "504 rate", "502 rate", "400 rate (input caps, excluded)",
-         "p50 latency (s)", "p99 latency (s)", "p99 latency, all requests (s)", "p99 time to first token (s)",
-         "throughput (req/s)", "mean ready replicas", "pod GPU-hours", "cold starts", "longest cold start (s)",
-         "time at maxReplicas (fraction)", "peak Pending pods")
-
 
 @dataclass
 class Comparison:
@@ -259,173 +248,3 @@ def _verdicts(trials_b: list, trials_a: list, before: StackConfig, after: StackC
 
 def _service(key: Any) -> str:
     return key[0] if isinstance(key, tuple) else str(key)
-
-
-def plot(result: WhatIf, out: Path) -> list[Path]:
-    from gate.plots import plot_runs
-
-    paths = []
-    for c in (c for c in result.comparisons if not c.unchanged):
-        name = c.after.service if c.after.scenario == "steady" else f"{c.after.service}-{c.after.scenario}"
-        title = (f"what-if {result.stack}/{c.after.label}: before"
-                 + (f" ({result.against})" if result.against else "") + " vs after; replication 0")
-        paths.append(plot_runs(title, [("before", c.reports[0][0]), ("after", c.reports[1][0])],
-                               out / f"whatif-{result.stack}-{name}.png"))
-    return paths
-
-
-def _change(e: Estimate) -> str:
-    if e.value is None or e.lo is None:
-        return ""
-    if e.lo > 0 or e.hi < 0:
-        return "[bold]changed[/]"
-    return "[dim]no detectable change[/]"
-
-
-def tables(result: WhatIf) -> list:
-    from rich.markup import escape
-    from rich.table import Table
-
-    out = []
-    for c in result.comparisons:
-        if c.unchanged:
-            out.append(f"{escape(result.stack)}/{escape(c.after.label)}: unchanged by these edits (the same scenario "
-                       "on both sides; "
-                       f"{'meets' if c.after.passed else 'misses'} its SLO)")
-            out.extend(verdict_lines(c))
-            continue
-        before = "before" + (f" ({escape(result.against)})" if result.against else "")
-        runs = ("on common random numbers" if c.common_random_numbers else
-                f"on independent runs (gate.seed {result.gate_seeds[0]} before, {result.gate_seeds[1]} after: "
-                "no common random numbers)")
-        t = Table(title=f"what-if {escape(result.stack)}/{escape(c.after.label)}: {c.replications} replications per "
-                        f"side {runs} (95% intervals); verdicts by the gate's rule on "
-                        f"{c.before.replications} (before) and {c.after.replications} (after) replications")
-        for col in ("metric", before, "after", "after − before (paired)" if c.common_random_numbers else
-                    "after − before (independent, Welch)", ""):
-            t.add_column(col)
-        for name in SHOWN:
-            pct = METRICS[name][0] == "rate"
-            t.add_row(name, format_estimate(c.metrics[0][name], pct), format_estimate(c.metrics[1][name], pct),
-                      format_estimate(c.difference[name], pct), _change(c.difference[name]))
-        t.add_section()
-        for name, cb, ca in slo_rows(c.before, c.after):
-            limits = {x.limit for x in (cb, ca) if x is not None}
-            limit = " / ".join(f"{x:g}" for x in ((cb.limit, ca.limit) if len(limits) > 1 else limits))
-            t.add_row(escape(f"SLO {name} ≤ {limit}"), _status(cb, c.before.undecided_policy),
-                      _status(ca, c.after.undecided_policy), "", "")
-        t.add_row("verdict", "[green]pass[/]" if c.before.passed else "[red]FAIL[/]",
-                  "[green]pass[/]" if c.after.passed else "[red]FAIL[/]", "", "")
-        out.append(t)
-        out.extend(verdict_lines(c))
-    return out
-
-
-def verdict_lines(c: Comparison) -> list[str]:
-    """Under a comparison's table, each side's terms that fail the gate and those `gate.undecided` lets pass
-    with a warning, in the gate's own words (`Verdict.misses`, `Verdict.warnings`: the estimate, its interval and
-    how an undecided term was settled), so a FAIL verdict always has a line saying which term and why. Rich markup,
-    the gate's text escaped."""
-    from rich.markup import escape
-
-    sides = (("both sides", c.after),) if c.unchanged else (("before", c.before), ("after", c.after))
-    return [f"  {side} {kind}: {escape(line)}" for side, v in sides
-            for kind, lines in (("[bold red]misses[/]", v.misses()), ("[yellow]warning[/]", v.warnings()))
-            for line in lines]
-
-
-NOT_A_TERM = "[dim]— not a term here[/]"
-
-
-def slo_rows(before: Verdict, after: Verdict) -> list[tuple[str, Check | None, Check | None]]:
-    """The two sides' SLO checks matched by name (before's order, then the terms only the after side has); None
-    on the side without that term (an edit added or removed it)."""
-    b, a = {c.name: c for c in before.checks}, {c.name: c for c in after.checks}
-    return [(name, b.get(name), a.get(name)) for name in dict.fromkeys([*b, *a])]
-
-
-def _status(check: Check | None, policy: str) -> str:
-    """A term's status as the gate settles it: an undecided term shows what `gate.undecided` (`policy`) made of
-    it, FAIL or a pass with a warning, as `Verdict.passed` counts it (the line under the table says why)."""
-    if check is None:
-        return NOT_A_TERM
-    if check.status != UNDECIDED:
-        return STATUS_MARKUP[check.status]
-    settled = "[bold red]FAIL[/]" if check.fails(policy) else "[bold yellow]pass, warning[/]"
-    return f"{settled} (undecided; gate.undecided: {policy})"
-
-
-def add_parser(sub: Any) -> None:
-    from simulation.executors import add_executor_arguments
-
-    cmd = sub.add_parser("whatif", help="simulate a config change against the stack as it is, on common random "
-                                        "numbers, and show the difference")
-    cmd.add_argument("--stack", default="dev", help="stack name (default: dev)")
-    cmd.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
-                     help="a config edit for the after side, e.g. services.chat.containerConcurrency=8 (repeatable)")
-    cmd.add_argument("--against", metavar="REV", help="before = the stack file at this git revision")
-    traffic = cmd.add_mutually_exclusive_group()
-    traffic.add_argument("--workload", metavar="FILE", help="both sides under this workload (YAML, simulation format)")
-    traffic.add_argument("--rate-scale", type=float, metavar="X", help="both sides at X × each workload's rate")
-    cmd.add_argument("--service", action="append", help="compare only this service (repeatable)")
-    cmd.add_argument("--replications", type=int, default=10,
-                     help="replications per side for the paired difference (default 10; more when a side's verdict, "
-                          "decided by the gate's own rule, took more)")
-    cmd.add_argument("--plot", type=Path, metavar="DIR", help="write before/after overlay plots (PNG) to DIR")
-    cmd.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    add_executor_arguments(cmd)
-
-
-def _check_replications(replications: int, before: StackConfig, after: StackConfig) -> None:
-    """`--replications` held to each side's gate.totalRequestBudget, as `gate.replications.max` is at load: a
-    side simulates every scenario the gate runs max(--replications, the runs its verdict took) times."""
-    from stackconfig.gate_runs import replications_problem
-
-    problems = [problem for side, cfg in (("the before side", before), ("the after side", after))
-                if (problem := replications_problem(cfg.services, cfg.gate, str(ROOT),
-                                                    cfg.knative.autoscaler.enable_scale_to_zero, replications,
-                                                    "--replications", f"{side} of stack {cfg.stack!r}"))]
-    if problems:
-        raise InputError(problems)
-
-
-def run(args: Any) -> int:
-    """The `whatif` subcommand; InputError for a user's mistake (the caller exits 2)."""
-    import json
-    import sys
-
-    from rich.console import Console
-
-    from simulation.executors import make_executor
-
-    from validation.paths import check_output_dir
-
-    if args.plot is not None:  # before anything is simulated
-        check_output_dir("--plot", args.plot)
-    if not 2 <= args.replications <= 1000:
-        raise InputError([Problem("--replications", args.replications, "expected an integer between 2 and 1000")])
-    executor = make_executor(args.dask, args.ray, args.workers)  # --workers checked before the stack is read
-    console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 150)
-    try:
-        before, after = sides(args.stack, args.sets, args.against, args.workload, args.rate_scale, args.service)
-        _check_replications(args.replications, before, after)
-        with console.status(f"simulating {args.stack}: before and after × {args.replications} replications"):
-            result = compare(before, after, args.replications, executor, args.service, stack=args.stack,
-                             against=args.against, sets=args.sets)
-    finally:
-        executor.close()
-    if not result.comparisons:
-        raise InputError([Problem("--stack", args.stack, "a stack with at least one service that declares a "
-                                  "workload and an SLO on both sides")])
-    if args.json:
-        print(json.dumps(result.to_dict(), sort_keys=True))
-    else:
-        for table in tables(result):
-            console.print(table)
-        for side, keys in result.only.items():
-            if keys:
-                console.print(f"only {side}: {', '.join(keys)} (not compared)")
-    if args.plot is not None:
-        for path in plot(result, args.plot):
-            console.print(f"plot written: {path}")
-    return 0 if result.passed_after else 1

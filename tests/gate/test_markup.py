@@ -11,7 +11,8 @@ from gate.verdict import Check, Verdict
 from policy.report import violations_table
 from policy.rules import MANDATORY, Violation
 from preflight.check import slo_table
-from preflight.whatif import SHOWN, Comparison, WhatIf, tables
+from preflight.whatif import Comparison, WhatIf
+from preflight.whatif_tables import SHOWN, tables
 from simulation.estimates import Estimate
 
 E = Estimate(0.01, 0.0, 0.02, 5)

@@ -9,7 +9,8 @@ import json
 from rich.console import Console
 
 from preflight import check as cli
-from preflight.whatif import NOT_A_TERM, compare, slo_rows, tables
+from preflight.whatif import compare
+from preflight.whatif_tables import NOT_A_TERM, slo_rows, tables
 from simulation.estimates import independent_difference, paired_difference
 from simulation.executor_protocol import SerialExecutor
 from simulation.replicate import replication_seeds, run_replications

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from preflight import whatif
+from preflight import whatif, whatif_cli
 from validation.errors import InputError
 from tests.gate.cli_refusal import exit_2
 
@@ -40,7 +40,7 @@ def test_both_sides_over_the_default_budget_are_named(no_simulation, capsys):
 
 def test_the_most_the_budget_allows_is_accepted():
     before, after = whatif.sides("staging", ["gate.totalRequestBudget=50000000"], None, None, None, None)
-    whatif._check_replications(640, before, after)   # 640 × (76,440 + 1,654) ≈ 49.98 M
+    whatif_cli._check_replications(640, before, after)   # 640 × (76,440 + 1,654) ≈ 49.98 M
     with pytest.raises(InputError, match="--replications: got 641; expected at most 640"):
-        whatif._check_replications(641, before, after)
-    whatif._check_replications(1000, before, before)   # 76 M: within the default 200 M
+        whatif_cli._check_replications(641, before, after)
+    whatif_cli._check_replications(1000, before, before)   # 76 M: within the default 200 M

@@ -23,7 +23,8 @@ from manifests import render_stack
 from manifests.admission import check_pods_can_run
 from manifests.node_disk import EVICTION_FREE, SYSTEM_GIB, root_disk_problems, worst_mix
 from preflight.overrides import apply_sets, stack_values
-from preflight.whatif import SHOWN, Comparison, WhatIf, sides, tables
+from preflight.whatif import Comparison, WhatIf, sides
+from preflight.whatif_tables import SHOWN, tables
 from simulation.estimates import Estimate
 from simulation.scenario import TOP_KEYS
 from simulation.trace import TRACE_COLUMNS
