@@ -1,5 +1,5 @@
 """A one-service stack on g6e.12xlarge (4 × L40S) for the runtime tests (tests/stack/test_runtimes.py,
-tests/stack/test_engine_flags.py), and the load-time refusal it gets."""
+tests/stack/test_engine_flags_*.py), the load-time refusal it gets, and the server the gate simulates for it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import copy
 
 import pytest
 
+from gate import scenario_for
+from simulation import load_scenario
 from stackconfig.schema import parse_stack_config
 from validation.errors import InputError
 
 TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:3.3.4"
+OPENAI = "vllm/vllm-openai:v0.11.0"
 
 
 def chat_stack(**service) -> dict:
@@ -38,3 +41,18 @@ def refused(cfg: dict) -> str:
     with pytest.raises(InputError) as err:
         parse_stack_config(cfg, "p", "dev")
     return str(err.value)
+
+
+def rt_cfg(runtime: dict, gpus: int = 1, **top) -> dict:
+    """`chat_stack()` with its service's `runtime` and GPU count replaced, and `top`-level keys merged in."""
+    cfg = chat_stack()
+    cfg["services"][0]["runtime"] = runtime
+    cfg["services"][0]["resources"]["gpus"] = gpus
+    cfg.update(top)
+    return cfg
+
+
+def sim_spec(cfg: dict):
+    """The server spec the gate simulates for `cfg`'s first service (its steady scenario)."""
+    stack = parse_stack_config(cfg, "p", "dev")
+    return load_scenario(scenario_for(stack, stack.services[0])).server.spec
