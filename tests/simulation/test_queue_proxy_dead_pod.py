@@ -1,7 +1,7 @@
 """A pod that dies answers its queue-proxy's requests 502 and starts none of the waiting ones on the dead server
 (queue_proxy._on_done's `not self.dead`). The app connection is gone, so the queue-proxy answers 502
 (knative.dev/pkg network/error_handler.go). SimpleServer.fail_all answers each running request through its done
-callback; test_mutation_gaps' crash server never calls it, so the guard went unexercised there."""
+callback; test_scaling_path_boundaries' crash server never calls it, so the guard went unexercised there."""
 
 from __future__ import annotations
 
