@@ -150,6 +150,11 @@ class LocalExecutor:
     def _death(self) -> WorkerDied:
         """The error for a broken pool: which worker died, with what signal, running which job."""
         jobs = dict(self._jobs)
+        # The pool's manager thread reaps the workers of a broken pool; reading exit codes while it does races
+        # with its waitpid (the loser sees no status), so its end is awaited first.
+        manager = getattr(self._pool, "_executor_manager_thread", None)
+        if manager is not None and manager is not threading.current_thread():
+            manager.join(5.0)
         dead = []
         for pid, process in self._processes.items():
             process.join(2.0)

@@ -156,7 +156,7 @@ def test_a_running_revision_is_held_at_its_load_not_its_initial_scale(monkeypatc
 
     real = offline.run_program
     monkeypatch.setattr(offline, "run_program",
-                        lambda stack, edit: real(stack, edit=lambda c: (_initial_scale_3(c), edit(c))))
+                        lambda stack, edit, **kw: real(stack, edit=lambda c: (_initial_scale_3(c), edit(c)), **kw))
     monkeypatch.setattr(cli, "load_stack", lambda stack, *a, **k: cfg)
     result = cli.check("dev", executor=SerialExecutor())
     assert result.rollout == [] and result.resources > 0
