@@ -77,7 +77,7 @@ def check_servers_start(cfg: StackConfig) -> None:
     problems = start_problems(cfg)
     if problems:
         raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems],
-                         stack_file(cfg.stack))
+                         cfg.source or stack_file(cfg.stack))  # the file the loader read (stacks/ or --stack-dir)
 
 
 # The server keys the stack renders from its own keys (manifests/inference_service.py stack_args, triton_caps, the

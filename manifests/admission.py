@@ -48,4 +48,4 @@ def check_pods_can_run(cfg: StackConfig) -> None:
                 + kserve_config_problems(cfg, service_manifests(cfg)))
     if problems:
         raise InputError([Problem(f"{cfg.project}:{p.path}", p.value, p.allowed) for p in problems],
-                         stack_file(cfg.stack))  # named like the loader's problems: "1 problem in stacks/Pulumi.X.yaml"
+                         cfg.source or stack_file(cfg.stack))  # the file the loader read (stacks/ or --stack-dir)

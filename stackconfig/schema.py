@@ -100,4 +100,4 @@ def parse_stack_config(values: Mapping[str, Any], project: str, stack: str, sour
     if problems:
         raise InputError([Problem(f"{project}:{p.path}", p.value, p.allowed) for p in problems], source)
     return StackConfig(project, stack, environment, cluster, node_group, device_plugin, model_cache, cold_start,
-                       services, gate, catalog, knative, kserve)
+                       services, gate, catalog, knative, kserve, source=source)

@@ -251,6 +251,8 @@ class StackConfig:
     catalog: Catalog = field(repr=False, default=DEFAULT_CATALOG)
     knative: KnativeConfig = field(default_factory=KnativeConfig)
     kserve: KServeConfig = field(default_factory=KServeConfig)
+    # The settings file it was read from (stacks/ or --stack-dir's): the file a later refusal of it names.
+    source: str = field(default="", compare=False)
 
     @property
     def deploys_device_plugin(self) -> bool:
