@@ -38,6 +38,9 @@ SERVICE_KEYS = {
     "model-revision-pinned": "model.storageUri",
     "k8s-resources": "resources",
 }
+# (runtime.engine, rule id) -> the service key, where the engine's cap is another key: Triton's input cap is
+# config.pbtxt's declared image size, rendered from limits.maxImagePixels (policy/rules_server.py isvc-input-caps)
+ENGINE_SERVICE_KEYS = {("triton", "isvc-input-caps"): "limits.maxImagePixels"}
 # rule id -> the platform key (or None: the program writes it, the user has no key for it)
 PLATFORM_KEYS = {
     "nodegroup-gpu-taint": "gpuNodeGroup.taints",
@@ -62,7 +65,9 @@ def service_index(resource_name: str, services: list[Mapping[str, Any]]) -> int 
 def _service_key(rule: str, svc: Mapping[str, Any]) -> str:
     if rule == "isvc-scale-down-stabilization":   # Knative: the annotations; Standard: the HPA's behaviour
         return "hpa.behavior" if svc.get("deploymentMode") == "Standard" else "annotations"
-    return SERVICE_KEYS.get(rule, "")
+    runtime = svc.get("runtime")
+    engine = runtime.get("engine") if isinstance(runtime, Mapping) else None
+    return ENGINE_SERVICE_KEYS.get((engine, rule)) or SERVICE_KEYS.get(rule, "")
 
 
 def keyed(violation: Violation, project: str, values: Mapping[str, Any], stack_file: str) -> Violation:

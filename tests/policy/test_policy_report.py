@@ -164,6 +164,17 @@ def test_a_prefetch_revision_finding_is_blamed_on_the_services_storage_uri(tmp_p
     assert (v.key, v.service) == ("kserve-preflight:services[0].model.storageUri", "chat")
 
 
+def test_a_triton_services_input_cap_finding_names_max_image_pixels(tmp_path):
+    """rev13-diff F3: a Triton service's input cap is limits.maxImagePixels (config.pbtxt's image size); the
+    report named limits.maxInputTokens, and adding that key left the same finding."""
+    def drop_pixels(config):
+        [vision] = [s for s in config["kserve-preflight:services"] if s["runtime"]["engine"] == "triton"]
+        del vision["limits"]["maxImagePixels"]
+    folder = write_stack(tmp_path, "qa", drop_pixels)
+    [v] = [v for v in report.check_stack("qa", folder) if v.rule == "isvc-input-caps"]
+    assert (v.key, v.service) == ("kserve-preflight:services[1].limits.maxImagePixels", "vision")
+
+
 def test_json_output_carries_stack_rule_severity_resource_key_and_message(tmp_path, capsys):
     """Finding 11 (rev13-policy): the report had no machine-readable output."""
     import json
