@@ -160,13 +160,13 @@ def sides(stack: str, sets: list[str], against: str | None = None, workload: str
         raise _blame_traffic(err, flag, after) from None
 
 
-_WORKLOAD_KEY = re.compile(r"(?:^|:)services\[(\d+)\]\.workload$")
+_WORKLOAD_KEY = re.compile(r"(?:^|:)services\[(\d+)\]\.workload(?:\.(.+))?$")
 
 
 def _blame_traffic(err: InputError, flag: str, values: dict) -> InputError:
     """`err` with each problem of a workload that `--workload FILE` or `--rate-scale X` set (the load check's
-    request budget, a step past durationS) keyed by that flag, not by the stack file's services[i].workload,
-    which the user did not write (review rev13-bounds finding 7); the other problems as they were."""
+    request budget, a step past durationS) keyed by that flag, not by the stack file's services[i].workload or a
+    key under it, which the user did not write (review rev13-bounds finding 7); the other problems as they were."""
     listed = values.get("services") if isinstance(values.get("services"), list) else []
     problems, moved = [], False
     for p in err.problems:
@@ -177,7 +177,8 @@ def _blame_traffic(err: InputError, flag: str, values: dict) -> InputError:
         i = int(m.group(1))
         name = listed[i].get("name") if i < len(listed) and isinstance(listed[i], dict) else None
         service = f"services[{i}]" + (f" ({name})" if isinstance(name, str) else "")
-        problems.append(Problem(flag, p.value, f"{p.allowed} ({service}'s workload as {flag} makes it)"))
+        what = f"workload's {m.group(2)}" if m.group(2) else "workload"
+        problems.append(Problem(flag, p.value, f"{p.allowed} ({service}'s {what} as {flag} makes it)"))
         moved = True
     return InputError(problems, "" if moved and len(problems) == 1 else err.source)
 

@@ -15,6 +15,17 @@ def test_a_workload_file_over_the_budget_names_the_file(tmp_path, capsys):
     assert "services[0].workload" not in err.replace("services[0] (chat)", "") and "Pulumi.dev.yaml" not in err
 
 
+def test_a_workload_files_step_past_the_run_names_the_file_and_its_key(tmp_path, capsys):
+    """rev13-diff F4: a sub-key of the file's workload (a step's at_s past durationS) was blamed on
+    stacks/Pulumi.dev.yaml's services[0].workload.at_s."""
+    step = tmp_path / "wl_step.yaml"
+    step.write_text("kind: step\nrate: 1\nat_s: 100000\nto_rate: 2\n")
+    err = exit_2(["whatif", "--stack", "dev", "--workload", str(step), "--replications", "2"], capsys)
+    assert f"- --workload {step}: got 100000" in err, err
+    assert "services[0] (chat)'s workload's at_s as --workload" in err
+    assert "Pulumi.dev.yaml" not in err and "workload.at_s" not in err
+
+
 def test_a_rate_scale_over_the_budget_names_the_flag(capsys):
     err = exit_2(["whatif", "--stack", "dev", "--rate-scale", "1000", "--set", "gate.durationS=8000"], capsys)
     assert "- --rate-scale 1000: got 'the steady run (8000 s): chat 4,000,000 requests'" in err
