@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.project_sources import project_sources
+
 ROOT = Path(__file__).resolve().parent.parent
 # Lowest first: what each layer may import is everything listed before it.
 LAYERS = (
@@ -39,13 +41,7 @@ KNOWN_CYCLES: list[list[str]] = []
 
 def _sources(root: Path = ROOT) -> dict[str, str]:
     """The project's Python files outside tests/, by path relative to `root`."""
-    out = {}
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if rel.parts[0] in NOT_LAYERED or any(p.startswith(".") or p in ("venv", "__pycache__") for p in rel.parts):
-            continue
-        out[rel.as_posix()] = path.read_text()
-    return out
+    return {path.relative_to(root).as_posix(): path.read_text() for path in project_sources(root, NOT_LAYERED)}
 
 
 def _unit(rel: str) -> str:

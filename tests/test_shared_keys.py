@@ -9,8 +9,8 @@ from pathlib import Path
 
 import validation.annotations as keys
 from simulation.autoscaler.promql import IN_FLIGHT_GAUGES, TRITON_RATE_METRIC
+from tests.project_sources import ROOT, project_sources
 
-ROOT = Path(__file__).resolve().parent.parent
 HOMES = {"validation/annotations.py", "simulation/autoscaler/promql.py"}
 # Literals that stay, with why: KServe's serviceAnnotationDisallowedList as shipped; the keys a service may set,
 # a table being rewritten by the dead-code fix of the same review (F5).
@@ -33,9 +33,8 @@ def _literals(path: Path, wanted: set[str]) -> set[str]:
 
 def test_each_key_and_metric_name_is_spelled_only_at_its_home():
     wanted = _spellings()
-    found = {(rel, value) for path in sorted(ROOT.rglob("*.py"))
-             if (rel := path.relative_to(ROOT).as_posix()).split("/")[0] not in ("tests", "docs")
-             and rel not in HOMES for value in _literals(path, wanted)}
+    found = {(rel, value) for path in project_sources(ROOT, {"tests", "docs"})
+             if (rel := path.relative_to(ROOT).as_posix()) not in HOMES for value in _literals(path, wanted)}
     assert found - ALLOWED == set()
 
 
@@ -56,8 +55,7 @@ def test_the_serving_port_and_model_mount_are_stated_once():
     """validation/defaults.py is their home (review rev13-health F4); the flag tables import them too."""
     from validation.defaults import MODEL_MOUNT, SERVING_PORT
 
-    found = {path.relative_to(ROOT).as_posix() for path in sorted(ROOT.rglob("*.py"))
-             if path.relative_to(ROOT).parts[0] not in ("tests", "docs")
+    found = {path.relative_to(ROOT).as_posix() for path in project_sources(ROOT, {"tests", "docs"})
              for n in ast.walk(ast.parse(path.read_text(), str(path)))
              if isinstance(n, ast.Constant) and type(n.value) in (int, str) and n.value in (SERVING_PORT, MODEL_MOUNT)}
     assert found == {"validation/defaults.py"}
