@@ -16,7 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from gate.scenario import scenario_for
+from manifests.inference_service import engine_args
+from simulation.engine_flags import read_args, read_env, server_of
 from simulation.scenario import load_scenario
+from stackconfig.engine_profile import KEYS, NAIVE_FLAGS
 from stackconfig.load import ROOT, stack_file
 from stackconfig.schema import ServiceConfig, StackConfig
 from validation.errors import InputError, Problem
@@ -60,7 +63,6 @@ def start_problems(cfg: StackConfig) -> list[Problem]:
 def _context_key(svc: ServiceConfig) -> tuple[str, Any, str]:
     """Where the service's max_model_len comes from (`runtimes.served_context`): a flag in `runtime.args`, the
     limits, or neither (the model's own context); the key, its value and how to lower it."""
-    from simulation.engine_flags import read_args, server_of
 
     given = read_args(server_of(svc.engine, svc.image), tuple(svc.args), svc.image).given.get("max_model_len")
     if given:
@@ -102,10 +104,6 @@ def _sources(cfg: StackConfig, i: int) -> dict[str, tuple[str, Any]]:
     """Server key → (the stack key that sets it, the value there) for services[i]: engineProfile over the user's
     runtime.args over runtime.env over what the stack renders, as the gate's scenario reads them (a flag over its
     variable; the scenario's `server:`, engineProfile, over the manifest)."""
-    from manifests.inference_service import engine_args
-    from simulation.engine_flags import read_args, read_env, server_of
-    from stackconfig.engine_profile import KEYS, _NAIVE_FLAGS
-
     svc, here = cfg.services[i], f"services[{i}]"
     out = {key: (f"{here}.{path}", value) for key, (path, value) in _rendered(svc).items()}
     out |= {"instance_type": ("gpuNodeGroup.instanceTypes", list(cfg.node_group.instance_types))}
@@ -114,7 +112,7 @@ def _sources(cfg: StackConfig, i: int) -> dict[str, tuple[str, Any]]:
     reading = read_args(server_of(svc.engine, svc.image), tuple(engine_args(svc)), svc.image)
     out |= {key: (f"{here}.runtime.args", arg) for key, arg in reading.given.items() if arg in svc.args}
     names = {name: stack for stack, (name, *_) in KEYS.get(svc.engine, {}).items()}
-    names |= {name: stack for stack, name in _NAIVE_FLAGS.items()} | {k: k for k in ("scheduler", "oom", "generate")}
+    names |= {name: stack for stack, name in NAIVE_FLAGS.items()} | {k: k for k in ("scheduler", "oom", "generate")}
     out |= {key: (f"{here}.engineProfile.{names.get(key, key)}", value) for key, value in svc.engine_profile.items()}
     return out
 

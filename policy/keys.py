@@ -15,7 +15,11 @@ import dataclasses
 import re
 from typing import Any, Iterable, Mapping
 
+from policy.registry import RULES
 from policy.resources import Violation
+from policy.waivers import NOT_WAIVABLE, waivers_of
+from stackconfig.load import project_values, stack_config_values, stack_file
+from validation.errors import InputError, Problem
 
 # rule id -> the service key it asks for (the stack config's spelling, stackconfig/services.py)
 SERVICE_KEYS = {
@@ -101,9 +105,6 @@ def stack_keys(violations: Iterable[Violation], stack: str, stack_dir: Any = Non
                resources: Iterable[Any] = ()) -> list[Violation]:
     """`with_keys` for `stack` as read from its settings file (`stacks/` or `stack_dir`). Raises InputError when a
     waiver on one of `resources` names an unknown rule or one that may not be waived (policy/waivers.py)."""
-    from stackconfig.load import project_values, stack_config_values, stack_file
-    from validation.errors import InputError
-
     project, values = stack_config_values(stack, stack_dir=stack_dir)
     values, source = project_values(values, project), stack_file(stack, stack_dir=stack_dir)
     problems = waiver_problems(resources, project, values)
@@ -114,10 +115,6 @@ def stack_keys(violations: Iterable[Violation], stack: str, stack_dir: Any = Non
 
 def waiver_problems(resources: Iterable[Any], project: str, values: Mapping[str, Any]) -> list:
     """A problem per waiver that names no rule or one that may not be waived, at its stack key."""
-    from policy.registry import RULES
-    from policy.waivers import NOT_WAIVABLE, waivers_of
-    from validation.errors import Problem
-
     ids = {r.id for r in RULES}
     services = [s for s in (values.get("services") or []) if isinstance(s, Mapping)]
     out = []

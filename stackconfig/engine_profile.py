@@ -34,7 +34,7 @@ OOM_MODES = ["request", "process"]  # naive, triton: a CUDA OOM fails the reques
 # naive: how requests reach generate() — serial (KServe huggingfaceserver's one generate thread, FIFO) or
 # concurrent (a build that runs one generate() per request at once); attention and logits as the server loads them.
 GENERATE_MODES = ["serial", "concurrent"]
-_NAIVE_FLAGS = {"eagerAttention": "eager_attention", "allLogits": "all_logits"}
+NAIVE_FLAGS = {"eagerAttention": "eager_attention", "allLogits": "all_logits"}
 
 
 def parse_engine_profile(sec: Section, engine: str) -> dict:
@@ -48,8 +48,8 @@ def parse_engine_profile(sec: Section, engine: str) -> dict:
             out["oom"] = sec.choice("oom", OOM_MODES, "request")
         elif key == "generate" and engine == "naive":
             out["generate"] = sec.choice("generate", GENERATE_MODES, "serial")
-        elif key in _NAIVE_FLAGS and engine == "naive":
-            out[_NAIVE_FLAGS[key]] = sec.bool(key, False)
+        elif key in NAIVE_FLAGS and engine == "naive":
+            out[NAIVE_FLAGS[key]] = sec.bool(key, False)
         elif key in allowed:
             name, low, high = allowed[key]
             value = sec.float(key, None, min=low, max=high)
@@ -58,6 +58,6 @@ def parse_engine_profile(sec: Section, engine: str) -> dict:
         else:
             keys = sorted(allowed) + (["scheduler"] if engine == "vllm" else [])
             keys += ["oom"] if engine in ("naive", "triton") else []
-            keys += ["generate", *_NAIVE_FLAGS] if engine == "naive" else []
+            keys += ["generate", *NAIVE_FLAGS] if engine == "naive" else []
             sec.problem(key, sec.data[key], f"expected one of {keys} for engine {engine!r}")
     return out

@@ -14,6 +14,7 @@ from validation.errors import InputError
 
 TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:3.3.4"
 OPENAI = "vllm/vllm-openai:v0.11.0"
+TRITON_IMAGE = "nvcr.io/nvidia/tritonserver:25.08-py3"     # the staging stack's
 
 
 def chat_stack(**service) -> dict:
@@ -56,3 +57,19 @@ def sim_spec(cfg: dict):
     """The server spec the gate simulates for `cfg`'s first service (its steady scenario)."""
     stack = parse_stack_config(cfg, "p", "dev")
     return load_scenario(scenario_for(stack, stack.services[0])).server.spec
+
+
+def triton_stack(args: list[str], image: str | None = TRITON_IMAGE) -> dict:
+    """`chat_stack()` serving resnet-50 on Triton (`image`, or KServe's default when None) with `args`."""
+    runtime = {"engine": "triton", "modelFormat": "onnx", "args": args, **({"image": image} if image else {})}
+    return with_service(chat_stack(), runtime=runtime, model={"name": "resnet-50", "storageUri": "hf://m/r",
+                                                              "public": True},
+                        limits={"maxBatchSize": 8, "maxImagePixels": 224 * 224})
+
+
+def triton_refusal(args: list[str], shown: str, why: str, image: str | None = TRITON_IMAGE) -> str:
+    """The load-time refusal of `triton_stack(args, image)`, checked to name `shown` in runtime.args and `why`."""
+    text = refused(triton_stack(args, image))
+    assert f"services[0].runtime.args: got '{shown}'; expected" in text, text
+    assert why in text, text
+    return text

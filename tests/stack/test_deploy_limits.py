@@ -10,7 +10,6 @@ import pytest
 from program_refusal import refusal
 from stackconfig.load import project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
-from validation.errors import InputError
 
 P = "kserve-preflight"
 DEADLINE = "serving.knative.dev/progress-deadline"

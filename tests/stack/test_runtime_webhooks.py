@@ -73,7 +73,7 @@ def test_a_digest_is_refused_below_kserve_0_16_and_kept_from_it(engine):
     for version in (None, "0.15", "v0.15.2"):
         msg = _refused(_cfg({"engine": engine, "image": image}, version))
         assert f"services[0].runtime.image: got '{image}'" in msg
-        assert f"expected no digest on KServe 0.15 (kserve.version), a tag ending in -gpu" in msg
+        assert "expected no digest on KServe 0.15 (kserve.version), a tag ending in -gpu" in msg
         assert f"{DIGEST}-gpu" in msg and "Failed to parse image reference" in msg
     stack = _parse(_cfg({"engine": engine, "image": image}, "0.16"))     # control: 0.16 keeps the digest
     assert inference_service(stack, stack.services[0])["spec"]["predictor"]["model"]["image"] == image
@@ -140,7 +140,7 @@ def test_pythonpath_is_refused_from_kserve_0_18(version, refused):
         assert admission_problems(stack) == []
         return
     msg = _refused(cfg)
-    assert f"services[0].runtime.env.PYTHONPATH: got '/opt/plugins'; expected no PYTHONPATH on KServe" in msg
+    assert "services[0].runtime.env.PYTHONPATH: got '/opt/plugins'; expected no PYTHONPATH on KServe" in msg
     assert "not allowed for security reasons" in msg and "since 0.18" in msg
 
 

@@ -20,27 +20,7 @@ from simulation import load_scenario
 from stackconfig.load import ROOT, load_stack, project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 from validation.errors import InputError
-from runtime_stack import chat_stack, refused, with_service
-
-IMAGE = "nvcr.io/nvidia/tritonserver:25.08-py3"     # the staging stack's
-
-
-def _cfg(args: list[str], image: str | None = IMAGE) -> dict:
-    runtime = {"engine": "triton", "modelFormat": "onnx", "args": args, **({"image": image} if image else {})}
-    return with_service(chat_stack(), runtime=runtime, model={"name": "resnet-50", "storageUri": "hf://m/r",
-                                                              "public": True},
-                        limits={"maxBatchSize": 8, "maxImagePixels": 224 * 224})
-
-
-def _spec(cfg: dict):
-    stack = parse_stack_config(cfg, "p", "dev")
-    return load_scenario(gate.scenario_for(stack, stack.services[0])).server.spec
-
-
-def _refusal(args: list[str], shown: str, why: str, image: str | None = IMAGE) -> None:
-    text = refused(_cfg(args, image))
-    assert f"services[0].runtime.args: got '{shown}'; expected" in text, text
-    assert why in text, text
+from runtime_stack import refused, sim_spec, triton_refusal, triton_stack
 
 
 # --- what stops tritonserver at start-up -----------------------------------------------------------------------
@@ -72,7 +52,7 @@ def _refusal(args: list[str], shown: str, why: str, image: str | None = IMAGE) -
         "log-format-case", "trace-form", "positional", "after-dashes", "short", "no-value", "switch-value", "help",
         "load-model-without-explicit", "grpc-collision", "grpc-threads", "abbreviation"])
 def test_what_tritonserver_refuses_at_start_up_is_refused(args, shown, why):
-    _refusal(args, shown, why)
+    triton_refusal(args, shown, why)
 
 
 # --- what moves the server off what the probes, the queue-proxy and the autoscaler use ------------------------
@@ -93,7 +73,7 @@ def test_what_tritonserver_refuses_at_start_up_is_refused(args, shown, why):
 ], ids=["http-port", "http-port-spaced", "allow-http", "allow-http-case", "http-address", "metrics-off",
         "metrics-port", "latency-counter", "sagemaker", "vertex", "restricted-api"])
 def test_what_moves_triton_off_8080_http_or_its_metrics_is_refused(args, shown, why):
-    _refusal(args, shown, why)
+    triton_refusal(args, shown, why)
 
 
 # --- what loads another set of models, or marks the pod Ready before its model is -----------------------------
@@ -114,7 +94,7 @@ def test_what_moves_triton_off_8080_http_or_its_metrics_is_refused(args, shown, 
 ], ids=["explicit-alone", "explicit-two-models", "load-model-named", "poll", "second-repository", "repository-slash",
         "non-strict", "non-strict-numeric"])
 def test_what_loads_other_models_or_readies_the_pod_early_is_refused(args, shown, why):
-    _refusal(args, shown, why)
+    triton_refusal(args, shown, why)
 
 
 # --- what the simulation does not model --------------------------------------------------------------------------
@@ -130,8 +110,8 @@ def test_what_loads_other_models_or_readies_the_pod_early_is_refused(args, shown
     ("--http-max-input-size=1048576", "a smaller cap answers larger requests"),
 ])
 def test_a_flag_whose_effect_is_not_simulated_is_refused_saying_why(arg, why):
-    _refusal([arg], arg, why)
-    assert "does not model" in refused(_cfg([arg]))
+    triton_refusal([arg], arg, why)
+    assert "does not model" in refused(triton_stack([arg]))
 
 
 # --- flags that restate the runtime or change nothing simulated --------------------------------------------------
@@ -159,22 +139,22 @@ def test_a_flag_whose_effect_is_not_simulated_is_refused_saying_why(arg, why):
 ], ids=["logging", "restating-the-runtime", "explicit-all", "model-repository", "grpc-off", "grpc", "observability",
         "defaults", "stoi"])
 def test_neutral_and_restating_flags_are_accepted_and_a_value_triton_refuses_is_not(accepted, bad, why):
-    assert _spec(_cfg(accepted)).max_batch_size == 8
-    _refusal(accepted + [bad], bad, why)
+    assert sim_spec(triton_stack(accepted)).max_batch_size == 8
+    triton_refusal(accepted + [bad], bad, why)
 
 
 # --- flags newer than the image ----------------------------------------------------------------------------------
 def test_a_flag_newer_than_the_triton_release_the_pod_runs_is_refused():
     """`--model-config-name` appeared in 24.05 (v2.46.0), `--allow-client-shm` in 26.04 (v2.68.0); without
     runtime.image the pod runs KServe's kserve-tritonserver image, 23.05."""
-    _spec(_cfg(["--model-config-name=h100"]))                                    # 25.08 knows it
-    _refusal(["--model-config-name=h100"], "--model-config-name=h100", "first appears in Triton 24.05", image=None)
-    assert "the pod runs Triton 23.05 (KServe's kserve-tritonserver image" in refused(_cfg(["--model-config-name=a"],
+    sim_spec(triton_stack(["--model-config-name=h100"]))                                    # 25.08 knows it
+    triton_refusal(["--model-config-name=h100"], "--model-config-name=h100", "first appears in Triton 24.05", image=None)
+    assert "the pod runs Triton 23.05 (KServe's kserve-tritonserver image" in refused(triton_stack(["--model-config-name=a"],
                                                                                           None))
-    _refusal(["--model-config-name=h100"], "--model-config-name=h100", "the pod runs Triton 24.04",
+    triton_refusal(["--model-config-name=h100"], "--model-config-name=h100", "the pod runs Triton 24.04",
              image="nvcr.io/nvidia/tritonserver:24.04-py3")
-    _refusal(["--allow-client-shm=false"], "--allow-client-shm=false", "first appears in Triton 26.04")
-    _refusal(["--model-config-name=h100"], "--model-config-name=h100", "which names no Triton release",
+    triton_refusal(["--allow-client-shm=false"], "--allow-client-shm=false", "first appears in Triton 26.04")
+    triton_refusal(["--model-config-name=h100"], "--model-config-name=h100", "which names no Triton release",
              image="nvcr.io/nvidia/tritonserver@sha256:" + "a" * 64)
 
 
@@ -212,7 +192,7 @@ def test_a_scenarios_own_triton_manifest_is_held_to_the_same_rules():
 
 # --- Review rev12-diff F2/F8: Triton's gRPC listener is held to the ports the pod uses, as every server's --------
 def _mode(mode: str, args: list[str]) -> dict:
-    cfg = _cfg(args)
+    cfg = triton_stack(args)
     cfg["services"][0]["deploymentMode"] = mode
     return cfg
 
@@ -224,8 +204,8 @@ def test_grpc_on_a_queue_proxy_port_is_refused_in_knative_mode_and_free_in_stand
     text = refused(_mode("Knative", [f"--grpc-port={port}"]))
     assert f"services[0].runtime.args: got '--grpc-port={port}'; expected a port, 0 to 65535, other than 8080" in text
     assert "and the queue-proxy's own (8008, 8012, 8013, 8022, 8112, 9090, 9091" in text
-    _spec(_mode("Standard", [f"--grpc-port={port}"]))
-    _spec(_mode("Knative", [f"--grpc-port={port}", "--allow-grpc=false"]))   # no gRPC listener: nothing to bind
+    sim_spec(_mode("Standard", [f"--grpc-port={port}"]))
+    sim_spec(_mode("Knative", [f"--grpc-port={port}", "--allow-grpc=false"]))   # no gRPC listener: nothing to bind
 
 
 def test_grpc_on_the_http_port_is_refused_once_as_triton_refuses_it():
@@ -239,12 +219,12 @@ def test_grpc_on_the_http_port_is_refused_once_as_triton_refuses_it():
 def test_a_setting_overridden_by_a_later_one_is_judged_by_the_last(args):
     """Review 12 (fuzz), F6: getopt_long keeps the last of a repeated setting, so an earlier value the stack would
     refuse is overridden; the reversed order ends on it and is refused."""
-    parse_stack_config(_cfg(args), "p", "dev")
-    text = refused(_cfg(list(reversed(args))))
+    parse_stack_config(triton_stack(args), "p", "dev")
+    text = refused(triton_stack(list(reversed(args))))
     assert repr(args[0]) in text or args[0] in text
 
 
 def test_each_repository_path_counts_whatever_its_place():
     """--model-repository adds a repository each time: an extra path before /mnt/models is still a second one."""
-    text = refused(_cfg(["--model-repository=/x", "--model-repository=/mnt/models"]))
+    text = refused(triton_stack(["--model-repository=/x", "--model-repository=/mnt/models"]))
     assert "--model-repository=/x" in text

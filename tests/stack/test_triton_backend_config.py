@@ -17,34 +17,14 @@ import pytest
 
 import gate
 from manifests.inference_service import inference_service
-from runtime_stack import chat_stack, refused, with_service
+from runtime_stack import sim_spec, triton_refusal, triton_stack
 from simulation import load_scenario
 from simulation.triton_backend_config import POD_SHM_BYTES
 from stackconfig.load import ROOT, load_stack
 from stackconfig.schema import parse_stack_config
 from validation.errors import InputError
 
-IMAGE = "nvcr.io/nvidia/tritonserver:25.08-py3"
 MIB = 1 << 20
-
-
-def _cfg(args: list[str], image: str | None = IMAGE) -> dict:
-    runtime = {"engine": "triton", "modelFormat": "triton", "args": args, **({"image": image} if image else {})}
-    return with_service(chat_stack(), runtime=runtime, model={"name": "resnet-50", "storageUri": "hf://m/r",
-                                                              "public": True},
-                        limits={"maxBatchSize": 8, "maxImagePixels": 224 * 224})
-
-
-def _spec(cfg: dict):
-    stack = parse_stack_config(cfg, "p", "dev")
-    return load_scenario(gate.scenario_for(stack, stack.services[0])).server.spec
-
-
-def _refusal(args: list[str], shown: str, why: str, image: str | None = IMAGE) -> str:
-    text = refused(_cfg(args, image))
-    assert f"services[0].runtime.args: got '{shown}'; expected" in text, text
-    assert why in text, text
-    return text
 
 
 # --- the python backend's settings ------------------------------------------------------------------------------
@@ -56,20 +36,20 @@ def _refusal(args: list[str], shown: str, why: str, image: str | None = IMAGE) -
      "--backend-config=python,shm-region-prefix-name=vision_a", "--backend-config=python,shm_message_queue_size=500"],
 ], ids=["shm-16MiB", "shm-whole-dev-shm-and-growth", "stub-and-threads"])
 def test_the_python_backends_settings_are_accepted(args):
-    assert _spec(_cfg(args)).max_batch_size == 8
+    assert sim_spec(triton_stack(args)).max_batch_size == 8
 
 
 def test_a_region_larger_than_the_pods_dev_shm_is_refused_naming_it():
-    text = _refusal(["--backend-config=python,shm-default-byte-size=134217728"],
+    text = triton_refusal(["--backend-config=python,shm-default-byte-size=134217728"],
                     "--backend-config=python,shm-default-byte-size=134217728",
                     "expected an integer from 1048576 (1 MiB) to 67108864 (64 MiB) for python's shm-default-byte-size")
     assert "64 MiB /dev/shm" in text and "Unable to initialize shared memory key" in text
-    _spec(_cfg([f"--backend-config=python,shm-default-byte-size={POD_SHM_BYTES}"]))      # exactly fits
+    sim_spec(triton_stack([f"--backend-config=python,shm-default-byte-size={POD_SHM_BYTES}"]))      # exactly fits
 
 
 def test_the_stacks_triton_pod_mounts_nothing_at_dev_shm():
     """The 64 MiB above holds only while the rendered pod mounts no memory emptyDir at /dev/shm."""
-    stack = parse_stack_config(_cfg([]), "p", "dev")
+    stack = parse_stack_config(triton_stack([]), "p", "dev")
     predictor = inference_service(stack, stack.services[0])["spec"]["predictor"]
     assert "volumes" not in predictor and "volumeMounts" not in predictor["model"]
 
@@ -77,12 +57,12 @@ def test_the_stacks_triton_pod_mounts_nothing_at_dev_shm():
 def test_the_backends_minimum_region_depends_on_the_release():
     """4 MiB up to python_backend r23.08 (KServe's 23.05 image without runtime.image), 1 MiB from r23.09."""
     arg = f"--backend-config=python,shm-default-byte-size={2 * MIB}"
-    _spec(_cfg([arg]))
-    _refusal([arg], arg, "expected an integer from 4194304 (4 MiB)", image=None)
-    _refusal([arg], arg, "its minimum is 4 MiB up to Triton 23.08; the pod runs 23.08",
+    sim_spec(triton_stack([arg]))
+    triton_refusal([arg], arg, "expected an integer from 4194304 (4 MiB)", image=None)
+    triton_refusal([arg], arg, "its minimum is 4 MiB up to Triton 23.08; the pod runs 23.08",
              image="nvcr.io/nvidia/tritonserver:23.08-py3")
-    _spec(_cfg([arg], image="nvcr.io/nvidia/tritonserver:23.09-py3"))
-    _refusal([f"--backend-config=python,shm-default-byte-size={MIB // 2}"],
+    sim_spec(triton_stack([arg], image="nvcr.io/nvidia/tritonserver:23.09-py3"))
+    triton_refusal([f"--backend-config=python,shm-default-byte-size={MIB // 2}"],
              f"--backend-config=python,shm-default-byte-size={MIB // 2}", "the python backend refuses it")
 
 
@@ -95,7 +75,7 @@ def test_the_backends_minimum_region_depends_on_the_release():
     ("--backend-config=python,shm-default-size=16777216", "the python backend reads no such setting"),
 ], ids=["shm-units", "growth-zero", "timeout-negative", "prefix-slash", "unknown-setting"])
 def test_a_python_setting_the_backend_refuses_or_ignores_is_refused(arg, why):
-    _refusal([arg], arg, why)
+    triton_refusal([arg], arg, why)
 
 
 # --- other backends' settings ---------------------------------------------------------------------------------
@@ -106,14 +86,14 @@ def test_a_python_setting_the_backend_refuses_or_ignores_is_refused(arg, why):
     ("--backend-config=onnxruntime,enable-global-threadpool=1", "the stack checks the python backend's settings"),
 ], ids=["default-max-batch-size", "tensorflow-memory", "onnxruntime"])
 def test_another_backends_setting_is_refused_saying_why(arg, why):
-    text = _refusal([arg], arg, why)
+    text = triton_refusal([arg], arg, why)
     assert "does not model" in text
 
 
 @pytest.mark.parametrize("arg", ["--backend-config=python", "--backend-config=,shm-default-byte-size=1",
                                  "--backend-config=python,shm-default-byte-size=", "--backend-config=a=1,b"])
 def test_a_setting_triton_cannot_parse_is_refused(arg):
-    _refusal([arg], arg, "expected [<backend>,]<setting>=<value> (ParseBackendConfigOption) for --backend-config")
+    triton_refusal([arg], arg, "expected [<backend>,]<setting>=<value> (ParseBackendConfigOption) for --backend-config")
 
 
 # --- a named --load-model ---------------------------------------------------------------------------------------
@@ -121,7 +101,7 @@ def test_a_setting_triton_cannot_parse_is_refused(arg):
                                   ["--model-control-mode=EXPLICIT", "--load-model", "resnet", "--load-model=resnet"]],
                          ids=["named", "named-twice"])
 def test_one_named_model_in_explicit_mode_is_accepted(args):
-    assert _spec(_cfg(args)).max_batch_size == 8
+    assert sim_spec(triton_stack(args)).max_batch_size == 8
 
 
 @pytest.mark.parametrize("args, shown, why", [
@@ -133,7 +113,7 @@ def test_one_named_model_in_explicit_mode_is_accepted(args):
     (["--load-model=resnet"], "--load-model=resnet", "expected --model-control-mode=explicit with it"),
 ], ids=["two-models", "star-and-name", "empty", "without-explicit"])
 def test_what_loads_another_set_of_models_is_still_refused(args, shown, why):
-    _refusal(args, shown, why)
+    triton_refusal(args, shown, why)
 
 
 def test_a_scenarios_own_triton_manifest_takes_a_named_model_and_a_python_setting():
