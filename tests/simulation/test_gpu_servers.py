@@ -5,7 +5,7 @@ import pytest
 
 from catalog import DEFAULT
 from validation.fields import Section
-from simulation.gpu.memory import naive_memory_bytes, prefill_activation_bytes
+from simulation.gpu.memory import naive_memory_bytes
 from simulation.gpu.roofline import decode_step_time, prefill_time
 from simulation.gpu.servers import NaiveServer, TritonServer, VllmServer
 from simulation.server import get_server
@@ -145,7 +145,6 @@ def test_naive_single_long_prompt_ooms_alone_but_capped_one_does_not():
 
 
 def test_naive_concurrency_adds_latency_not_throughput():
-    m, g = DEFAULT.models["llama-2-7b"], DEFAULT.gpus["A10G"]
     env, pod, s = make("naive", {"model": "llama-2-7b", "gpu": "A10G", "generate": "concurrent"})
     log = Log(env)
     s.submit(req(1, 100, 200), log)
