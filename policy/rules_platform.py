@@ -10,7 +10,8 @@ from policy.resources import (ADVISORY, Context, MANDATORY, NODE_GROUP_TYPE, REC
                               containers, fmt, gpus_per_node, has_pods, is_device_plugin, is_gpu_isvc,
                               is_gpu_node_group, is_kubernetes, is_model_cache_daemonset, is_model_cache_pvc,
                               is_isvc, isvc_gpus, metadata, node_group_capacity, node_group_taints, num,
-                              pod_spec, predictor, replica_bounds, _args)
+                              pod_spec, predictor, _args)
+from policy.bounds import replica_bounds
 from policy.registry import rule
 from validation.kubernetes import GPU_RESOURCE, image_pinned
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from policy.registry import rule
-from policy.resources import (ANN, KNATIVE_MAX_SCALE, MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _list, _map,
-                              annotations, autoscaler_behavior, autoscaler_bounds, deployment_mode, duration_s, fmt,
-                              hpas_for, is_gpu_isvc, isvc_gpus, isvc_name, knative_autoscaler_data, knative_bounds,
-                              metadata, num, predictor, replica_bounds)
+from policy.bounds import (KNATIVE_MAX_SCALE, autoscaler_behavior, autoscaler_bounds, hpas_for, knative_autoscaler_data,
+                           knative_bounds, replica_bounds)
+from policy.resources import (ANN, MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _list, _map, annotations,
+                              deployment_mode, duration_s, fmt, is_gpu_isvc, isvc_gpus, isvc_name, metadata, num,
+                              predictor)
 from simulation.autoscaler.cluster_config import DEFAULT as KNATIVE_AUTOSCALER_DEFAULT
 from simulation.autoscaler.hpa import DEFAULT_DOWN
 from validation.annotations import CLASS_ANNOTATION, KNATIVE_PREFIX
@@ -102,8 +103,8 @@ def _scale_metric(res: Resource, ctx: Context) -> Iterator[str]:
       "001 §10-2, §10-3; 000 §9.8", is_gpu_isvc, stack=True)
 def _max_replicas(res: Resource, ctx: Context) -> Iterator[str]:
     """In Knative mode an unset maxReplicas leaves the legacy `autoscaling.knative.dev/maxScale` annotation in
-    force (resources.max_replicas); `max-scale` on the InferenceService never reaches the revision. In Standard
-    mode with autoscalerClass external the bounds are the HPA's or ScaledObject's (resources.replica_bounds)."""
+    force (bounds.max_replicas); `max-scale` on the InferenceService never reaches the revision. In Standard
+    mode with autoscalerClass external the bounds are the HPA's or ScaledObject's (bounds.replica_bounds)."""
     bounds = replica_bounds(res, ctx)
     max_r, min_r = bounds.max, bounds.min
     if not max_r or max_r < 1:

@@ -8,10 +8,10 @@ import math
 from typing import Iterator
 
 from policy.registry import rule
+from policy.bounds import autoscaler_behavior, concurrency_target, hpas_for
 from policy.resources import (ANN, BATCH_CAP_ANNOTATIONS, BATCH_CAP_FLAGS, INPUT_CAP_ANNOTATIONS, INPUT_CAP_FLAGS,
                               MANDATORY, SCALED_OBJECT_TYPE, Context, Resource, _has_flag, _list, _map, all_args_env,
-                              annotations, autoscaler_behavior, concurrency_target, deployment_mode, fmt, hpas_for,
-                              is_gpu_isvc, num, predictor)
+                              annotations, deployment_mode, fmt, is_gpu_isvc, num, predictor)
 from simulation.autoscaler.hpa import HpaSpec, tolerance_value
 from simulation.autoscaler.promql import IN_FLIGHT_GAUGES
 from validation.annotations import ENGINE_ANNOTATION

@@ -83,7 +83,7 @@ def test_declared_values_ride_on_knative_services_only_and_never_beside_a_patch(
     import json
 
     from manifests.inference_service import CONFIG_AUTOSCALER_ANNOTATION, STACK_ONLY_ANNOTATIONS
-    from policy.resources import CONFIG_AUTOSCALER_ANNOTATION as READ
+    from policy.bounds import CONFIG_AUTOSCALER_ANNOTATION as READ
 
     assert CONFIG_AUTOSCALER_ANNOTATION == READ and READ in STACK_ONLY_ANNOTATIONS   # never reaches a pod
     declared = {"scale-down-delay": "5m", "stable-window": "90s"}
@@ -135,7 +135,8 @@ def test_scale_down_is_quiet_for_a_keda_scaled_service_pinned_at_min_equal_max()
 
 def test_replica_bounds_of_each_autoscaler_kind():
     """An HPA's unset minReplicas is 1; a ScaledObject's unset counts are KEDA's 0 and 100."""
-    from policy.resources import SCALED_OBJECT_TYPE, autoscaler_bounds, knative_bounds
+    from policy.bounds import autoscaler_bounds, knative_bounds
+    from policy.resources import SCALED_OBJECT_TYPE
 
     hpa = Resource("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "h", {"spec": {"maxReplicas": 1}})
     keda = Resource(SCALED_OBJECT_TYPE, "k", {"spec": {}})
@@ -251,7 +252,7 @@ def test_max_replicas_reads_the_legacy_max_scale_annotation_kserve_passes_throug
     assert "unbounded" in msg and "never reaches the revision" not in msg
     [msg] = fired([_hand_written({**no_bound, "autoscaling.knative.dev/max-scale": "8"})], "isvc-max-replicas")
     assert "max-scale on the InferenceService is on KServe's serviceAnnotationDisallowedList" in msg
-    from policy.resources import max_replicas
+    from policy.bounds import max_replicas
 
     assert max_replicas(_hand_written(GUIDE_000_8, {"maxReplicas": 2})) == 2   # maxReplicas wins (max-scale)
     standard = {**GUIDE_000_8, "serving.kserve.io/deploymentMode": "Standard"}

@@ -6,7 +6,7 @@ KServe ignores them there), so the policies read them where they act: staging's 
 from __future__ import annotations
 
 from policy.rules import Context, evaluate
-from policy.resources import replica_bounds
+from policy.bounds import replica_bounds
 from policy_fixtures import Stack, shipped
 
 
