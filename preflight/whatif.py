@@ -148,14 +148,19 @@ def sides(stack: str, sets: list[str], against: str | None = None, workload: str
     after = apply_sets(base, sets)
     wl = read_workload(workload) if workload else None
     chosen = set(services) if services else None
-    before, after = (set_workloads(v, chosen, wl, rate_scale) for v in (before, after))
+    plain = before, after
+    before, after = (set_workloads(v, chosen, wl, rate_scale) for v in plain)
     origin = f"stacks/Pulumi.{stack}.yaml" + (f" at {against}" if against else "")
+
+    def parse(b: dict, a: dict) -> tuple[StackConfig, StackConfig]:
+        return (parse_stack_config(b, project, stack, origin),
+                parse_stack_config(a, project, stack, f"stacks/Pulumi.{stack}.yaml with --set"))
     try:
-        return (parse_stack_config(before, project, stack, origin),
-                parse_stack_config(after, project, stack, f"stacks/Pulumi.{stack}.yaml with --set"))
+        return parse(before, after)
     except InputError as err:
         if workload is None and rate_scale is None:
             raise
+        parse(*plain)   # a problem of the stack itself (and its --set edits) is named at its own key
         flag = f"--workload {workload}" if workload is not None else f"--rate-scale {rate_scale:g}"
         raise _blame_traffic(err, flag, after) from None
 
@@ -166,7 +171,8 @@ _WORKLOAD_KEY = re.compile(r"(?:^|:)services\[(\d+)\]\.workload(?:\.(.+))?$")
 def _blame_traffic(err: InputError, flag: str, values: dict) -> InputError:
     """`err` with each problem of a workload that `--workload FILE` or `--rate-scale X` set (the load check's
     request budget, a step past durationS) keyed by that flag, not by the stack file's services[i].workload or a
-    key under it, which the user did not write (review rev13-bounds finding 7); the other problems as they were."""
+    key under it, which the user did not write (review rev13-bounds finding 7); the other problems as they were.
+    `sides` calls it only once the stack parses without the flag, so each workload problem is the flag's."""
     listed = values.get("services") if isinstance(values.get("services"), list) else []
     problems, moved = [], False
     for p in err.problems:
