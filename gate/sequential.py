@@ -12,7 +12,7 @@ side: a term exactly at its SLO passes on its interval 5.9 % of the time over th
 "How often the gate is wrong"; a Haybittle–Peto spending would bring it to 2.4 % for ~20 % more replications on
 borderline terms, and leaves the verdict after `gate.undecided: estimate` the same within 0.3 points). A scenario
 gets more replications only while one of its trials has a check more replications could decide
-(`Verdict.open`: not a term no number of replications can pass — a p99 of too few values per run, a rate
+(`Verdict.open`: not a term no number of replications can pass — a p99 of too few values in all runs, a rate
 limit below what error-free runs can show; the rollout and cold-start terms need 17 clean runs, so a rollout
 scenario whose runs all go clean takes `max` replications, 20 with the defaults).
 """

@@ -21,14 +21,15 @@ one miss, not a failed gate. The mean time to Ready (over the runs that were Rea
 interval beside it, in the verdict's metrics and the term's note, not judged: it is at most the deadline by
 construction, so an interval of it against the deadline said only whether any run stalled.
 
-A p99 term rests on each run's own p99 (simulation/quantiles.py: Hyndman–Fan type 8, median-unbiased). Runs
-that average fewer than `MIN_P99_VALUES` values give no p99 worth the name (its 1 % tail holds less than one
-value: an extrapolation), so such a term can fail but never pass: it stays undecided, whatever the number of
-replications (`Check.can_pass`; the gate does not add replications for it), and `gate.undecided` settles it —
-under `estimate` on its interval's upper end, not on its point estimate, which runs low below `MIN_P99_VALUES`
-values (README: −13 % at 55 values even with type 8), so it passes with a warning only when even the upper end
-meets the SLO (`Check.biased_low`).
-Runs without a single value (no successful request) are left out of its mean, and its note says how many.
+A p99 term is the p99 of every replication's values pooled, with a jackknife interval over whole replications
+(`simulation.estimates.pooled_quantile`): the runs are the independent units; the values within one are
+autocorrelated (a queue's busy period), so a run's own p99 runs low and so did the mean of them this replaced.
+A p99 of fewer than `MIN_P99_VALUES` values in all runs together gives no p99 worth the name (its 1 % tail holds
+less than one value: an extrapolation), so such a term can fail but never pass: it stays undecided, whatever the
+number of replications (`Check.can_pass`; the gate does not add replications for it), and `gate.undecided`
+settles it — under `estimate` on its interval's upper end, not on its point estimate, which runs low there
+(`Check.biased_low`), so it passes with a warning only when even the upper end meets the SLO.
+Runs without a single value (no successful request) are left out of it, and its note says how many.
 A rate term with no event in any run notes that its bound assumes independent requests
 (`simulation.estimates.rate_interval`). A rate limit below the lowest upper end `rate_interval` can reach within
 `gate.replications.max` runs (0 errors in all of them: `simulation.estimates.lowest_rate_upper`, ≈ 3.7 / the
@@ -54,7 +55,7 @@ PASS, FAIL, UNDECIDED = "pass", "FAIL", "undecided"
 COLD_START_TERM = "runs with a cold start over maxColdStartS (fraction)"
 ROLLOUT_TERM = "rollouts not Ready by the progress deadline (fraction)"
 READY_METRIC = "new revision Ready (s)"   # the rollout's mean time to Ready: a reported figure, not a term
-MIN_P99_VALUES = 100   # values per run below which a p99 is an extrapolation (its 1 % tail holds < 1 value)
+MIN_P99_VALUES = 100   # pooled values below which a p99 is an extrapolation (its 1 % tail holds < 1 value)
 P99_SOURCES = {"p99 latency (s)": "latency_s", "p99 time to first token (s)": "ttfb_s"}   # report key per term
 
 
@@ -97,7 +98,7 @@ class Check:
     @property
     def estimate_meets(self) -> bool:
         """What `gate.undecided: estimate` settles an undecided check on: its point estimate meets the limit — or,
-        for a figure known to run low (`biased_low`: a p99 of too few values per run), its interval's upper end."""
+        for a figure known to run low (`biased_low`: a p99 of too few values in all runs), its interval's upper end."""
         figure = self.estimate.hi if self.biased_low else self.observed
         return self.observed is not None and figure is not None and figure <= self.limit
 
@@ -180,7 +181,7 @@ class Verdict:
 
 
 def slo_checks(slo: Slo, reports: Sequence[Mapping], max_replications: int | None = None) -> tuple[Check, ...]:
-    """The SLO's terms over the replications' reports (rates pooled, percentiles averaged: report_terms.py);
+    """The SLO's terms over the replications' reports (rates and p99s pooled: report_terms.py);
     `max_replications` (gate.replications.max; default: the runs given) bounds what a rate term can reach."""
     terms = [("p99 latency (s)", slo.p99_latency_s), ("error rate", slo.max_error_rate),
              ("503 rate", slo.max_503_rate)]
@@ -194,19 +195,20 @@ def slo_checks(slo: Slo, reports: Sequence[Mapping], max_replications: int | Non
 
 
 def p99_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
-    """A p99 term: the mean of the runs' own p99s; it cannot pass when the runs average fewer than
-    `MIN_P99_VALUES` values, and its note counts runs left out for having none (module doc)."""
+    """A p99 term: the p99 of all runs' values pooled; it cannot pass on fewer than `MIN_P99_VALUES` values
+    in all, and its note counts runs left out for having none (module doc)."""
     summaries = [r.get(P99_SOURCES[name]) or {} for r in reports]
-    mean_count = sum(s.get("count") or 0 for s in summaries) / max(1, len(summaries))
-    empty = sum(1 for s in summaries if s.get("p99") is None)
-    notes = [f"{empty} of {len(reports)} runs had no successful request: left out of the mean"] if empty else []
-    few = mean_count < MIN_P99_VALUES
+    pooled = sum(s.get("count") or 0 for s in summaries)
+    empty = sum(1 for s in summaries if not s.get("count"))
+    notes = [f"{empty} of {len(reports)} runs had no successful request: left out"] if empty else []
+    few = pooled < MIN_P99_VALUES
     if few:
-        notes.append(f"{mean_count:.0f} values per run on average: a p99 of fewer than {MIN_P99_VALUES} is an "
+        notes.append(f"{pooled} values in {len(reports)} runs: a p99 of fewer than {MIN_P99_VALUES} is an "
                      "extrapolation that runs low, so this term cannot pass (gate.undecided: estimate holds its "
                      "upper end to the SLO; a longer gate.durationS gives it more values)")
     return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not few, biased_low=few,
-                 why_not=f"fewer than {MIN_P99_VALUES} values per run: a longer gate.durationS gives more" if few else "")
+                 why_not=f"fewer than {MIN_P99_VALUES} values in all runs: a longer gate.durationS gives more"
+                 if few else "")
 
 
 def rate_check(name: str, limit: float, reports: Sequence[Mapping], max_replications: int | None = None) -> Check:

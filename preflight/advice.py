@@ -41,7 +41,7 @@ from why requests failed:
 - slow requests on an unsaturated service → lower scaleTarget (scale out earlier) or cap output tokens;
 - a new revision not Ready within its progress deadline in too many rollouts → a longer deadline, fewer new pods
   at once or a shorter cold start;
-- on a pass, a term no number of replications can pass (a p99 of too few values per run, a rate limit below what
+- on a pass, a term no number of replications can pass (a p99 of too few values in all runs, a rate limit below what
   error-free runs can show) → its reason and what would let it pass, never "raise gate.replications.max".
 
 Every suggested edit goes through the loader and `check`'s load-time checks before it is printed

@@ -3,9 +3,19 @@
 Intervals (Law & Kelton, *Simulation Modeling and Analysis*, §9.4: replications are i.i.d., so classical
 statistics apply to per-replication figures):
 - `mean_interval`: Student t over the replications' values (R − 1 degrees of freedom), clipped to the metric's
-  range. Used for means and for percentiles: a percentile's estimate is the mean of the replications' own
-  percentiles (e.g. p99), with the t-interval of that mean. With one replication there is no spread to estimate:
-  the interval is the metric's whole range.
+  range. Used for means (and the p50). With one replication there is no spread to estimate: the interval is the
+  metric's whole range.
+- `pooled_quantile`: a tail percentile (the p99 terms) as the percentile of every replication's values pooled
+  (`simulation.quantiles.pooled_percentile`), with a Student-t interval (R − 1 degrees of freedom) on the log
+  scale, from a standard error over whole replications (the runs are the independent units; the values within
+  one are not): the larger of the leave-one-run-out jackknife's (Shao & Wu, *Ann. Statist.* 17(3), 1989:
+  consistent for a quantile when a deleted group is a fixed share of the data) and sectioning's, the spread of
+  the runs' own percentiles / √R (Asmussen & Glynn, *Stochastic Simulation*, §III.5a). A tail percentile of a
+  few clustered values is right-skewed, so the log scale reaches further up than down. On short M/M/1/11 runs
+  (ρ = 0.9, ~130 values each) either error alone on the linear scale covered the stationary p99 81–91 % of the
+  time, the larger on the log scale 92–97 % (README "How often the gate is wrong"). The mean of the runs' own
+  p99s it replaces is an average of order statistics of short, autocorrelated windows: for a queueing service it
+  ran 15–20 % under the stationary p99, and more replications narrowed its interval around the low figure.
 - `rate_interval`: the pooled rate Σkᵢ/Σnᵢ with the ratio-estimator t-interval (residuals kᵢ − p̂nᵢ), widened to
   contain the Clopper–Pearson exact interval of the pooled counts (`simulation.analytic.clopper_pearson`) — the
   t-interval collapses to a point when no replication saw the event, Clopper–Pearson does not. Clipped to [0, 1].
@@ -25,6 +35,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from simulation.analytic import clopper_pearson, t975
+from simulation.quantiles import pooled_percentile
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,37 @@ def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: flo
     sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (r - 1))
     h = t975(r - 1) * sd / math.sqrt(r)
     return Estimate(m, max(lower, m - h), min(upper, m + h), r)
+
+
+def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0) -> Estimate:
+    """The q-percentile of all runs' values pooled, from each run's (value count, `Quantiles.tail()`), times
+    exp(± Student t (R − 1 degrees of freedom) × the larger of two standard errors of its log over whole
+    replications (module doc): the leave-one-run-out jackknife's and sectioning's (the spread of the runs' own
+    log percentiles / √R)); runs without a value are left out. One run: the interval is [0, ∞), as
+    `mean_interval` gives."""
+    runs = [(n, t) for n, t in runs if n]
+    r = len(runs)
+    value = pooled_percentile(list(runs), q)
+    if value is None:
+        return Estimate(None, None, None, 0)
+    if r < 2:
+        return Estimate(value, 0.0, math.inf, 1)
+    leave_out = [pooled_percentile(runs[:i] + runs[i + 1:], q) for i in range(r)]
+    own = [pooled_percentile([run], q) for run in runs]
+    t = t975(r - 1)
+    if min(leave_out + own) <= 0.0:   # a percentile of zeros has no log: the same errors on the linear scale
+        h = t * max(_spread(leave_out) * (r - 1) / math.sqrt(r), _spread(own) / math.sqrt(r))
+        return Estimate(value, max(0.0, value - h), value + h, r)
+    log = math.log
+    h = t * max(_spread(map(log, leave_out)) * (r - 1) / math.sqrt(r), _spread(map(log, own)) / math.sqrt(r))
+    return Estimate(value, value * math.exp(-h), value * math.exp(h), r)
+
+
+def _spread(values: Iterable[float | None]) -> float:
+    """The sample standard deviation (n − 1 in the denominator)."""
+    vals = [float(v) for v in values if v is not None]
+    m = sum(vals) / len(vals)
+    return math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
 
 
 def rate_interval(counts: Sequence[tuple[int, int]]) -> Estimate:

@@ -207,7 +207,7 @@ def build_report(sim: Any) -> Report:
             phases[k] = phases.get(k, 0.0) + v
     phases = {k: v / len(sim.cold_phases) for k, v in sorted(phases.items())} if sim.cold_phases else {}
     cs = _pct(sim.cold_starts)
-    latency = rec.latency.summary()
+    latency = rec.latency.summary() | {"tail": rec.latency.tail()}   # tails: pooled p99s across runs (gate)
     _, llo2, lhi2 = batch_means_ci([a / c for a, c in zip(rec.b_lat, rec.b_lat_n) if c > 0])
     latency["mean_ci95"] = _around(latency["mean"], llo2, lhi2) if latency["count"] else [0.0, 0.0]
     series = sim.series
@@ -241,8 +241,8 @@ def build_report(sim: Any) -> Report:
         "error_rate_total": total_rate,
         "throughput_rps": status.get("200", 0) / T,
         "latency_s": latency,
-        "ttfb_s": rec.ttfb.summary(),
-        "latency_all_s": rec.latency_all.summary(),
+        "ttfb_s": rec.ttfb.summary() | {"tail": rec.ttfb.tail()},
+        "latency_all_s": rec.latency_all.summary() | {"tail": rec.latency_all.tail()},
         "attempts": {"count": rec.n_attempts, "retries": sim.client.retries,
                      "retries_denied_by_budget": sim.client.retries_denied,
                      "status_counts": a_status, "errors_by_component": a_comps},

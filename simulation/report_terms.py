@@ -2,7 +2,9 @@
 estimates across replications with 95 % intervals (simulation/estimates.py).
 
 `METRICS` names each figure with its kind: "rate" (events, requests) pooled by `rate_interval`; "mean" a number
-(None when undefined, e.g. no successful request) averaged by `mean_interval`; "fraction" likewise, within [0, 1].
+(None when undefined, e.g. no successful request) averaged by `mean_interval`; "fraction" likewise, within [0, 1];
+"p99" a latency summary (`simulation.quantiles.Quantiles.summary` with its `tail`) whose values are pooled across
+the replications by `pooled_quantile` (its per-replication figure is the run's own p99).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from simulation.analytic import clopper_pearson
-from simulation.estimates import Estimate, mean_interval, rate_interval
+from simulation.estimates import Estimate, mean_interval, pooled_quantile, rate_interval
 
 
 def _status(report: Mapping, *codes: str) -> int:
@@ -105,9 +107,9 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
     "502 rate": ("rate", lambda r: (_status(r, "502"), r["requests"])),
     "400 rate (input caps, excluded)": ("rate", lambda r: (_status(r, "400", "422"), r["requests"])),
     "p50 latency (s)": ("mean", _pct("latency_s", "p50")),  # successful requests
-    "p99 latency (s)": ("mean", _pct("latency_s", "p99")),
-    "p99 time to first token (s)": ("mean", _pct("ttfb_s", "p99")),
-    "p99 latency, all requests (s)": ("mean", _pct("latency_all_s", "p99")),
+    "p99 latency (s)": ("p99", lambda r: r.get("latency_s") or {}),
+    "p99 time to first token (s)": ("p99", lambda r: r.get("ttfb_s") or {}),
+    "p99 latency, all requests (s)": ("p99", lambda r: r.get("latency_all_s") or {}),
     "throughput (req/s)": ("mean", lambda r: r["throughput_rps"]),
     "mean ready replicas": ("mean", lambda r: r["replicas"]["mean"]),
     "pod GPU-hours": ("mean", lambda r: r["pod_gpu_hours"]),
@@ -123,6 +125,11 @@ def estimate(name: str, reports: Sequence[Mapping]) -> Estimate:
     kind, get = METRICS[name]
     if kind == "rate":
         return rate_interval([get(r) for r in reports])
+    if kind == "p99":
+        summaries = [get(r) for r in reports]
+        if any(s.get("count") and "tail" not in s for s in summaries):   # not a simulator report: no values to pool
+            return mean_interval(s.get("p99") for s in summaries)
+        return pooled_quantile([(s.get("count") or 0, s.get("tail")) for s in summaries])
     return mean_interval((get(r) for r in reports), upper=1.0 if kind == "fraction" else math.inf)
 
 
@@ -135,4 +142,6 @@ def per_replication(name: str, reports: Sequence[Mapping]) -> list[float | None]
     kind, get = METRICS[name]
     if kind == "rate":
         return [k / n if n else 0.0 for k, n in (get(r) for r in reports)]
+    if kind == "p99":
+        return [get(r).get("p99") for r in reports]
     return [get(r) for r in reports]

@@ -119,9 +119,9 @@ def test_a_short_window_flaps_under_waves_of_traffic_and_scale_down_delay_fixes_
             if delay:
                 chat["annotations"]["autoscaling.knative.dev/scale-down-delay"] = delay
             chat["workload"].update(kind="diurnal", rate=0.6, period_s=240, amplitude=1.0)
-            # p99 TTFT 30 s: the fix's is ~25 [19, 31] s, so a 20 s SLO stays undecided and its estimate misses
-            # (gate.undecided: estimate fails it); the flapping one's is ~35 s, a crest waiting for a model load
-            chat["slo"] = {"p99LatencyS": 60, "p99TtftS": 30, "maxErrorRate": 0.02, "max503Rate": 0.01}
+            # p99 TTFT 36 s (the p99 of all runs' values pooled): the fix's is ~32 [26, 39] s, undecided with its
+            # estimate meeting it; the flapping one's is ~44 [38, 51] s, a crest waiting for a model load
+            chat["slo"] = {"p99LatencyS": 60, "p99TtftS": 36, "maxErrorRate": 0.02, "max503Rate": 0.01}
             chat["stress"] = {"rollout": False, "nodeLoss": False}
             v["gpuNodeGroup"].update(minSize=4, maxSize=4, desiredSize=4)
             # The story is about flapping: every crest waits the same model load (~40 s), as with the fixed priors

@@ -1,5 +1,5 @@
-"""What a check's figure rests on, said in its note: a p99 of too few values per run cannot pass (and the gate
-adds no replications for it), runs with no successful request are left out of a p99's mean, a rate with no event
+"""What a check's figure rests on, said in its note: a p99 of too few values in all runs cannot pass (and the gate
+adds no replications for it), runs with no successful request are left out of a p99, a rate with no event
 in any run has a bound that assumes independent requests, and a maxColdStartS term the replication budget cannot
 pass is refused at load under gate.undecided: fail."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import gate
+from p99_runs import latency
 from gate.verdict import FAIL, MIN_P99_VALUES, PASS, UNDECIDED, Verdict, slo_checks
 from stackconfig.load import project_values, stack_config_values
 from stackconfig.schema import Slo, parse_stack_config
@@ -19,31 +20,31 @@ SLO = Slo(p99_latency_s=10.0, max_error_rate=0.01, max_503_rate=0.01, max_cold_s
 def report(requests: int, p99: float | None = 2.0, errors: int = 0) -> dict:
     ok = requests - errors
     return {"requests": requests, "status_counts": {"200": ok, "503": errors},
-            "latency_s": {"p99": p99 if ok else None, "count": ok}}
+            "latency_s": latency(p99, ok)}
 
 
 def _check(reports, name):
     return next(c for c in slo_checks(SLO, reports) if c.name == name)
 
 
-def test_a_p99_of_fewer_than_100_values_per_run_never_passes():
-    few = _check([report(80, p99=2.0 + i / 10) for i in range(5)], "p99 latency (s)")
+def test_a_p99_of_fewer_than_100_values_in_all_runs_never_passes():
+    few = _check([report(16, p99=2.0 + i / 10) for i in range(5)], "p99 latency (s)")
     assert few.estimate.hi < SLO.p99_latency_s and few.status == UNDECIDED and not few.can_pass
-    assert "80 values per run on average" in few.note and "cannot pass" in few.note
+    assert "80 values in 5 runs" in few.note and "cannot pass" in few.note
     assert not few.fails("estimate") and few.fails("fail")   # gate.undecided settles it, as any undecided term
     v = Verdict("chat", (few,), {}, 5)
     assert v.undecided and not v.open   # no number of replications can pass it: the gate adds none
-    assert "cannot pass at any number of replications (fewer than 100 values per run" in v.warnings()[0]
-    # it can still fail, and 100 values per run pass
-    assert _check([report(80, p99=20.0 + i / 10) for i in range(5)], "p99 latency (s)").status == FAIL
-    enough = _check([report(MIN_P99_VALUES, p99=2.0 + i / 10) for i in range(5)], "p99 latency (s)")
+    assert "cannot pass at any number of replications (fewer than 100 values in all runs" in v.warnings()[0]
+    # it can still fail, and 100 values in all runs pass
+    assert _check([report(16, p99=20.0 + i / 10) for i in range(5)], "p99 latency (s)").status == FAIL
+    enough = _check([report(MIN_P99_VALUES // 5, p99=2.0 + i / 10) for i in range(5)], "p99 latency (s)")
     assert enough.status == PASS and not enough.note
 
 
 def test_runs_without_a_successful_request_are_counted_in_the_note():
     check = _check([report(500)] * 3 + [report(500, errors=500)] * 2, "p99 latency (s)")
     assert check.estimate.replications == 3
-    assert check.note == "2 of 5 runs had no successful request: left out of the mean"
+    assert check.note == "2 of 5 runs had no successful request: left out"
 
 
 def test_a_rate_with_no_event_in_any_run_says_what_its_bound_assumes():
@@ -67,7 +68,7 @@ def test_the_gate_adds_no_replications_for_a_p99_that_cannot_pass():
     assert not p99.can_pass and p99.status == UNDECIDED and p99.estimate.hi < 60   # a pass under the old rule
     # the rates need 4 replications of ~30 requests to pass; then nothing more replications could decide is left
     assert v.replications == 4 and all(c.status == PASS for c in v.checks if c is not p99) and not v.open
-    assert v.passed and "fewer than 100 values per run" in gate.gate_warnings([v])[0]   # its estimate meets
+    assert v.passed and "fewer than 100 values in all runs" in gate.gate_warnings([v])[0]   # its estimate meets
 
 
 def test_a_budget_too_small_for_the_cold_start_term_is_refused_under_undecided_fail():

@@ -70,7 +70,7 @@ def test_a_simulation_summarised_by_the_histogram_matches_the_exact_path(scn, mo
 def test_a_small_runs_p99_is_median_unbiased_not_biased_low(n, folded):
     """Each run's p99 is type 8 (median-unbiased): about half the runs fall below the true p99, where numpy's
     default (type 7) puts 73 % of 100-value runs below it and is 9 % low on average (300 values: 64 %, 3.4 % low).
-    Type 8 errs high in the mean instead (+5 % at 100, +1.4 % at 300): the gate's mean of p99s is conservative."""
+    Type 8 errs high in the mean instead (+5 % at 100, +1.4 % at 300) — for independent values."""
     rng = np.random.default_rng(11)
     true = np.log(100.0)   # Exp(1)'s p99
     runs = [_fill(rng.exponential(1.0, n), limit=64 if folded else 1 << 16) for _ in range(3000)]
@@ -78,3 +78,42 @@ def test_a_small_runs_p99_is_median_unbiased_not_biased_low(n, folded):
     p99 = np.array([q.percentiles([99])[0] for q in runs])
     assert 0.42 < np.mean(p99 <= true) < 0.53
     assert 0.0 < p99.mean() / true - 1 < (0.08 if n == 100 else 0.03)
+
+
+def test_the_pooled_percentile_of_runs_tails_is_that_of_all_their_values():
+    """The gate's p99 terms pool every replication's values (simulation/estimates.py `pooled_quantile`): the runs'
+    tails (buckets from each run's p50 up) merge into the type-8 p99 of the concatenated values, within REL_ERR,
+    for exact runs and folded ones alike, and a run's tail stays bounded by its bucket count."""
+    from simulation.quantiles import REL_ERR, pooled_percentile
+
+    rng = np.random.default_rng(3)
+    runs, values = [], []
+    for j, n in enumerate((300, 2_000, 150_000)):   # the last one folds into the histogram
+        v = rng.exponential(1.0 + j, n)
+        q = Quantiles(limit=50_000)
+        for x in v:
+            q.append(float(x))
+            q.fold_if_full()
+        tail = q.tail()
+        assert len(tail["i"]) <= n // 2 + 1 and sum(tail["n"]) >= n // 2
+        runs.append((len(q), tail))
+        values.append(v)
+    for q in (99.0, 99.9, 95.0):
+        exact = np.percentile(np.concatenate(values), q, method="median_unbiased")
+        assert abs(pooled_percentile(runs, q) / exact - 1) <= 2 * REL_ERR
+    # one run alone: its own percentile
+    assert abs(pooled_percentile(runs[:1], 99.0) / np.percentile(values[0], 99, method="median_unbiased") - 1) \
+        <= 2 * REL_ERR
+    assert pooled_percentile([(0, {"i": [], "n": []})], 99.0) is None
+
+
+def test_a_pooled_percentile_below_a_runs_tail_start_errs_high():
+    """When the pooled percentile lies below the start of some run's stored tail (a run far slower than the
+    others), the answer is an upper bound (the highest start's lower edge), never a figure below the truth."""
+    from simulation.quantiles import pooled_percentile, summary_of
+
+    fast, slow = [0.01 * (k + 1) for k in range(1000)], [100.0 + k for k in range(20)]
+    runs = [(s["count"], s["tail"]) for s in (summary_of(fast), summary_of(slow))]
+    exact = np.percentile(np.array(fast + slow), 50, method="median_unbiased")
+    got = pooled_percentile(runs, 50.0)
+    assert exact <= got <= 110.0   # the slow run stores its values from 110 up (its p50: 109.5)
