@@ -6,11 +6,14 @@ to the executor as soon as its own replications are judged. Replication i always
 config and seed give the same verdict on any machine and any executor.
 
 Looking at the interval after each round and stopping when it decides is a sequential test; with doubling there
-are at most log2(max/min) + 1 looks (3 with the defaults 5 and 20), each at 95 %, and the budget keeps the gate's
-time bounded. The looks are not alpha-spent, so a decision is more often wrong than one 95 % look's 2.5 % per
-side: a term exactly at its SLO passes on its interval 5.9 % of the time over the 3 looks (Monte Carlo, README
-"How often the gate is wrong"; a Haybittle–Peto spending would bring it to 2.4 % for ~20 % more replications on
-borderline terms, and leaves the verdict after `gate.undecided: estimate` the same within 0.3 points). A scenario
+are at most log2(max/min) + 1 looks (3 with the defaults 5 and 20), and the budget keeps the gate's time bounded.
+The looks follow Haybittle–Peto (Haybittle, *Br. J. Radiol.* 44, 1971; Peto et al., *Br. J. Cancer* 34, 1976):
+at an interim look (fewer than `max` replications) a p99 or rate term decides only on its 99.73 % interval
+(`gate.verdict.INTERIM_LEVEL`, 3 sigma), the last look on the 95 % one, so three looks give about the error of
+one. Three 95 % looks passed a term exactly at its limit 7.6 % of the time (over-dispersed rates; 12–17 % for
+the old skewed p99 figures) where one look allows 2.5 %; with the strict interim looks 3.5 % (README "How often
+the gate is wrong"), for more replications on borderline terms (they rarely decide before `max`). The
+cold-start and rollout terms keep their exact binomial rule at every look (0 of 17 runs to pass). A scenario
 gets more replications only while one of its trials has a check more replications could decide
 (`Verdict.open`: not a term no number of replications can pass — a p99 of too few values in all runs, a rate
 limit below what error-free runs can show; the rollout and cold-start terms need 17 clean runs, so a rollout

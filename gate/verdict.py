@@ -1,7 +1,10 @@
 """SLO checks that hold statistically: each term is an estimate across replications with its 95 % interval.
 
 A check passes only when the interval's upper end meets the SLO, fails when its lower end misses it, and is
-undecided otherwise (the gate then runs more replications, `gate/sequential.py`). A check still undecided after
+undecided otherwise (the gate then runs more replications, `gate/sequential.py`). At an interim look (fewer
+replications than `gate.replications.max`) a p99 or rate term decides only on its `INTERIM_LEVEL` interval
+(Haybittle–Peto: `Check.interim`); the 95 % interval is the one reported and the one the last look decides
+on. A check still undecided after
 the replication budget is settled by `gate.undecided` (`UNDECIDED_POLICIES`): `estimate` (the default) fails it
 when its point estimate misses the limit and passes it with a warning when the estimate meets it; `warn` passes
 every one with a warning; `fail` fails every one.
@@ -40,7 +43,7 @@ false, no replications added for it), and its note says which limit could pass.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from simulation.analytic import zero_event_trials
@@ -55,6 +58,7 @@ PASS, FAIL, UNDECIDED = "pass", "FAIL", "undecided"
 COLD_START_TERM = "runs with a cold start over maxColdStartS (fraction)"
 ROLLOUT_TERM = "rollouts not Ready by the progress deadline (fraction)"
 READY_METRIC = "new revision Ready (s)"   # the rollout's mean time to Ready: a reported figure, not a term
+INTERIM_LEVEL = 0.9973   # Haybittle–Peto: interim looks decide at 3 sigma (gate/sequential.py)
 MIN_P99_VALUES = 100   # pooled values below which a p99 is an extrapolation (its 1 % tail holds < 1 value)
 P99_SOURCES = {"p99 latency (s)": "latency_s", "p99 time to first token (s)": "ttfb_s"}   # report key per term
 
@@ -70,6 +74,7 @@ class Check:
     can_pass: bool = True   # False: no number of replications can pass it (`why_not` says why)
     why_not: str = ""   # why it cannot pass and what would let it (a p99 of too few values, a rate limit too low)
     biased_low: bool = False   # its point estimate runs low (a p99 of too few values): settle on the upper end
+    interim: Estimate | None = None   # an interim look's stricter interval (INTERIM_LEVEL): what the status uses
 
     @property
     def observed(self) -> float | None:
@@ -82,7 +87,9 @@ class Check:
 
     @property
     def status(self) -> str:
-        e = self.estimate
+        """pass/FAIL/undecided on the 95 % interval — on the `interim` one at an interim look, while more
+        replications can come for it (`can_pass`; one that cannot pass has no later look)."""
+        e = self.interim if self.interim is not None and self.can_pass else self.estimate
         if e.value is None:  # e.g. no request succeeded, so there is no latency to meet the SLO with
             return FAIL
         if e.hi is not None and e.hi <= self.limit:
@@ -182,16 +189,24 @@ class Verdict:
 
 def slo_checks(slo: Slo, reports: Sequence[Mapping], max_replications: int | None = None) -> tuple[Check, ...]:
     """The SLO's terms over the replications' reports (rates and p99s pooled: report_terms.py);
-    `max_replications` (gate.replications.max; default: the runs given) bounds what a rate term can reach."""
+    `max_replications` (gate.replications.max; default: the runs given) bounds what a rate term can reach, and
+    fewer reports than it make this an interim look (`INTERIM_LEVEL`)."""
     terms = [("p99 latency (s)", slo.p99_latency_s), ("error rate", slo.max_error_rate),
              ("503 rate", slo.max_503_rate)]
     if slo.p99_ttft_s is not None:
         terms.append(("p99 time to first token (s)", slo.p99_ttft_s))
-    checks = tuple(p99_check(name, limit, reports) if name in P99_SOURCES else
-                   rate_check(name, limit, reports, max_replications) for name, limit in terms)
+    interim = max_replications is not None and len(reports) < max_replications
+    checks = tuple(_interim(p99_check(name, limit, reports) if name in P99_SOURCES else
+                            rate_check(name, limit, reports, max_replications), reports, interim)
+                   for name, limit in terms)
     if slo.max_cold_start_s is None:
         return checks
     return checks + (cold_start_check(slo.max_cold_start_s, reports, max_replications),)
+
+
+def _interim(check: Check, reports: Sequence[Mapping], interim: bool) -> Check:
+    """`check` with its `INTERIM_LEVEL` interval to decide on, at an interim look."""
+    return replace(check, interim=estimate(check.name, reports, INTERIM_LEVEL)) if interim else check
 
 
 def p99_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:

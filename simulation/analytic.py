@@ -9,6 +9,7 @@ Erlang B: B(0) = 1, B(k) = a·B(k−1)/(k + a·B(k−1)).  Erlang C: C = B/(1 �
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -94,6 +95,30 @@ def t975(df: int) -> float:
     while hi - lo > 1e-13 * hi:
         mid = (lo + hi) / 2
         if t_two_sided(mid, df) < 0.95:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@lru_cache(maxsize=None)
+def t_multiplier(level: float, df: int) -> float:
+    """Student t's (1 + level)/2 quantile: a two-sided `level` interval's multiplier, for integer `df`; inf for
+    df < 1. `t975` at 0.95; otherwise `t_two_sided` inverted by bisection (the normal quantile above 1000 df,
+    within 1e-3 of t there)."""
+    if level == 0.95:
+        return t975(df)
+    if df <= 0:
+        return float("inf")
+    z = NormalDist().inv_cdf((1.0 + level) / 2.0)
+    if df > _EXACT_DF:
+        return z * (1.0 + (z * z + 1.0) / (4.0 * df))   # Cornish-Fisher's first term (A&S 26.7.5)
+    lo, hi = z, 2.0 * z
+    while t_two_sided(hi, df) < level:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-12 * hi:
+        mid = (lo + hi) / 2
+        if t_two_sided(mid, df) < level:
             lo = mid
         else:
             hi = mid

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from simulation.analytic import clopper_pearson, t975
+from simulation.analytic import clopper_pearson, t975, t_multiplier
 from simulation.quantiles import pooled_percentile
 
 
@@ -69,12 +69,13 @@ def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: flo
     return Estimate(m, max(lower, m - h), min(upper, m + h), r)
 
 
-def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0) -> Estimate:
+def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0, level: float = 0.95) -> Estimate:
     """The q-percentile of all runs' values pooled, from each run's (value count, `Quantiles.tail()`), times
     exp(± Student t (R − 1 degrees of freedom) × the larger of two standard errors of its log over whole
     replications (module doc): the leave-one-run-out jackknife's and sectioning's (the spread of the runs' own
     log percentiles / √R)); runs without a value are left out. One run: the interval is [0, ∞), as
-    `mean_interval` gives."""
+    `mean_interval` gives. `level`: the interval's confidence (the gate's interim looks use a stricter one:
+    gate/sequential.py)."""
     runs = [(n, t) for n, t in runs if n]
     r = len(runs)
     value = pooled_percentile(list(runs), q)
@@ -84,7 +85,7 @@ def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0) -> Estima
         return Estimate(value, 0.0, math.inf, 1)
     leave_out = [pooled_percentile(runs[:i] + runs[i + 1:], q) for i in range(r)]
     own = [pooled_percentile([run], q) for run in runs]
-    t = t975(r - 1)
+    t = t_multiplier(level, r - 1)
     if min(leave_out + own) <= 0.0:   # a percentile of zeros has no log: the same errors on the linear scale
         h = t * max(_spread(leave_out) * (r - 1) / math.sqrt(r), _spread(own) / math.sqrt(r))
         return Estimate(value, max(0.0, value - h), value + h, r)
@@ -100,7 +101,7 @@ def _spread(values: Iterable[float | None]) -> float:
     return math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
 
 
-def rate_interval(counts: Sequence[tuple[int, int]]) -> Estimate:
+def rate_interval(counts: Sequence[tuple[int, int]], level: float = 0.95) -> Estimate:
     """Pooled rate Σk/Σn over replications' (events k, trials n): the ratio-estimator t-interval (which sees how
     much the replications disagree, so bursts that some runs had and others did not widen it) ∪ the
     Clopper–Pearson interval of the pooled counts.
@@ -111,18 +112,19 @@ def rate_interval(counts: Sequence[tuple[int, int]]) -> Estimate:
     requests at once). For a rate made of rare bursts, R clean runs bound only the chance that a run has one
     (Clopper–Pearson on 0 of R: 0.52 for R = 5, 0.17 for R = 20), and the rate by that chance times the share of
     a run's requests one burst fails — which runs without a burst cannot estimate, so no bound from them can be
-    both honest and small. The gate says so in the check's note (`gate.verdict.slo_checks`)."""
+    both honest and small. The gate says so in the check's note (`gate.verdict.slo_checks`). `level`: both
+    intervals' confidence (the gate's interim looks use a stricter one: gate/sequential.py)."""
     r = len(counts)
     k_tot = sum(k for k, _ in counts)
     n_tot = sum(n for _, n in counts)
     if n_tot == 0:
         return Estimate(0.0, 0.0, 1.0, r)
     p = k_tot / n_tot
-    lo, hi = clopper_pearson(k_tot, n_tot)
+    lo, hi = clopper_pearson(k_tot, n_tot, level)
     if r >= 2:
         n_bar = n_tot / r
         resid = sum((k - p * n) ** 2 for k, n in counts) / (r - 1)
-        h = t975(r - 1) * math.sqrt(resid / r) / n_bar
+        h = t_multiplier(level, r - 1) * math.sqrt(resid / r) / n_bar
         lo, hi = min(lo, p - h), max(hi, p + h)
     return Estimate(p, max(0.0, min(lo, p)), min(1.0, max(hi, p)), r)
 

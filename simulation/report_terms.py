@@ -120,16 +120,17 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
 }
 
 
-def estimate(name: str, reports: Sequence[Mapping]) -> Estimate:
-    """The named METRICS figure over replications' reports, with its 95 % interval."""
+def estimate(name: str, reports: Sequence[Mapping], level: float = 0.95) -> Estimate:
+    """The named METRICS figure over replications' reports, with its 95 % interval (`level`: another confidence,
+    for a rate or a p99: the gate's interim looks, gate/sequential.py)."""
     kind, get = METRICS[name]
     if kind == "rate":
-        return rate_interval([get(r) for r in reports])
+        return rate_interval([get(r) for r in reports], level)
     if kind == "p99":
         summaries = [get(r) for r in reports]
         if any(s.get("count") and "tail" not in s for s in summaries):   # not a simulator report: no values to pool
             return mean_interval(s.get("p99") for s in summaries)
-        return pooled_quantile([(s.get("count") or 0, s.get("tail")) for s in summaries])
+        return pooled_quantile([(s.get("count") or 0, s.get("tail")) for s in summaries], level=level)
     return mean_interval((get(r) for r in reports), upper=1.0 if kind == "fraction" else math.inf)
 
 

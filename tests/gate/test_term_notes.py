@@ -62,7 +62,8 @@ def _dev(**gate_keys):
 
 
 def test_the_gate_adds_no_replications_for_a_p99_that_cannot_pass():
-    project, values = _dev(durationS=60, replications={"min": 2, "max": 8})   # ~30 requests per run
+    # ~24 requests per run; max 4: the rates decide at the last look (interim ones are at 99.73 %), on 96 values
+    project, values = _dev(durationS=60, replications={"min": 2, "max": 4})
     [v] = gate.check_stack(parse_stack_config(values, project, "dev"))
     [p99] = [c for c in v.checks if c.name == "p99 latency (s)"]
     assert not p99.can_pass and p99.status == UNDECIDED and p99.estimate.hi < 60   # a pass under the old rule
