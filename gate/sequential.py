@@ -10,12 +10,13 @@ are at most log2(max/min) + 1 looks (3 with the defaults 5 and 20), and the budg
 The looks follow Haybittle–Peto (Haybittle, *Br. J. Radiol.* 44, 1971; Peto et al., *Br. J. Cancer* 34, 1976):
 at an interim look (fewer than `max` replications) a p99 or rate term decides only on its 99.73 % interval
 (`gate.verdict.INTERIM_LEVEL`, 3 sigma), the last look on the 95 % one, so three looks give about the error of
-one. Three 95 % looks passed a term exactly at its limit 7.6 % of the time (over-dispersed rates; 12–17 % for
-the old skewed p99 figures) where one look allows 2.5 %; with the strict interim looks 3.5 % (README "How often
-the gate is wrong"), for more replications on borderline terms (they rarely decide before `max`). The
+one. Three 95 % looks passed a term exactly at its limit 6.5 % of the time (over-dispersed rates; 14 % for the
+pooled p99 of short queueing runs, 12–17 % for the old skewed mean-of-p99s figures) where one look allows 2.5 %;
+with the strict interim looks 2.6 % (the p99: 5.6 %, its last look's interval; README "How often the gate is
+wrong"), for more replications on borderline terms (they rarely decide before `max`). The
 cold-start and rollout terms keep their exact binomial rule at every look (0 of 17 runs to pass). A scenario
 gets more replications only while one of its trials has a check more replications could decide
-(`Verdict.open`: not a term no number of replications can pass — a p99 of too few values in all runs, a rate
+(`Verdict.open`: not a term no number of replications can pass — a p99 of under 100 values even in `max` runs, a rate
 limit below what error-free runs can show; the rollout and cold-start terms need 17 clean runs, so a rollout
 scenario whose runs all go clean takes `max` replications, 20 with the defaults).
 """

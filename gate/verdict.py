@@ -28,10 +28,11 @@ A p99 term is the p99 of every replication's values pooled, with a jackknife int
 (`simulation.estimates.pooled_quantile`): the runs are the independent units; the values within one are
 autocorrelated (a queue's busy period), so a run's own p99 runs low and so did the mean of them this replaced.
 A p99 of fewer than `MIN_P99_VALUES` values in all runs together gives no p99 worth the name (its 1 % tail holds
-less than one value: an extrapolation), so such a term can fail but never pass: it stays undecided, whatever the
-number of replications (`Check.can_pass`; the gate does not add replications for it), and `gate.undecided`
-settles it — under `estimate` on its interval's upper end, not on its point estimate, which runs low there
-(`Check.biased_low`), so it passes with a warning only when even the upper end meets the SLO.
+less than one value: an extrapolation), so such a term can fail but not pass (`Check.biased_low`). While more
+replications could bring it to that many, it stays open (the gate adds them); when even `gate.replications.max`
+runs would not, it stays undecided whatever the number of replications (`Check.can_pass`; the gate adds none for
+it), and `gate.undecided` settles it — under `estimate` on its interval's upper end, not on its point estimate,
+which runs low there, so it passes with a warning only when even the upper end meets the SLO.
 Runs without a single value (no successful request) are left out of it, and its note says how many.
 A rate term with no event in any run notes that its bound assumes independent requests
 (`simulation.estimates.rate_interval`). A rate limit below the lowest upper end `rate_interval` can reach within
@@ -73,7 +74,7 @@ class Check:
     note: str = ""   # what the figure is made of, when its name does not say (the cold-start term)
     can_pass: bool = True   # False: no number of replications can pass it (`why_not` says why)
     why_not: str = ""   # why it cannot pass and what would let it (a p99 of too few values, a rate limit too low)
-    biased_low: bool = False   # its point estimate runs low (a p99 of too few values): settle on the upper end
+    biased_low: bool = False   # its estimate runs low (a p99 of too few values): no pass; settle on the upper end
     interim: Estimate | None = None   # an interim look's stricter interval (INTERIM_LEVEL): what the status uses
 
     @property
@@ -93,7 +94,7 @@ class Check:
         if e.value is None:  # e.g. no request succeeded, so there is no latency to meet the SLO with
             return FAIL
         if e.hi is not None and e.hi <= self.limit:
-            return PASS if self.can_pass else UNDECIDED
+            return PASS if self.can_pass and not self.biased_low else UNDECIDED
         if e.lo is not None and e.lo > self.limit:
             return FAIL
         return UNDECIDED
@@ -196,7 +197,7 @@ def slo_checks(slo: Slo, reports: Sequence[Mapping], max_replications: int | Non
     if slo.p99_ttft_s is not None:
         terms.append(("p99 time to first token (s)", slo.p99_ttft_s))
     interim = max_replications is not None and len(reports) < max_replications
-    checks = tuple(_interim(p99_check(name, limit, reports) if name in P99_SOURCES else
+    checks = tuple(_interim(p99_check(name, limit, reports, max_replications) if name in P99_SOURCES else
                             rate_check(name, limit, reports, max_replications), reports, interim)
                    for name, limit in terms)
     if slo.max_cold_start_s is None:
@@ -209,21 +210,30 @@ def _interim(check: Check, reports: Sequence[Mapping], interim: bool) -> Check:
     return replace(check, interim=estimate(check.name, reports, INTERIM_LEVEL)) if interim else check
 
 
-def p99_check(name: str, limit: float, reports: Sequence[Mapping]) -> Check:
-    """A p99 term: the p99 of all runs' values pooled; it cannot pass on fewer than `MIN_P99_VALUES` values
-    in all, and its note counts runs left out for having none (module doc)."""
+def p99_check(name: str, limit: float, reports: Sequence[Mapping], max_replications: int | None = None) -> Check:
+    """A p99 term: the p99 of all runs' values pooled; it cannot pass on fewer than `MIN_P99_VALUES` values in
+    all (`biased_low`), and no number of replications can pass it when `max_replications` runs (default: those
+    given) would not reach that many either, each run still to come as large as the largest seen (exact at
+    `max_replications`). Its note counts runs left out for having none (module doc)."""
     summaries = [r.get(P99_SOURCES[name]) or {} for r in reports]
-    pooled = sum(s.get("count") or 0 for s in summaries)
-    empty = sum(1 for s in summaries if not s.get("count"))
-    notes = [f"{empty} of {len(reports)} runs had no successful request: left out"] if empty else []
-    few = pooled < MIN_P99_VALUES
-    if few:
-        notes.append(f"{pooled} values in {len(reports)} runs: a p99 of fewer than {MIN_P99_VALUES} is an "
-                     "extrapolation that runs low, so this term cannot pass (gate.undecided: estimate holds its "
-                     "upper end to the SLO; a longer gate.durationS gives it more values)")
-    return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not few, biased_low=few,
-                 why_not=f"fewer than {MIN_P99_VALUES} values in all runs: a longer gate.durationS gives more"
-                 if few else "")
+    counts = [s.get("count") or 0 for s in summaries]
+    pooled, r = sum(counts), len(reports)
+    reach = pooled + max(counts, default=0) * (max(r, max_replications or r) - r)
+    empty = sum(1 for n in counts if not n)
+    notes = [f"{empty} of {r} runs had no successful request: left out"] if empty else []
+    few, hopeless = pooled < MIN_P99_VALUES, reach < MIN_P99_VALUES
+    why_not = ""
+    if hopeless:
+        why_not = (f"fewer than {MIN_P99_VALUES} values in all runs, {reach} in gate.replications.max runs: a longer "
+                   "gate.durationS or a larger gate.replications.max gives more")
+        notes.append(f"{pooled} values in {r} runs: a p99 of fewer than {MIN_P99_VALUES} is an extrapolation "
+                     "that runs low, so this term cannot pass (gate.undecided: estimate holds its upper end to the "
+                     "SLO; a longer gate.durationS or a larger gate.replications.max gives it more values)")
+    elif few:
+        notes.append(f"{pooled} values in {r} runs: a p99 of fewer than {MIN_P99_VALUES} is an extrapolation that "
+                     "runs low, so this term cannot pass yet (more replications give it more values)")
+    return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not hopeless, biased_low=few,
+                 why_not=why_not)
 
 
 def rate_check(name: str, limit: float, reports: Sequence[Mapping], max_replications: int | None = None) -> Check:

@@ -6,7 +6,8 @@ tree's file with the `--set` edits. Both sides run every gate scenario (`gate.tr
 replication by replication (seed i = `simulation.replicate.replication_seed(gate.seed, i)`), so the arrival
 stream, token sizes and start-up draws match and the paired difference after − before has a far narrower
 interval than two independent runs would give (common random numbers; Law & Kelton §11.2). Per metric the table
-shows each side's estimate with its 95 % interval, the mean paired difference with its 95 % t-interval, and
+shows each side's estimate with its 95 % interval, the mean paired difference with its 95 % t-interval (a p99:
+the difference of the two sides' pooled p99s, `simulation.report_terms.difference`), and
 each side's SLO verdict, term by term matched by name (a term one side does not have, say a `--set` that adds
 `slo.p99TtftS`, shows as not a term on the other). `--workload` / `--rate-scale` change the traffic of both sides.
 
@@ -35,9 +36,9 @@ from gate import trials as gate_trials
 from gate.sequential import Decision
 from gate.verdict import Verdict
 from preflight.overrides import apply_set, apply_sets, read_workload, set_workloads, stack_values
-from simulation.estimates import Estimate, independent_difference, paired_difference
+from simulation.estimates import Estimate
 from simulation.replicate import replication_seeds, submit_replications
-from simulation.report_terms import METRICS, estimates, per_replication
+from simulation.report_terms import METRICS, difference, estimates
 from stackconfig.load import ROOT
 from stackconfig.schema import StackConfig, parse_stack_config
 from validation.errors import InputError, Problem
@@ -225,11 +226,10 @@ def compare(before: StackConfig, after: StackConfig, replications: int, executor
     for keys, batch in handles.values():
         result = [side for handle in batch for side in handle.result()]
         runs.update({k: (result[i], result[len(keys) + i]) for i, k in enumerate(keys)})
-    difference = paired_difference if crn else independent_difference
     out = []
     for key in common:
         rb, ra = ([t[key].report(r) for r in side] for t, side in zip((tb, ta), runs[key]))   # the service's reports
-        diff = {name: difference(per_replication(name, rb), per_replication(name, ra)) for name in METRICS}
+        diff = {name: difference(name, rb, ra, paired=crn) for name in METRICS}
         out.append(Comparison(key, verdicts["before", key], verdicts["after", key], (rb, ra), diff,
                               crn and tb[key].scenario == ta[key].scenario,
                               (estimates(rb, METRICS), estimates(ra, METRICS)), crn))

@@ -25,7 +25,8 @@ Both always contain their estimate and never leave the metric's range. `lowest_r
 end `rate_interval` can reach on a number of trials (what a rate limit needs to be able to pass;
 `passable_rate_limit`: it rounded up).
 Differences between two configurations: `paired_difference` on common random numbers (seed i on both sides),
-`independent_difference` (Welch) for unpaired runs — what pairing is compared against.
+`independent_difference` (Welch) for unpaired runs — what pairing is compared against; for the pooled p99s
+`pooled_quantile_difference` (the difference of the two sides' pooled figures, paired or Welch).
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ class Estimate:
                 "replications": self.replications}
 
 
-def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: float = math.inf) -> Estimate:
-    """Mean of the replications' values with a Student-t 95 % interval, clipped to [lower, upper]."""
+def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: float = math.inf,
+                  level: float = 0.95) -> Estimate:
+    """Mean of the replications' values with a Student-t 95 % interval (`level`: another confidence), clipped to
+    [lower, upper]."""
     vals = [float(v) for v in values if v is not None]
     r = len(vals)
     if r == 0:
@@ -65,7 +68,7 @@ def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: flo
     if r < 2:
         return Estimate(m, lower, upper, 1)
     sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (r - 1))
-    h = t975(r - 1) * sd / math.sqrt(r)
+    h = t_multiplier(level, r - 1) * sd / math.sqrt(r)
     return Estimate(m, max(lower, m - h), min(upper, m + h), r)
 
 
@@ -92,6 +95,61 @@ def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0, level: fl
     log = math.log
     h = t * max(_spread(map(log, leave_out)) * (r - 1) / math.sqrt(r), _spread(map(log, own)) / math.sqrt(r))
     return Estimate(value, value * math.exp(-h), value * math.exp(h), r)
+
+
+def pooled_quantile_difference(before: Sequence[tuple[int, dict]], after: Sequence[tuple[int, dict]],
+                               paired: bool = True, q: float = 99.0, level: float = 0.95) -> Estimate:
+    """after − before of `pooled_quantile`'s percentile (each side's runs as (value count, `Quantiles.tail()`)),
+    so the difference is that of the two sides' figures, with a Student-t interval on the linear scale.
+
+    `paired` (common random numbers: run i of both sides on seed i): the runs are the pairs, the standard error
+    the larger of the leave-one-pair-out jackknife's (a pair leaves both sides at once, so what the seeds share
+    cancels) and sectioning's (the spread of the pairs' own differences / √R), R − 1 degrees of freedom over the
+    R pairs with a value on either side. Unpaired: each side's own larger error (as `pooled_quantile`, on the
+    linear scale), combined as Welch's. Fewer than two runs (pairs) on a side: the interval is unbounded."""
+    value_b = pooled_percentile([(n, t) for n, t in before if n], q)
+    value_a = pooled_percentile([(n, t) for n, t in after if n], q)
+    if value_b is None or value_a is None:
+        return Estimate(None, None, None, 0)
+    d = value_a - value_b
+    if paired:
+        pairs = [(b, a) for b, a in zip(before, after) if b[0] or a[0]]
+        r = len(pairs)
+        if r < 2:
+            return Estimate(d, -math.inf, math.inf, r)
+        leave_out = [_pooled_or(pairs[:i] + pairs[i + 1:], 1, q, value_a)
+                     - _pooled_or(pairs[:i] + pairs[i + 1:], 0, q, value_b) for i in range(r)]
+        own = [pooled_percentile([a], q) - pooled_percentile([b], q) for b, a in pairs if b[0] and a[0]]
+        se = max(_spread(leave_out) * (r - 1) / math.sqrt(r), _spread(own) / math.sqrt(len(own)) if len(own) > 1
+                 else 0.0)
+        h = t_multiplier(level, r - 1) * se
+        return Estimate(d, d - h, d + h, r)
+    sides = [[(n, t) for n, t in runs if n] for runs in (before, after)]
+    if min(map(len, sides)) < 2:
+        return Estimate(d, -math.inf, math.inf, min(map(len, sides)))
+    var = [_linear_se(runs, q) ** 2 for runs in sides]
+    dfs = [len(runs) - 1 for runs in sides]
+    denominator = sum(v * v / df for v, df in zip(var, dfs))
+    df = sum(var) ** 2 / denominator if denominator else float(min(dfs))
+    h = t_multiplier(level, max(1, int(df))) * math.sqrt(sum(var))
+    return Estimate(d, d - h, d + h, min(map(len, sides)))
+
+
+def _pooled_or(pairs: Sequence[tuple[tuple[int, dict], tuple[int, dict]]], side: int, q: float,
+               whole: float) -> float:
+    """The pooled percentile of one side of `pairs`; `whole` (the side's figure over all pairs) when none of
+    them holds a value on that side."""
+    value = pooled_percentile([p[side] for p in pairs if p[side][0]], q)
+    return whole if value is None else value
+
+
+def _linear_se(runs: Sequence[tuple[int, dict]], q: float) -> float:
+    """`pooled_quantile`'s standard error on the linear scale: the larger of the leave-one-run-out jackknife's and
+    sectioning's, over runs that all hold values."""
+    r = len(runs)
+    leave_out = [pooled_percentile(list(runs[:i]) + list(runs[i + 1:]), q) for i in range(r)]
+    own = [pooled_percentile([run], q) for run in runs]
+    return max(_spread(leave_out) * (r - 1) / math.sqrt(r), _spread(own) / math.sqrt(r))
 
 
 def _spread(values: Iterable[float | None]) -> float:

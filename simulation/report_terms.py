@@ -4,7 +4,8 @@ estimates across replications with 95 % intervals (simulation/estimates.py).
 `METRICS` names each figure with its kind: "rate" (events, requests) pooled by `rate_interval`; "mean" a number
 (None when undefined, e.g. no successful request) averaged by `mean_interval`; "fraction" likewise, within [0, 1];
 "p99" a latency summary (`simulation.quantiles.Quantiles.summary` with its `tail`) whose values are pooled across
-the replications by `pooled_quantile` (its per-replication figure is the run's own p99).
+the replications by `pooled_quantile` (its per-replication figure is the run's own p99); `difference` compares
+two configurations' figures (what-if), a p99 by `pooled_quantile_difference`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from simulation.analytic import clopper_pearson
-from simulation.estimates import Estimate, mean_interval, pooled_quantile, rate_interval
+from simulation.estimates import (Estimate, independent_difference, mean_interval, paired_difference,
+                                  pooled_quantile, pooled_quantile_difference, rate_interval)
 
 
 def _status(report: Mapping, *codes: str) -> int:
@@ -122,24 +124,38 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
 
 def estimate(name: str, reports: Sequence[Mapping], level: float = 0.95) -> Estimate:
     """The named METRICS figure over replications' reports, with its 95 % interval (`level`: another confidence,
-    for a rate or a p99: the gate's interim looks, gate/sequential.py)."""
+    e.g. the gate's interim looks, gate/sequential.py)."""
     kind, get = METRICS[name]
     if kind == "rate":
         return rate_interval([get(r) for r in reports], level)
     if kind == "p99":
         summaries = [get(r) for r in reports]
         if any(s.get("count") and "tail" not in s for s in summaries):   # not a simulator report: no values to pool
-            return mean_interval(s.get("p99") for s in summaries)
+            return mean_interval((s.get("p99") for s in summaries), level=level)
         return pooled_quantile([(s.get("count") or 0, s.get("tail")) for s in summaries], level=level)
-    return mean_interval((get(r) for r in reports), upper=1.0 if kind == "fraction" else math.inf)
+    return mean_interval((get(r) for r in reports), upper=1.0 if kind == "fraction" else math.inf, level=level)
 
 
 def estimates(reports: Sequence[Mapping], names: Iterable[str] | None = None) -> dict[str, Estimate]:
     return {name: estimate(name, reports) for name in (names or METRICS)}
 
 
+def difference(name: str, before: Sequence[Mapping], after: Sequence[Mapping], paired: bool = True) -> Estimate:
+    """after − before of the named METRICS figure: `paired` (common random numbers, report i of both sides on
+    seed i) or independent (Welch). A p99 is the difference of the two sides' pooled p99s, as `estimate` gives
+    them (`pooled_quantile_difference`); every other figure the mean difference of the runs' own values."""
+    kind, get = METRICS[name]
+    if kind == "p99":
+        sides = [[get(r) for r in reports] for reports in (before, after)]
+        if not any(s.get("count") and "tail" not in s for side in sides for s in side):
+            return pooled_quantile_difference(*([(s.get("count") or 0, s.get("tail")) for s in side]
+                                                for side in sides), paired=paired)
+    diff = paired_difference if paired else independent_difference
+    return diff(per_replication(name, before), per_replication(name, after))
+
+
 def per_replication(name: str, reports: Sequence[Mapping]) -> list[float | None]:
-    """Each replication's own value of a METRICS figure (a rate as k/n), for paired comparisons."""
+    """Each replication's own value of a METRICS figure (a rate as k/n; a p99 the run's own)."""
     kind, get = METRICS[name]
     if kind == "rate":
         return [k / n if n else 0.0 for k, n in (get(r) for r in reports)]

@@ -50,3 +50,13 @@ def test_a_rate_term_exactly_at_its_limit_rarely_passes_over_three_looks():
                 passes += c.status == PASS
                 break
     assert passes / gates < 0.04, passes / gates
+
+
+def test_a_p99_of_reports_without_values_to_pool_is_also_held_to_the_strict_interval():
+    """Reports that carry a run's p99 but not its values (not the simulator's: no "tail") fall back to the mean of
+    the runs' p99s; an interim look holds that to its INTERIM_LEVEL interval too, as every p99 and rate term."""
+    reports = [{"requests": 2000, "status_counts": {"200": 2000},
+                "latency_s": {"p99": p, "count": 500}} for p in (7.0, 7.6, 8.0, 8.3, 7.4)]
+    final, interim = _check(reports, "p99 latency (s)", 5), _check(reports, "p99 latency (s)", 20)
+    assert final.status == PASS and interim.status == UNDECIDED
+    assert interim.interim.lo < interim.estimate.lo and interim.interim.hi > SLO.p99_latency_s >= interim.estimate.hi

@@ -8,9 +8,8 @@ import pytest
 from preflight import check as cli
 from preflight.overrides import apply_sets, stack_values
 from preflight.whatif import compare, sides
-from simulation.estimates import independent_difference
 from simulation.replicate import replication_seeds, run_replications
-from simulation.report_terms import per_replication
+from simulation.report_terms import difference
 from stackconfig.load import ROOT
 from validation.errors import InputError
 
@@ -30,11 +29,13 @@ def test_paired_replications_detect_a_10_percent_p99_change_that_independent_run
     trial = _trial(after)   # a fleet run: the service's report is trial.report(run)
     other = [trial.report(r) for r in run_replications([trial.scenario], replication_seeds(before.gate.seed + 1, 8),
                                                        base_dir=ROOT)[0]]
-    independent = independent_difference(per_replication(P99, c.reports[0]), per_replication(P99, other))
+    independent = difference(P99, c.reports[0], other, paired=False)
     # Independent runs cannot resolve a change of this size: their interval's half-width exceeds the change itself
     # (whether one draw of it happens to straddle 0 depends on the seeds).
     assert (independent.hi - independent.lo) / 2 > abs(paired.value), (independent, paired)
-    assert independent.hi - independent.lo > 3 * (paired.hi - paired.lo)
+    # the pooled p99s' paired interval is 2.8 times narrower here (the mean of the runs' own p99s, which the p99
+    # terms no longer use, gave over 3: it paired figures that each ran low)
+    assert independent.hi - independent.lo > 2.5 * (paired.hi - paired.lo)
 
 
 def _trial(cfg):

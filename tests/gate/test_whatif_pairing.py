@@ -14,7 +14,7 @@ from preflight.whatif_tables import NOT_A_TERM, slo_rows, tables
 from simulation.estimates import independent_difference, paired_difference
 from simulation.executor_protocol import SerialExecutor
 from simulation.replicate import replication_seeds, run_replications
-from simulation.report_terms import METRICS, estimates, per_replication
+from simulation.report_terms import METRICS, difference, estimates, per_replication
 from stackconfig.load import ROOT, project_values, stack_config_values
 from stackconfig.schema import parse_stack_config
 import gate
@@ -93,8 +93,9 @@ def test_another_gate_seed_compares_each_side_on_its_own_runs_unpaired():
     # the after column and the after verdict rest on the same runs
     assert estimates(c.reports[1][:c.after.replications], METRICS)[P99] == c.after.metrics[P99]
     assert estimates(c.reports[0][:c.before.replications], METRICS)[P99] == c.before.metrics[P99]
-    assert c.difference[P99] == independent_difference(per_replication(P99, c.reports[0]),
-                                                       per_replication(P99, c.reports[1]))
+    assert c.difference[P99] == difference(P99, c.reports[0], c.reports[1], paired=False)
+    assert c.difference["error rate"] == independent_difference(per_replication("error rate", c.reports[0]),
+                                                                per_replication("error rate", c.reports[1]))
     text = _text(result)
     assert "on independent runs (gate.seed 1 before, 2 after: no common random numbers)" in text
     assert "after − before (independent, Welch)" in text and "(paired)" not in text
@@ -104,8 +105,9 @@ def test_the_same_seed_still_pairs_and_an_untouched_scenario_is_unchanged():
     result = compare(_dev(), _dev(lambda s: s.update(containerConcurrency=2, scaleTarget=2)), 5, SerialExecutor())
     [c] = result.comparisons
     assert result.common_random_numbers and c.common_random_numbers and result.seeds == result.seeds_after
-    assert c.difference[P99] == paired_difference(per_replication(P99, c.reports[0]),
-                                                  per_replication(P99, c.reports[1]))
+    assert c.difference[P99] == difference(P99, c.reports[0], c.reports[1], paired=True)
+    assert c.difference["p50 latency (s)"] == paired_difference(per_replication("p50 latency (s)", c.reports[0]),
+                                                                per_replication("p50 latency (s)", c.reports[1]))
     same = compare(_dev(), _dev(), 5, SerialExecutor())
     assert same.comparisons[0].unchanged
     assert not compare(_dev(seed=1), _dev(seed=2), 5, SerialExecutor()).comparisons[0].unchanged
@@ -117,3 +119,19 @@ def test_the_cli_json_says_when_the_sides_are_not_paired(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["common_random_numbers"] is False and out["seeds_after"] != out["seeds"]
     assert out["seeds_after"] == replication_seeds(2, len(out["seeds_after"]))
+
+
+def test_a_p99_difference_is_that_of_the_two_columns_pooled_p99s():
+    """Each side's p99 column is the p99 of its runs' values pooled (simulation.estimates.pooled_quantile), so its
+    difference is after − before of those figures (`pooled_quantile_difference`), not the mean of the runs' own
+    p99 differences, which answered another question and could sit outside the columns' gap."""
+    for after in (_dev(lambda s: s.update(containerConcurrency=2, scaleTarget=2)), _dev(seed=2)):
+        [c] = compare(_dev(), after, 5, SerialExecutor()).comparisons
+        for name in (P99, "p99 time to first token (s)", "p99 latency, all requests (s)"):
+            d, (b, a) = c.difference[name], (m[name] for m in c.metrics)
+            if b.value is None or a.value is None:
+                continue
+            assert abs(d.value - (a.value - b.value)) <= 1e-9 * max(1.0, abs(a.value)), (name, d, b, a)
+            assert d.lo < d.value < d.hi
+    same = compare(_dev(), _dev(), 5, SerialExecutor()).comparisons[0]
+    assert same.difference[P99].value == 0.0 and same.difference[P99].lo == same.difference[P99].hi == 0.0
