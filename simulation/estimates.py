@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from simulation.analytic import clopper_pearson, t975, t_multiplier
-from simulation.quantiles import pooled_percentile
+from simulation.quantiles import pooled_percentile, tail_arrays
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0, level: fl
     log percentiles / √R)); runs without a value are left out. One run: the interval is [0, ∞), as
     `mean_interval` gives. `level`: the interval's confidence (the gate's interim looks use a stricter one:
     gate/sequential.py)."""
-    runs = [(n, t) for n, t in runs if n]
+    runs = tail_arrays([(n, t) for n, t in runs if n])
     r = len(runs)
     value = pooled_percentile(list(runs), q)
     if value is None:
@@ -107,6 +107,7 @@ def pooled_quantile_difference(before: Sequence[tuple[int, dict]], after: Sequen
     cancels) and sectioning's (the spread of the pairs' own differences / √R), R − 1 degrees of freedom over the
     R pairs with a value on either side. Unpaired: each side's own larger error (as `pooled_quantile`, on the
     linear scale), combined as Welch's. Fewer than two runs (pairs) on a side: the interval is unbounded."""
+    before, after = tail_arrays(before), tail_arrays(after)
     value_b = pooled_percentile([(n, t) for n, t in before if n], q)
     value_a = pooled_percentile([(n, t) for n, t in after if n], q)
     if value_b is None or value_a is None:

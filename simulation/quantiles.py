@@ -65,26 +65,34 @@ def pooled_percentile(runs: list[tuple[int, dict]], q: float) -> float | None:
     total = sum(n for n, _ in runs)
     if not total:
         return None
-    starts = [t["i"][0] for _, t in runs if t["i"]]
+    starts = [int(t["i"][0]) for _, t in runs if len(t["i"])]
     if not starts:
         return 0.0   # every value ≤ TINY
     floor = max(starts)
     idx = np.concatenate([np.asarray(t["i"], dtype=np.int64) for _, t in runs])
     cnt = np.concatenate([np.asarray(t["n"], dtype=np.int64) for _, t in runs])
     keep = idx >= floor
-    bins, inverse = np.unique(idx[keep], return_inverse=True)
-    cum = np.cumsum(np.bincount(inverse, weights=cnt[keep]).astype(np.int64))
+    # Counts per bucket from `floor` up, empty buckets included: a rank's bucket is the first whose running
+    # count passes it, which is never an empty one.
+    cum = np.cumsum(np.bincount(idx[keep] - floor, weights=cnt[keep]).astype(np.int64))
     below = total - (int(cum[-1]) if len(cum) else 0)   # values under `floor`'s bucket, not stored for every run
 
     def at(rank: int) -> float:
         if rank < below:
             return math.exp((floor - 1) * _LOG_GAMMA)   # they are all below this edge: an upper bound
-        return _rep(float(bins[int(np.searchsorted(cum, rank - below, side="right"))]))
+        return _rep(float(floor + int(np.searchsorted(cum, rank - below, side="right"))))
 
     r = min(max((total + 1.0 / 3.0) * q / 100.0 - 2.0 / 3.0, 0.0), total - 1.0)   # type 8, 0-based
     k = int(math.floor(r))
     lo = at(k)
     return lo if k + 1 >= total else lo + (r - k) * (at(k + 1) - lo)
+
+
+def tail_arrays(runs: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """`runs` (count, `tail()`) with each tail's lists as integer arrays: converted once for a caller that pools
+    the same runs many times over (the jackknife's leave-one-out sets)."""
+    return [(n, {"i": np.asarray(t["i"], dtype=np.int64), "n": np.asarray(t["n"], dtype=np.int64)})
+            for n, t in runs]
 
 
 class Quantiles:
