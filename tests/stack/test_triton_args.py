@@ -148,9 +148,10 @@ def test_a_flag_newer_than_the_triton_release_the_pod_runs_is_refused():
     """`--model-config-name` appeared in 24.05 (v2.46.0), `--allow-client-shm` in 26.04 (v2.68.0); without
     runtime.image the pod runs KServe's kserve-tritonserver image, 23.05."""
     sim_spec(triton_stack(["--model-config-name=h100"]))                                    # 25.08 knows it
-    triton_refusal(["--model-config-name=h100"], "--model-config-name=h100", "first appears in Triton 24.05", image=None)
-    assert "the pod runs Triton 23.05 (KServe's kserve-tritonserver image" in refused(triton_stack(["--model-config-name=a"],
-                                                                                          None))
+    triton_refusal(["--model-config-name=h100"], "--model-config-name=h100", "first appears in Triton 24.05",
+                   image=None)
+    text = refused(triton_stack(["--model-config-name=a"], None))
+    assert "the pod runs Triton 23.05 (KServe's kserve-tritonserver image" in text
     triton_refusal(["--model-config-name=h100"], "--model-config-name=h100", "the pod runs Triton 24.04",
              image="nvcr.io/nvidia/tritonserver:24.04-py3")
     triton_refusal(["--allow-client-shm=false"], "--allow-client-shm=false", "first appears in Triton 26.04")
