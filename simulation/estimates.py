@@ -72,6 +72,9 @@ def mean_interval(values: Iterable[float | None], lower: float = 0.0, upper: flo
     return Estimate(m, max(lower, m - h), min(upper, m + h), r)
 
 
+_MAX_EXP = 700.0   # math.exp overflows a float past ≈ 709.78
+
+
 def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0, level: float = 0.95) -> Estimate:
     """The q-percentile of all runs' values pooled, from each run's (value count, `Quantiles.tail()`), times
     exp(± Student t (R − 1 degrees of freedom) × the larger of two standard errors of its log over whole
@@ -94,7 +97,8 @@ def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0, level: fl
         return Estimate(value, max(0.0, value - h), value + h, r)
     log = math.log
     h = t * max(_spread(map(log, leave_out)) * (r - 1) / math.sqrt(r), _spread(map(log, own)) / math.sqrt(r))
-    return Estimate(value, value * math.exp(-h), value * math.exp(h), r)
+    # Two runs at a strict interim look (t ≈ 236 on 1 degree of freedom) can put h past exp's range: unbounded.
+    return Estimate(value, value * math.exp(-h), value * math.exp(h) if h < _MAX_EXP else math.inf, r)
 
 
 def pooled_quantile_difference(before: Sequence[tuple[int, dict]], after: Sequence[tuple[int, dict]],

@@ -18,10 +18,11 @@ every value in its bucket. A percentile interpolates between the representatives
 statistics at the same type-8 position as the exact path, so it is within α of the exact percentile. Count, mean and max stay exact (running sum and max). Values ≤ `TINY` (1 ns) count as 0.
 
 Pooling runs: `tail()` is the run's upper tail in that mapping — the nonzero buckets from the one holding its
-`TAIL_FROM` percentile up, as two lists (bucket index, count): at most `n·(1 − TAIL_FROM/100)` + 1 buckets,
-whatever the run's length. `pooled_percentile` merges several runs' tails into a type-8 percentile of all their
-values together (within α of the exact one), as long as it lies above every run's stored tail start; below it,
-it answers that start's lower edge — an upper bound, so the error can only be conservative. The gate's p99 terms
+`TAIL_FROM` percentile up (every one for a run of at most `WHOLE_TAIL` values), as two lists (bucket index,
+count): at most `n·(1 − TAIL_FROM/100)` + 1 buckets, or `WHOLE_TAIL`, whatever the run's length.
+`pooled_percentile` merges several runs' tails into a type-8 percentile of all their values together (within α
+of the exact one), as long as it lies above the start of every tail that is not its whole run; below it, it
+answers that start's lower edge — an upper bound, so the error can only be conservative. The gate's p99 terms
 rest on it (simulation/estimates.py `pooled_quantile`): the p99 of every replication's values pooled, not the
 mean of the runs' own p99s, which runs low for autocorrelated (queueing) latencies in short runs.
 """
@@ -41,7 +42,8 @@ _LOG_GAMMA = math.log(_GAMMA)
 _MIN_I = math.floor(math.log(TINY) / _LOG_GAMMA)    # buckets from TINY ...
 _MAX_I = math.ceil(math.log(1e12) / _LOG_GAMMA)     # ... to 10^12 (s) — beyond any simulated latency
 _NBINS = _MAX_I - _MIN_I + 1
-TAIL_FROM = 50.0    # `tail()` keeps the buckets from the run's p50 up (see `pooled_percentile`)
+TAIL_FROM = 50.0    # `tail()` keeps the buckets from the run's p50 up (see `pooled_percentile`) ...
+WHOLE_TAIL = 2000   # ... or all of them for a run of at most this many values
 
 
 def _bucket(values: np.ndarray) -> np.ndarray:
@@ -56,19 +58,20 @@ def _rep(i: float) -> float:
 
 def pooled_percentile(runs: list[tuple[int, dict]], q: float) -> float | None:
     """The type-8 q-percentile (0–100) of all values of several runs together, from each run's (count, `tail()`);
-    None when they hold no value. Exact to REL_ERR when it lies above every run's tail start (module doc); else
-    the highest start's lower edge, above the true percentile. A run's p50 above the pooled p99 takes a run far
-    slower than the rest: none of 6,000 short M/M/1/11 runs at ρ = 0.9 had its p50 above the stationary p99,
-    where 1.5–1.8 % of 130-value runs had their p90 above it (a tail from the p90 hit this bound in ~30 % of
-    20-run sets)."""
+    None when they hold no value. Exact to REL_ERR when it lies above every partial tail's start (module doc); else
+    the highest start's lower edge, above the true percentile. A partial tail (a run of more than WHOLE_TAIL
+    values) whose p50 lies above the pooled p99 takes a run far slower than the rest: none of 6,000 short
+    M/M/1/11 runs at ρ = 0.9 had its p50 above the stationary p99, where 1.5–1.8 % of 130-value runs had their
+    p90 above it (a tail from the p90 hit this bound in ~30 % of 20-run sets)."""
     runs = [(n, t) for n, t in runs if n]
     total = sum(n for n, _ in runs)
     if not total:
         return None
-    starts = [int(t["i"][0]) for _, t in runs if len(t["i"])]
-    if not starts:
+    if not any(len(t["i"]) for _, t in runs):
         return 0.0   # every value ≤ TINY
-    floor = max(starts)
+    # A run that stored only its upper part (`tail()`) knows nothing of the values under its first bucket.
+    starts = [int(t["i"][0]) for n, t in runs if len(t["i"]) and not _whole(n, t)]
+    floor = max(starts) if starts else _MIN_I
     idx = np.concatenate([np.asarray(t["i"], dtype=np.int64) for _, t in runs])
     cnt = np.concatenate([np.asarray(t["n"], dtype=np.int64) for _, t in runs])
     keep = idx >= floor
@@ -78,8 +81,8 @@ def pooled_percentile(runs: list[tuple[int, dict]], q: float) -> float | None:
     below = total - (int(cum[-1]) if len(cum) else 0)   # values under `floor`'s bucket, not stored for every run
 
     def at(rank: int) -> float:
-        if rank < below:
-            return math.exp((floor - 1) * _LOG_GAMMA)   # they are all below this edge: an upper bound
+        if rank < below:   # they are all below this edge: an upper bound (values ≤ TINY only: 0)
+            return math.exp((floor - 1) * _LOG_GAMMA) if starts else 0.0
         return _rep(float(floor + int(np.searchsorted(cum, rank - below, side="right"))))
 
     r = min(max((total + 1.0 / 3.0) * q / 100.0 - 2.0 / 3.0, 0.0), total - 1.0)   # type 8, 0-based
@@ -88,11 +91,20 @@ def pooled_percentile(runs: list[tuple[int, dict]], q: float) -> float | None:
     return lo if k + 1 >= total else lo + (r - k) * (at(k + 1) - lo)
 
 
+def _whole(n: int, tail: dict) -> bool:
+    """Whether a run's tail holds all of its `n` values (a run of at most WHOLE_TAIL values, none ≤ TINY)."""
+    whole = tail.get("whole")
+    return sum(tail["n"]) >= n if whole is None else whole
+
+
 def tail_arrays(runs: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
-    """`runs` (count, `tail()`) with each tail's lists as integer arrays: converted once for a caller that pools
-    the same runs many times over (the jackknife's leave-one-out sets)."""
-    return [(n, {"i": np.asarray(t["i"], dtype=np.int64), "n": np.asarray(t["n"], dtype=np.int64)})
-            for n, t in runs]
+    """`runs` (count, `tail()`) with each tail's lists as integer arrays, and whether it holds the whole run:
+    converted once for a caller that pools the same runs many times over (the jackknife's leave-one-out sets)."""
+    out = []
+    for n, t in runs:
+        counts = np.asarray(t["n"], dtype=np.int64)
+        out.append((n, {"i": np.asarray(t["i"], dtype=np.int64), "n": counts, "whole": int(counts.sum()) >= n}))
+    return out
 
 
 class Quantiles:
@@ -165,10 +177,12 @@ class Quantiles:
 
     def tail(self) -> dict:
         """The run's values from its `TAIL_FROM` percentile up as log buckets: {"i": bucket indices (ascending),
-        "n": their counts} — mergeable across runs (`pooled_percentile`), bounded by the bucket count."""
+        "n": their counts} — mergeable across runs (`pooled_percentile`), bounded by the bucket count. A run of
+        at most `WHOLE_TAIL` values keeps every bucket: a small run's p50 may lie above the pooled p99 of larger
+        ones (a run where only a few slow requests succeeded), and would set `pooled_percentile`'s floor."""
         if not len(self):
             return {"i": [], "n": []}
-        (start,) = self.percentiles([TAIL_FROM])
+        (start,) = self.percentiles([TAIL_FROM]) if len(self) > WHOLE_TAIL else (0.0,)
         if self.hist is None:
             a = np.asarray(self.buf, dtype=float)
             idx, counts = np.unique(_bucket(a[a > TINY]), return_counts=True)

@@ -60,3 +60,17 @@ def test_a_p99_of_reports_without_values_to_pool_is_also_held_to_the_strict_inte
     final, interim = _check(reports, "p99 latency (s)", 5), _check(reports, "p99 latency (s)", 20)
     assert final.status == PASS and interim.status == UNDECIDED
     assert interim.interim.lo < interim.estimate.lo and interim.interim.hi > SLO.p99_latency_s >= interim.estimate.hi
+
+
+def test_two_runs_far_apart_at_an_interim_look_are_undecided_not_an_overflow():
+    """rev14 review finding 1 (gate.replications.min: 2): the strict interval on one degree of freedom (t ≈ 236)
+    put the log-scale upper end past math.exp's range when the two runs' p99s differ ~400-fold (one run with
+    requests behind a cold start): OverflowError. It is unbounded: the term stays open for more replications."""
+    from simulation.quantiles import summary_of
+
+    rng = np.random.default_rng(5)
+    warm = rng.exponential(0.02, 500)
+    cold = np.concatenate([rng.exponential(0.02, 490), np.full(10, 60.0)])
+    reports = [{"requests": 500, "status_counts": {"200": 500}, "latency_s": summary_of(v)} for v in (warm, cold)]
+    check = _check(reports, "p99 latency (s)", 20)
+    assert check.status == UNDECIDED and check.interim.hi == float("inf")
