@@ -163,31 +163,39 @@ def sides(stack: str, sets: list[str], against: str | None = None, workload: str
             raise
         parse(*plain)   # a problem of the stack itself (and its --set edits) is named at its own key
         flag = f"--workload {workload}" if workload is not None else f"--rate-scale {rate_scale:g}"
-        raise _blame_traffic(err, flag, after) from None
+        raise _blame_traffic(err, flag, after, _changed(plain[1], after)) from None
+
+
+def _changed(values: dict, edited: dict) -> set[int]:
+    """The indices of the services whose entry `set_workloads` changed (those the traffic flags touched)."""
+    old, new = values.get("services"), edited.get("services")
+    if not isinstance(old, list) or not isinstance(new, list):
+        return set()
+    return {i for i, (a, b) in enumerate(zip(old, new)) if a != b}
 
 
 _WORKLOAD_KEY = re.compile(r"(?:^|:)services\[(\d+)\]\.workload(?:\.(.+))?$")
 
 
-def _blame_traffic(err: InputError, flag: str, values: dict) -> InputError:
-    """`err` with each problem of a workload that `--workload FILE` or `--rate-scale X` set (the load check's
-    request budget, a step past durationS) keyed by that flag, not by the stack file's services[i].workload or a
-    key under it, which the user did not write (review rev13-bounds finding 7); the other problems as they were.
-    `sides` calls it only once the stack parses without the flag, so each workload problem is the flag's."""
+def _blame_traffic(err: InputError, flag: str, values: dict, changed: set[int]) -> InputError:
+    """`err` with every problem keyed by the flag that made it, `--workload FILE` or `--rate-scale X`, not by the
+    stack file, which the user did not change (review rev13-bounds finding 7): `sides` calls it only once the
+    stack parses without the flag. A problem of a workload the flag set (the load check's request budget, a step
+    past durationS) names that service and key; one keyed elsewhere (a run's budget at another service's part,
+    the whole gate's budget at gate.replications: review rev14-diff F4, F5) names the key it was found at."""
     listed = values.get("services") if isinstance(values.get("services"), list) else []
-    problems, moved = [], False
+    problems = []
     for p in err.problems:
         m = _WORKLOAD_KEY.search(p.path)
-        if m is None:
-            problems.append(p)
+        if m is None or int(m.group(1)) not in changed:
+            problems.append(Problem(flag, p.value, f"{p.allowed} (at {p.path.split(':')[-1]}, with {flag})"))
             continue
         i = int(m.group(1))
         name = listed[i].get("name") if i < len(listed) and isinstance(listed[i], dict) else None
         service = f"services[{i}]" + (f" ({name})" if isinstance(name, str) else "")
         what = f"workload's {m.group(2)}" if m.group(2) else "workload"
         problems.append(Problem(flag, p.value, f"{p.allowed} ({service}'s {what} as {flag} makes it)"))
-        moved = True
-    return InputError(problems, "" if moved and len(problems) == 1 else err.source)
+    return InputError(problems)
 
 
 def compare(before: StackConfig, after: StackConfig, replications: int, executor: Any = None,

@@ -35,3 +35,31 @@ def test_a_rate_scale_over_the_budget_names_the_flag(capsys):
 def test_a_problem_of_the_stack_itself_keeps_its_key(capsys):
     err = exit_2(["whatif", "--stack", "dev", "--rate-scale", "2", "--set", "services.chat.maxReplicas=-1"], capsys)
     assert "services[0].maxReplicas" in err and "--rate-scale" not in err
+
+
+def test_a_budget_problem_at_a_service_the_flag_left_alone_names_the_flag_not_that_service():
+    """rev14-diff F4: with --service code, the run's budget problem is keyed at its largest part (chat); it said
+    chat's workload was made by --rate-scale, which scaled only code."""
+    import pytest
+
+    from preflight.whatif import sides
+    from validation.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        sides("prod", ["gate.requestBudget=14000"], rate_scale=2, services=["code"])
+    [problem] = err.value.problems
+    assert problem.path == "--rate-scale 2" and "(at services[0].workload, with --rate-scale 2)" in problem.allowed
+    assert "makes it" not in problem.allowed
+
+
+def test_the_whole_gate_over_its_budget_with_the_flag_names_the_flag():
+    """rev14-diff F5: the total budget is keyed at gate.replications; it was blamed on the stack file."""
+    import pytest
+
+    from preflight.whatif import sides
+    from validation.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        sides("prod", ["gate.totalRequestBudget=1000000"], rate_scale=3)
+    assert [p.path for p in err.value.problems] == ["--rate-scale 3"] and err.value.source == ""
+    assert "gate.totalRequestBudget" in err.value.problems[0].allowed
