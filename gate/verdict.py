@@ -88,9 +88,10 @@ class Check:
 
     @property
     def status(self) -> str:
-        """pass/FAIL/undecided on the 95 % interval — on the `interim` one at an interim look, while more
-        replications can come for it (`can_pass`; one that cannot pass has no later look)."""
-        e = self.interim if self.interim is not None and self.can_pass else self.estimate
+        """pass/FAIL/undecided on the 95 % interval — on the `interim` one at an interim look (Haybittle–Peto),
+        also for a term that cannot pass: another term may keep its scenario open, and then it is looked at again
+        (review rev14-diff F3)."""
+        e = self.interim if self.interim is not None else self.estimate
         if e.value is None:  # e.g. no request succeeded, so there is no latency to meet the SLO with
             return FAIL
         if e.hi is not None and e.hi <= self.limit:

@@ -74,3 +74,14 @@ def test_two_runs_far_apart_at_an_interim_look_are_undecided_not_an_overflow():
     reports = [{"requests": 500, "status_counts": {"200": 500}, "latency_s": summary_of(v)} for v in (warm, cold)]
     check = _check(reports, "p99 latency (s)", 20)
     assert check.status == UNDECIDED and check.interim.hi == float("inf")
+
+
+def test_a_term_that_cannot_pass_is_held_to_the_strict_interval_at_an_interim_look_too():
+    """rev14-diff F3: a rate limit below what max runs can reach cannot pass, but another term may keep its
+    scenario open and look again; it failed on its 95 % interval at every interim look."""
+    from gate.verdict import _interim, rate_check
+
+    reports = [{"requests": 100, "status_counts": {"200": 99, "500": 1}} for _ in range(5)]
+    check = _interim(rate_check("error rate", 0.0018, reports, 20), reports, True)
+    assert not check.can_pass and check.estimate.lo > 0.0018 >= check.interim.lo
+    assert check.status == UNDECIDED
