@@ -78,3 +78,19 @@ def test_the_advice_after_a_pass_says_why_a_term_cannot_pass_and_counts_the_verd
     edge = Verdict("chat", (Check("p99 latency (s)", Estimate(8.9, 8.5, 9.3, 8), 9.0),), {}, 8, "spike")
     lines = "\n".join(next_steps(_cfg(), [edge], True, values={}))   # the budget of the run, not the file's 20
     assert "undecided after 8 replications (gate.replications.max): chat [spike]; raise gate.replications.max" in lines
+
+
+def test_reports_without_tails_are_held_to_100_values_per_run():
+    """rev14-diff F6: reports with no values to pool (not the simulator's) fall back to the mean of the runs'
+    own p99s, whose bias more runs do not shrink; 5 runs of 30 values passed on the pooled count."""
+    import numpy as np
+
+    from gate.verdict import p99_check
+
+    rng = np.random.default_rng(0)
+    reports = []
+    for _ in range(5):
+        v = rng.exponential(0.1, 30)
+        reports.append({"latency_s": {"count": 30, "p99": float(np.percentile(v, 99, method="median_unbiased"))}})
+    check = p99_check("p99 latency (s)", 10.0, reports, 20)
+    assert not check.can_pass and check.status != "pass" and "values per run" in check.why_not
