@@ -101,12 +101,16 @@ def test_workers_exit_when_the_main_process_is_killed():
 
 
 def _busy(workers: list[psutil.Process]) -> psutil.Process:
-    """A worker still simulating (its CPU time grows): one that finished its job may wait for none."""
-    for _ in range(50):
+    """A worker in the middle of a job: its CPU time grew in each of four 0.15-s windows in a row. One that
+    finished its job may wait for none, and a short burst can be the hand-over between two jobs (the result sent,
+    the next one read), where the message rightly names no job."""
+    streak = {w.pid: 0 for w in workers}
+    for _ in range(200):
         before = [w.cpu_times().user for w in workers]
-        time.sleep(0.2)
+        time.sleep(0.15)
         for w, used in zip(workers, before):
-            if w.cpu_times().user > used:
+            streak[w.pid] = streak[w.pid] + 1 if w.cpu_times().user > used else 0
+            if streak[w.pid] >= 4:
                 return w
     pytest.fail("no worker is busy")
 
