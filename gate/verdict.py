@@ -50,7 +50,7 @@ from typing import Mapping, Sequence
 from simulation.analytic import zero_event_trials
 from simulation.estimates import Estimate, lowest_rate_upper, passable_rate_limit
 from simulation.report_terms import (METRICS, cold_start_misses, estimate, estimates, longest_cold_start,
-                                     rollout_ready_time, rollout_stalls)
+                                     rollout_ready_time, rollout_stalls, without_tails)
 from stackconfig.platform import (COLD_START_MISS_FRACTION, COLD_START_RUNS_TO_PASS, MAX_REPLICATIONS,
                                  UNDECIDED_POLICIES)
 from stackconfig.schema import Slo
@@ -223,17 +223,16 @@ def p99_check(name: str, limit: float, reports: Sequence[Mapping], max_replicati
     empty = sum(1 for n in counts if not n)
     notes = [f"{empty} of {r} runs had no successful request: left out"] if empty else []
     few, hopeless = pooled < MIN_P99_VALUES, reach < MIN_P99_VALUES
-    if any(n and "tail" not in s for n, s in zip(counts, summaries)):
+    why_not = ""
+    if without_tails(summaries):
         # Reports without values to pool (not the simulator's): the estimate is the mean of the runs' own p99s,
         # whose bias more runs do not shrink, so the count that matters is each run's (review rev14-diff F6).
         few = hopeless = pooled < MIN_P99_VALUES * max(1, r - empty)
         if hopeless:
+            why_not = f"fewer than {MIN_P99_VALUES} values per run: a longer gate.durationS gives more"
             notes.append(f"{pooled} values in {r} runs, no values to pool: a mean of the runs' own p99s on fewer "
                          f"than {MIN_P99_VALUES} values each runs low, so this term cannot pass")
-            return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=False, biased_low=True,
-                         why_not=f"fewer than {MIN_P99_VALUES} values per run: a longer gate.durationS gives more")
-    why_not = ""
-    if hopeless:
+    elif hopeless:
         why_not = (f"fewer than {MIN_P99_VALUES} values in all runs, {reach} in gate.replications.max runs: a longer "
                    "gate.durationS or a larger gate.replications.max gives more")
         notes.append(f"{pooled} values in {r} runs: a p99 of fewer than {MIN_P99_VALUES} is an extrapolation "

@@ -122,6 +122,12 @@ METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {
 }
 
 
+def without_tails(summaries: Iterable[Mapping]) -> bool:
+    """Whether a run's percentile summary holds values but no `tail` to pool (not the simulator's report): its
+    p99 is then the mean of the runs' own p99s."""
+    return any(s.get("count") and "tail" not in s for s in summaries)
+
+
 def estimate(name: str, reports: Sequence[Mapping], level: float = 0.95) -> Estimate:
     """The named METRICS figure over replications' reports, with its 95 % interval (`level`: another confidence,
     e.g. the gate's interim looks, gate/sequential.py)."""
@@ -130,7 +136,7 @@ def estimate(name: str, reports: Sequence[Mapping], level: float = 0.95) -> Esti
         return rate_interval([get(r) for r in reports], level)
     if kind == "p99":
         summaries = [get(r) for r in reports]
-        if any(s.get("count") and "tail" not in s for s in summaries):   # not a simulator report: no values to pool
+        if without_tails(summaries):
             return mean_interval((s.get("p99") for s in summaries), level=level)
         return pooled_quantile([(s.get("count") or 0, s.get("tail")) for s in summaries], level=level)
     return mean_interval((get(r) for r in reports), upper=1.0 if kind == "fraction" else math.inf, level=level)
@@ -147,7 +153,7 @@ def difference(name: str, before: Sequence[Mapping], after: Sequence[Mapping], p
     kind, get = METRICS[name]
     if kind == "p99":
         sides = [[get(r) for r in reports] for reports in (before, after)]
-        if not any(s.get("count") and "tail" not in s for side in sides for s in side):
+        if not any(map(without_tails, sides)):
             return pooled_quantile_difference(*([(s.get("count") or 0, s.get("tail")) for s in side]
                                                 for side in sides), paired=paired)
     diff = paired_difference if paired else independent_difference
