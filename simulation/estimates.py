@@ -84,19 +84,17 @@ def pooled_quantile(runs: Sequence[tuple[int, dict]], q: float = 99.0, level: fl
     gate/sequential.py)."""
     runs = tail_arrays([(n, t) for n, t in runs if n])
     r = len(runs)
-    value = pooled_percentile(list(runs), q)
+    value = pooled_percentile(runs, q)
     if value is None:
         return Estimate(None, None, None, 0)
     if r < 2:
         return Estimate(value, 0.0, math.inf, 1)
-    leave_out = [pooled_percentile(runs[:i] + runs[i + 1:], q) for i in range(r)]
-    own = [pooled_percentile([run], q) for run in runs]
+    leave_out, own = _by_run(runs, q)
     t = t_multiplier(level, r - 1)
     if min(leave_out + own) <= 0.0:   # a percentile of zeros has no log: the same errors on the linear scale
-        h = t * max(_spread(leave_out) * (r - 1) / math.sqrt(r), _spread(own) / math.sqrt(r))
+        h = t * _run_error(leave_out, own)
         return Estimate(value, max(0.0, value - h), value + h, r)
-    log = math.log
-    h = t * max(_spread(map(log, leave_out)) * (r - 1) / math.sqrt(r), _spread(map(log, own)) / math.sqrt(r))
+    h = t * _run_error([math.log(v) for v in leave_out], [math.log(v) for v in own])
     # Two runs at a strict interim look (t ≈ 236 on 1 degree of freedom) can put h past exp's range: unbounded.
     return Estimate(value, value * math.exp(-h), value * math.exp(h) if h < _MAX_EXP else math.inf, r)
 
@@ -125,14 +123,12 @@ def pooled_quantile_difference(before: Sequence[tuple[int, dict]], after: Sequen
         leave_out = [_pooled_or(pairs[:i] + pairs[i + 1:], 1, q, value_a)
                      - _pooled_or(pairs[:i] + pairs[i + 1:], 0, q, value_b) for i in range(r)]
         own = [pooled_percentile([a], q) - pooled_percentile([b], q) for b, a in pairs if b[0] and a[0]]
-        se = max(_spread(leave_out) * (r - 1) / math.sqrt(r), _spread(own) / math.sqrt(len(own)) if len(own) > 1
-                 else 0.0)
-        h = t_multiplier(level, r - 1) * se
+        h = t_multiplier(level, r - 1) * _run_error(leave_out, own)
         return Estimate(d, d - h, d + h, r)
     sides = [[(n, t) for n, t in runs if n] for runs in (before, after)]
     if min(map(len, sides)) < 2:
         return Estimate(d, -math.inf, math.inf, min(map(len, sides)))
-    var = [_linear_se(runs, q) ** 2 for runs in sides]
+    var = [_run_error(*_by_run(runs, q)) ** 2 for runs in sides]
     dfs = [len(runs) - 1 for runs in sides]
     denominator = sum(v * v / df for v, df in zip(var, dfs))
     df = sum(var) ** 2 / denominator if denominator else float(min(dfs))
@@ -148,13 +144,18 @@ def _pooled_or(pairs: Sequence[tuple[tuple[int, dict], tuple[int, dict]]], side:
     return whole if value is None else value
 
 
-def _linear_se(runs: Sequence[tuple[int, dict]], q: float) -> float:
-    """`pooled_quantile`'s standard error on the linear scale: the larger of the leave-one-run-out jackknife's and
-    sectioning's, over runs that all hold values."""
-    r = len(runs)
-    leave_out = [pooled_percentile(list(runs[:i]) + list(runs[i + 1:]), q) for i in range(r)]
-    own = [pooled_percentile([run], q) for run in runs]
-    return max(_spread(leave_out) * (r - 1) / math.sqrt(r), _spread(own) / math.sqrt(r))
+def _by_run(runs: Sequence[tuple[int, dict]], q: float) -> tuple[list[float], list[float]]:
+    """The pooled percentile of `runs` (all holding values) leaving out each run in turn, and each run's own."""
+    runs = list(runs)
+    return ([pooled_percentile(runs[:i] + runs[i + 1:], q) for i in range(len(runs))],
+            [pooled_percentile([run], q) for run in runs])
+
+
+def _run_error(leave_out: list[float], own: list[float]) -> float:
+    """The larger of the leave-one-run-out jackknife's standard error (from the leave-out figures) and
+    sectioning's (the spread of the runs' own figures / √R; none from fewer than two)."""
+    jackknife = _spread(leave_out) * (len(leave_out) - 1) / math.sqrt(len(leave_out))
+    return max(jackknife, _spread(own) / math.sqrt(len(own)) if len(own) > 1 else 0.0)
 
 
 def _spread(values: Iterable[float | None]) -> float:
