@@ -168,6 +168,25 @@ def _digest(report: dict) -> str:
     return hashlib.sha256(json.dumps(report, separators=(",", ":")).encode()).hexdigest()
 
 
+_REPORT_AT = b'","report":'
+
+
+def _as_written(data: bytes, key: str) -> dict | None:
+    """The report of an entry laid out as `put_all` writes it, `{"key":…,"fingerprint":…,"digest":…,"report":…}`
+    compact, its digest checked on the report's bytes as written: they are `json.dumps(report)` compact (a value
+    nested in compact JSON is encoded as alone), so no re-encoding (≈ 1.5 ms per entry of prod). None for any
+    other layout or a digest that differs; the general reading in `_read` then decides."""
+    head = f'{{"key":"{key}","fingerprint":"{simulator_fingerprint()}","digest":"'.encode()
+    start = len(head) + 64 + len(_REPORT_AT)
+    if not (data.startswith(head) and data[start - len(_REPORT_AT):start] == _REPORT_AT and data.endswith(b"}")):
+        return None
+    body = data[start:-1]
+    if hashlib.sha256(body).hexdigest().encode() != data[len(head):len(head) + 64]:
+        return None
+    report = json.loads(body)
+    return report if isinstance(report, dict) else None
+
+
 def _reads_a_file(value: Any) -> bool:
     """Whether a scenario (or fleet) mapping names a file the simulator reads: a `kind: trace` mapping (a
     workload) or an `inferenceServiceFile`, at any depth (a fleet's `services[i].scenario`)."""
@@ -283,6 +302,9 @@ class ResultCache:
                 data = f.read(MAX_ENTRY_BYTES + 1)
             if len(data) > MAX_ENTRY_BYTES:
                 return None
+            report = _as_written(data, key)
+            if report is not None:
+                return report
             entry = json.loads(data.decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             return None

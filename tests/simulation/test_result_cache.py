@@ -131,7 +131,8 @@ def _other_entry(path):
     "{}", "null", "[]", "[1, 2]", '"report"', "{half a file", "", "\xff\xfe", "[" * 100_000,
     '{"key": "KEY", "fingerprint": "FP"}', '{"key": "KEY", "fingerprint": "FP", "report": null}',
     '{"key": "KEY", "fingerprint": "elsewhere", "report": {}}', "other entry",
-    '{"key": "KEY", "fingerprint": "FP", "report": {}}', "report emptied", "numbers as strings"])
+    '{"key": "KEY", "fingerprint": "FP", "report": {}}', "report emptied", "numbers as strings",
+    "a figure changed", "a space added", "report cut short"])
 def test_an_entry_that_is_not_this_jobs_report_is_a_miss_and_is_rewritten(tmp_path, content):
     cold_cache = ResultCache(tmp_path)
     cold = _run(cold_cache)
@@ -146,14 +147,24 @@ def test_an_entry_that_is_not_this_jobs_report_is_a_miss_and_is_rewritten(tmp_pa
         content = re.sub(r'":(-?[0-9][0-9.e+-]*)', r'":"\1"', good.split('"report":', 1)[1])
         content = good.split('"report":', 1)[0] + '"report":' + content
         assert json.loads(content)["report"] != json.loads(good)["report"]
+    elif content == "a figure changed":  # the layout as written, one digit of the report changed in place
+        content = re.sub(r'("requests":)([0-9])', lambda m: m[1] + str((int(m[2]) + 1) % 10), good, count=1)
+    elif content == "a space added":  # the same report, laid out otherwise: read the general way, intact
+        content = good.replace('"report":', '"report": ', 1)
+    elif content == "report cut short":  # still ends in "}", one key of the report gone
+        content = good[:good.rindex(',"')] + "}}"
     if isinstance(content, bytes):   # not UTF-8
         path.write_bytes(content)
     else:
         path.write_text(content.replace("KEY", key).replace("FP", result_cache.simulator_fingerprint()))
+    assert content != good
     warm_cache = ResultCache(tmp_path)
     warm = _run(warm_cache)
-    assert (warm_cache.hits, warm_cache.misses) == (2, 1)
     assert json.dumps(warm, sort_keys=True) == json.dumps(cold, sort_keys=True)
+    if content == good.replace('"report":', '"report": ', 1):
+        assert (warm_cache.hits, warm_cache.misses) == (3, 0)
+        return
+    assert (warm_cache.hits, warm_cache.misses) == (2, 1)
     assert path.read_text() == good  # simulated again and stored over the bad entry
     assert not list(tmp_path.glob("*/*.tmp"))
 
@@ -299,3 +310,16 @@ def test_preflight_check_uses_the_cache_unless_told_not_to(tmp_path, capsys, mon
 def _fresh_process_cache():
     yield
     clear_cache()
+
+
+def test_an_entry_as_written_is_read_without_encoding_its_report_again(tmp_path, monkeypatch):
+    """Its digest is checked on the report's bytes as written (`_as_written`): a warm prod check reads 50."""
+    cold = _run(ResultCache(tmp_path))
+
+    def encoded(report):
+        raise AssertionError("the report was encoded again to check its digest")
+
+    monkeypatch.setattr(result_cache, "_digest", encoded)
+    warm_cache = ResultCache(tmp_path)
+    assert json.dumps(_run(warm_cache), sort_keys=True) == json.dumps(cold, sort_keys=True)
+    assert (warm_cache.hits, warm_cache.misses) == (3, 0)
