@@ -12,7 +12,7 @@ at an interim look (fewer than `max` replications) a p99 or rate term decides on
 (`gate.verdict.INTERIM_LEVEL`, 3 sigma), the last look on the 95 % one, so three looks give about the error of
 one. Three 95 % looks passed a term exactly at its limit 6.5 % of the time (over-dispersed rates; 14 % for the
 pooled p99 of short queueing runs, 12–17 % for the old skewed mean-of-p99s figures) where one look allows 2.5 %;
-with the strict interim looks 2.6 % (the p99: 5.6 %, its last look's interval; README "How often the gate is
+with the strict interim looks 2.0 % (the p99: 5.6 %, its last look's interval; README "How often the gate is
 wrong"), for more replications on borderline terms (they rarely decide before `max`). The
 cold-start and rollout terms keep their exact binomial rule at every look (0 of 17 runs to pass). A scenario
 gets more replications only while one of its trials has a check more replications could decide

@@ -210,8 +210,9 @@ def beta_quantile(p: float, a: float, b: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Clopper–Pearson's exact interval for a binomial proportion from k events in n trials: the p whose
+def clopper_pearson(k: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Clopper–Pearson's exact interval for a binomial proportion from k events in n trials (or effective, not
+    whole, counts: `simulation.estimates.rate_interval`): the p whose
     binomial tails P(X ≥ k) and P(X ≤ k) are (1 − level)/2 — the beta quantiles B((1 − level)/2; k, n − k + 1)
     and B((1 + level)/2; k + 1, n − k) (Clopper & Pearson, Biometrika 1934). Each end holds its error at most
     (1 − level)/2 for every p, where Wilson's may not at small n: Wilson's lower end for 3 of 5 is 0.231, yet

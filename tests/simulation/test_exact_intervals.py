@@ -66,19 +66,23 @@ def test_mean_interval_covers_a_normal_mean_exactly_95_percent(r):
 
 
 def test_rate_interval_t_term_uses_r_minus_1_and_is_widened_past_clopper_pearson():
-    e = rate_interval([(0, 100), (2, 100), (4, 100)])
-    # k = 0, 2, 4 of 100 each: p = 6 / 300 = 0.02; residuals k − p·n = −2, 0, 2;
-    # their variance (4 + 0 + 4) / (3 − 1) = 4; h = t(2) · √(4 / 3) / n̄ = 4.3026527 · 1.1547005 / 100 = 0.0496828
-    # → hi = 0.02 + 0.0496828 = 0.0696828 (Clopper–Pearson's 6 of 300 alone: [0.00737, 0.04302]);
-    # lo = min(0.00737, 0.02 − 0.0497) < 0, clipped to 0
-    assert (e.value, e.lo, e.hi, e.replications) == pytest.approx((0.02, 0.0, 0.0696827542, 3), abs=1e-9)
+    e = rate_interval([(40, 1000), (60, 1000), (50, 1000)])
+    # k = 40, 60, 50 of 1000 each: p = 150 / 3000 = 0.05; residuals k − p·n = −10, 10, 0; their variance
+    # (100 + 100 + 0) / (3 − 1) = 100; h = t(2) · √(100 / 3) / n̄ = 4.3026527 · 5.7735027 / 1000 = 0.0248414
+    # → lo = 0.05 − 0.0248414 = 0.0251586, below Clopper–Pearson's 150 of 3000 (0.0424766) and Korn–Graubard's
+    # (0.0281162, below). The upper end is Korn–Graubard's: the ratio estimator's variance v = 100 / 3 / 1000²,
+    # n* = p(1 − p) / v · (z / t(2))² = 1425 · (1.9599640 / 4.3026527)² = 295.6912382 effective trials;
+    # scipy.stats.beta.ppf(0.975, p·n* + 1, n* − p·n*) = 0.0814035 (the t-term's upper end: 0.0748414)
+    assert (e.value, e.lo, e.hi, e.replications) == pytest.approx((0.05, 0.0251586229, 0.0814034560, 3), abs=1e-9)
 
 
 def test_rate_interval_t_term_applies_from_two_replications():
     e = rate_interval([(0, 100), (4, 100)])
     # p = 4 / 200 = 0.02; residuals −2, 2; variance (4 + 4) / (2 − 1) = 8; h = t(1) · √(8 / 2) / 100
-    # = 12.7062047 · 2 / 100 = 0.2541241 → hi = 0.2741241 (Clopper–Pearson's 4 of 200 alone: 0.0502)
-    assert (e.value, e.lo, e.hi, e.replications) == pytest.approx((0.02, 0.0, 0.2741240947, 2), abs=1e-9)
+    # = 12.7062047 · 2 / 100 = 0.2541241 → the t-term's hi = 0.2741241 (Clopper–Pearson's 4 of 200 alone:
+    # 0.0504). One degree of freedom leaves Korn–Graubard ≈ 1.17 effective trials (n* = 0.0196 / (8 / 2 / 100²)
+    # · (1.9599640 / 12.7062047)² = 1.1658980): scipy.stats.beta.ppf(0.975, 1.0233180, 1.1425800) = 0.9612290
+    assert (e.value, e.lo, e.hi, e.replications) == pytest.approx((0.02, 0.0, 0.9612290263, 2), abs=1e-9)
 
 
 def test_rate_interval_whose_runs_agree_keeps_clopper_pearsons_lower_end():

@@ -1,0 +1,52 @@
+"""The rate interval on errors that come in bursts: a queue-full episode refuses several arrivals in a row, so a
+few runs hold most of a rare error (simulation.estimates.rate_interval, Korn & Graubard's term)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from simulation.analytic import clopper_pearson
+from simulation.estimates import rate_interval
+
+REQUESTS = 1800   # per run, as a 3,000-s M/M/1/11 run at λ = 0.6
+
+
+def _bursty_runs(rng: random.Random, runs: int, bursts_per_run: float, mean_burst: float) -> list[tuple[int, int]]:
+    """(errors, requests) of each run: Poisson(bursts_per_run) bursts per run, each refusing a geometric number
+    (≥ 1, mean `mean_burst`) of requests."""
+    out = []
+    for _ in range(runs):
+        errors, t = 0, rng.expovariate(1.0)
+        while t < bursts_per_run:
+            errors += 1
+            while rng.random() > 1.0 / mean_burst:
+                errors += 1
+            t += rng.expovariate(1.0)
+        out.append((errors, REQUESTS))
+    return out
+
+
+@pytest.mark.parametrize("bursts_per_run, mean_burst", [(2.0, 3.0), (1.0, 4.0)])
+def test_five_runs_of_a_bursty_rate_seldom_put_the_interval_below_it(bursts_per_run, mean_burst):
+    """The gate's first look (5 runs) at a rate made of bursts: how often the 95 % interval lies wholly below the
+    true rate (the error that passes a service at its limit; nominal 2.5 %). Sets with no error at all are the
+    documented zero-event limitation and left out (0 and 0.9 % of the sets). Ratio estimator ∪ Clopper–Pearson
+    alone: 8.5 % and 11.5 %; with Korn–Graubard's term 3.5 % and 3.9 % (± 0.3 % at 4,000 sets). What is left
+    is mostly one small burst in five runs, which no interval can tell from one of a large burst."""
+    rng = random.Random(7)
+    truth = bursts_per_run * mean_burst / REQUESTS
+    sets = [_bursty_runs(rng, 5, bursts_per_run, mean_burst) for _ in range(4000)]
+    with_errors = [s for s in sets if any(k for k, _ in s)]
+    below = sum(rate_interval(s).hi < truth for s in with_errors) / len(with_errors)
+    assert below <= 0.05, below
+
+
+def test_runs_that_agree_keep_clopper_pearson_and_spread_runs_widen_it():
+    """Korn–Graubard's effective trials are capped at the real ones: runs no more spread than independent
+    requests would be keep the exact interval; one run holding every error widens it upward."""
+    even = rate_interval([(5, 1000)] * 5)
+    assert (even.lo, even.hi) == pytest.approx(clopper_pearson(25, 5000))
+    one_run = rate_interval([(25, 1000)] + [(0, 1000)] * 4)
+    assert one_run.value == even.value and one_run.hi > 2 * even.hi
