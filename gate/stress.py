@@ -6,7 +6,7 @@ Every service of the stack runs in every scenario on the one GPU node group, so 
 
 | scenario | what happens | default SLO (from the steady `slo`) |
 | --- | --- | --- |
-| `steady` | the services' own workloads for `gate.durationS` | the `slo` itself |
+| `steady` | the services' own workloads for `gate.durationS`, measured from t = 0: each service starts with max(minReplicas, initial-scale) pods Ready and its full load at once, so the terms include the first minutes' scale-up (no warm-up is deleted) | the `slo` itself |
 | `spike` | each service's traffic × `factor` (3) for `durationS` (120 s) from `atS` (120 s), at the same time (correlated spikes are the case that exhausts a shared node group) | latency limits × 2, rate limits as steady, no cold-start limit |
 | `rollout` | at `atS` (60 s) each Knative service's new revision starts at max(minReplicas, initial-scale) cold pods on the GPUs actually free, while the old one serves; the route moves once that many are Ready, and the old revision, unreachable, scales down (simulation/stress.py) | as steady without the cold-start limit, and fewer than 1 run in 5 with the new revision not Ready within the progress deadline (gate/verdict.py `rollout_check`) |
 | `scaleFromZero` | services that may scale to zero (minReplicas 0, and `knative.autoscaler` leaves enable-scale-to-zero on) start at zero pods while their traffic arrives | as steady |
@@ -17,6 +17,10 @@ Stress may need new nodes, whose provisioning no setting of the service shortens
 limit applies only where the steady SLO has it and the run needs no new node by design (steady, scale from
 zero); users still see a slow cold start in the latency and error terms. The rate limits are relaxed for a node loss because its in-flight requests fail whatever the settings; the
 latency limits for a spike and a node loss because queueing while capacity catches up is expected.
+The steady terms are those of a fresh deploy's first `durationS`, not of a stationary state: for a service
+whose load needs more pods than it starts with they are pessimistic (dev's p99 TTFT read 73 % higher than
+after 600 s of warm-up, review rev13-stats finding 4), for one whose queues start empty slightly optimistic
+(prod's chat p99 1 % lower); a longer `durationS` dilutes the start.
 """
 
 from __future__ import annotations

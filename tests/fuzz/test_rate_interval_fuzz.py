@@ -1,0 +1,31 @@
+"""Property: the rate interval of any replications' (events, requests) counts is a valid interval around Σk/Σn —
+no exception, finite, inside [0, 1], containing the pooled Clopper–Pearson interval (simulation.estimates
+`rate_interval`, its Korn–Graubard term on non-integer effective counts included)."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, strategies as st
+
+from fuzz.test_fuzz_inputs import _settings
+from simulation.analytic import clopper_pearson
+from simulation.estimates import rate_interval
+
+
+@st.composite
+def _runs(draw):
+    n = st.one_of(st.integers(1, 50), st.integers(1, 10**9))
+    return [(draw(st.integers(0, trials)), trials) for trials in draw(st.lists(n, min_size=1, max_size=40))]
+
+
+@given(_runs(), st.sampled_from([0.95, 0.9973]))
+@_settings(300)
+def test_any_counts_give_a_valid_interval_around_the_pooled_rate(counts, level):
+    k, n = sum(c for c, _ in counts), sum(t for _, t in counts)
+    e = rate_interval(counts, level)
+    assert e.value == k / n and e.replications == len(counts)
+    assert all(math.isfinite(x) for x in (e.lo, e.hi))
+    assert 0.0 <= e.lo <= e.value <= e.hi <= 1.0
+    cp_lo, cp_hi = clopper_pearson(k, n, level)
+    assert e.lo <= cp_lo + 1e-12 and e.hi >= cp_hi - 1e-12
