@@ -184,6 +184,9 @@ def _beta_cdf(a: float, b: float, x: float, y: float, log_x: float, log_y: float
     return math.exp(a * log_x + b * log_y - _log_beta(a, b)) / a * _beta_cf(a, b, x, y)
 
 
+_TINY, _BELOW_1 = 5e-324, math.nextafter(1.0, 0.0)
+
+
 def beta_quantile(p: float, a: float, b: float) -> float:
     """The x with I_x(a, b) = p (0 < p < 1): Newton steps on `beta_cdf` with its density, kept inside a
     bisection bracket; to ~1e-10 relative (checked against scipy.stats.beta.ppf in the tests)."""
@@ -191,7 +194,7 @@ def beta_quantile(p: float, a: float, b: float) -> float:
     mean = a / (a + b)
     sd = math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
     z = Z975 if p > 0.5 else -Z975   # start: the normal approximation at the usual tail, kept inside (0, 1)
-    x = min(max(mean + z * sd, mean * 1e-3), 1.0 - (1.0 - mean) * 1e-3)
+    x = min(max(mean + z * sd, mean * 1e-3, _TINY), 1.0 - (1.0 - mean) * 1e-3, _BELOW_1)
     lo, hi = 0.0, 1.0
     for _ in range(400):
         f = beta_cdf(x, a, b) - p
@@ -203,6 +206,7 @@ def beta_quantile(p: float, a: float, b: float) -> float:
         if not lo < new < hi:   # Newton left the bracket: bisect it (geometrically while it spans decades)
             new = math.sqrt(lo * hi) if 0.0 < lo and hi < 1.0 and hi > 4.0 * lo else \
                 (lo + hi) / 2.0 if lo > 0.0 or hi < 1.0 else (x + 1.0) / 2.0
+            new = min(max(new, _TINY), _BELOW_1)   # inside (0, 1), where the density is defined
         if abs(new - x) <= 1e-13 * new:
             return new
         x = new

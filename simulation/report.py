@@ -143,8 +143,9 @@ def _counts(table: dict[tuple[int, str], int]) -> tuple[dict, dict]:
 
 
 def _rate(k: int, n: int, batch_k: list[int], batch_n: list[int]) -> dict:
-    """The pooled rate k/n with the wider of the Clopper–Pearson interval and the ratio estimator's over the batches
-    (`simulation.estimates.rate_interval`, as the gate pools replications): batches with few requests weigh
+    """The pooled rate k/n with the wider of the Clopper–Pearson interval and the ratio estimator's and Korn and
+    Graubard's over the batches (`simulation.estimates.rate_interval`, as the gate pools replications): batches with
+    few requests weigh
     less, so the interval is around k/n. An unweighted mean of per-batch ratios is a different, biased figure
     (standard-hpa: 16.3 % pooled, its interval [0.95 %, 17.2 %])."""
     rate = k / n if n else 0.0

@@ -51,8 +51,8 @@ def _kubernetes_validate():
     import kubernetes_validate
     from kubernetes_validate import utils
 
-    if not hasattr(utils.schema_contents, "cache_info"):
-        utils.schema_contents = lru_cache(maxsize=64)(utils.schema_contents)
+    if not hasattr(utils.schema_contents, "cache_info"):   # ≈ 3 MB per parsed definitions file: a few versions
+        utils.schema_contents = lru_cache(maxsize=16)(utils.schema_contents)
     return kubernetes_validate
 
 

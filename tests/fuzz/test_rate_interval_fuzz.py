@@ -29,3 +29,13 @@ def test_any_counts_give_a_valid_interval_around_the_pooled_rate(counts, level):
     assert 0.0 <= e.lo <= e.value <= e.hi <= 1.0
     cp_lo, cp_hi = clopper_pearson(k, n, level)
     assert e.lo <= cp_lo + 1e-12 and e.hi >= cp_hi - 1e-12
+
+
+@given(st.floats(1e-6, 1e12), st.floats(0.0, 1.0), st.sampled_from([0.95, 0.9973]))
+@_settings(300)
+def test_clopper_pearson_on_effective_counts_is_a_valid_interval(trials, share, level):
+    """Korn–Graubard's counts are not whole: any 0 ≤ k ≤ n gives bounds in [0, 1] around k/n (the quantile
+    search stays inside (0, 1), where the beta density is defined)."""
+    k = trials * share
+    lo, hi = clopper_pearson(k, trials, level)
+    assert 0.0 <= lo <= k / trials <= hi <= 1.0

@@ -76,7 +76,7 @@ def test_rate_interval_t_term_uses_r_minus_1_and_is_widened_past_clopper_pearson
     assert (e.value, e.lo, e.hi, e.replications) == pytest.approx((0.05, 0.0251586229, 0.0814034560, 3), abs=1e-9)
 
 
-def test_rate_interval_t_term_applies_from_two_replications():
+def test_rate_interval_from_two_replications_has_one_degree_of_freedom():
     e = rate_interval([(0, 100), (4, 100)])
     # p = 4 / 200 = 0.02; residuals −2, 2; variance (4 + 4) / (2 − 1) = 8; h = t(1) · √(8 / 2) / 100
     # = 12.7062047 · 2 / 100 = 0.2541241 → the t-term's hi = 0.2741241 (Clopper–Pearson's 4 of 200 alone:
@@ -85,11 +85,13 @@ def test_rate_interval_t_term_applies_from_two_replications():
     assert (e.value, e.lo, e.hi, e.replications) == pytest.approx((0.02, 0.0, 0.9612290263, 2), abs=1e-9)
 
 
-def test_rate_interval_whose_runs_agree_keeps_clopper_pearsons_lower_end():
+def test_rate_interval_whose_runs_agree_is_clopper_pearson_on_fewer_effective_trials():
     e = rate_interval([(5, 100), (5, 100), (5, 100), (5, 100)])
-    # residuals all 0: the t-term is 0 and the interval is Clopper–Pearson's for 20 of 400
-    # (scipy.stats.beta.ppf(0.025, 20, 381), ppf(0.975, 21, 380)) = (0.0308052, 0.0761670)
-    assert (e.value, e.lo, e.hi) == pytest.approx((0.05, 0.0308052, 0.0761670), abs=5e-7)
+    # residuals all 0: the t-term is 0; Korn–Graubard's effective trials are all 400, times (z / t(3))² =
+    # (1.9599640 / 3.1824463)² = 0.3792923 for the 3 degrees of freedom: Clopper–Pearson on 7.5858458 of
+    # 151.7169151 (scipy.stats.beta.ppf(0.025, 7.5858458, 145.1310693), ppf(0.975, 8.5858458, 144.1310693)) =
+    # (0.0212403, 0.0977497), around Clopper–Pearson's for 20 of 400 (0.0308052, 0.0761670)
+    assert (e.value, e.lo, e.hi) == pytest.approx((0.05, 0.0212403, 0.0977497), abs=5e-7)
 
 
 def test_welch_interval_for_whatif_runs_on_different_seeds():

@@ -4,10 +4,11 @@ few runs hold most of a rare error (simulation.estimates.rate_interval, Korn & G
 from __future__ import annotations
 
 import random
+from statistics import NormalDist
 
 import pytest
 
-from simulation.analytic import clopper_pearson
+from simulation.analytic import clopper_pearson, t975
 from simulation.estimates import rate_interval
 
 REQUESTS = 1800   # per run, as a 3,000-s M/M/1/11 run at λ = 0.6
@@ -33,7 +34,7 @@ def test_five_runs_of_a_bursty_rate_seldom_put_the_interval_below_it(bursts_per_
     """The gate's first look (5 runs) at a rate made of bursts: how often the 95 % interval lies wholly below the
     true rate (the error that passes a service at its limit; nominal 2.5 %). Sets with no error at all are the
     documented zero-event limitation and left out (0 and 0.9 % of the sets). Ratio estimator ∪ Clopper–Pearson
-    alone: 8.5 % and 11.5 %; with Korn–Graubard's term 3.5 % and 3.9 % (± 0.3 % at 4,000 sets). What is left
+    alone: 8.5 % and 11.5 %; with Korn–Graubard's term 2.8 % and 3.9 % (± 0.3 % at 4,000 sets). What is left
     is mostly one small burst in five runs, which no interval can tell from one of a large burst."""
     rng = random.Random(7)
     truth = bursts_per_run * mean_burst / REQUESTS
@@ -43,10 +44,15 @@ def test_five_runs_of_a_bursty_rate_seldom_put_the_interval_below_it(bursts_per_
     assert below <= 0.05, below
 
 
-def test_runs_that_agree_keep_clopper_pearson_and_spread_runs_widen_it():
-    """Korn–Graubard's effective trials are capped at the real ones: runs no more spread than independent
-    requests would be keep the exact interval; one run holding every error widens it upward."""
-    even = rate_interval([(5, 1000)] * 5)
-    assert (even.lo, even.hi) == pytest.approx(clopper_pearson(25, 5000))
+def test_effective_trials_are_capped_at_the_real_ones_before_the_degrees_of_freedom_factor():
+    """Korn & Graubard cap n* = p̂(1 − p̂)/v̂ at Σn, then shrink it by (z/t_{R−1})² (0.4983 at 5 runs): runs that
+    agree, or spread less than independent requests would be, get Clopper–Pearson on that share of their
+    requests; one run holding every error gets far fewer effective trials."""
+    factor = (NormalDist().inv_cdf(0.975) / t975(4)) ** 2
+    cp = clopper_pearson(25 * factor, 5000 * factor)      # 25 of 5,000, on 2,491.66 effective trials
+    for counts in ([(5, 1000)] * 5, [(5, 1000), (6, 1000), (4, 1000), (5, 1000), (5, 1000)]):
+        e = rate_interval(counts)
+        assert (e.lo, e.hi) == pytest.approx(cp, rel=1e-9)
+    assert cp == pytest.approx((0.00262325, 0.00863082), abs=5e-9)   # scipy.stats.beta.ppf, as in the docstring
     one_run = rate_interval([(25, 1000)] + [(0, 1000)] * 4)
-    assert one_run.value == even.value and one_run.hi > 2 * even.hi
+    assert one_run.value == e.value and one_run.hi > 2 * cp[1]
