@@ -86,3 +86,22 @@ def test_startup_budget_is_the_earliest_kill_the_kubelet_may_make(delay, period,
     for load in (startup_budget(delay, period, failures), startup_budget(delay, period, failures) + 0.5):
         needed = startup_failures_needed(delay, period, load)
         assert startup_budget(delay, period, needed) >= load > startup_budget(delay, period, needed - 1) or needed == 1
+
+
+def test_schemas_are_read_once_and_every_validation_still_sees_its_own_manifest():
+    """kubernetes-validate's schema files are parsed once per process (validation.kubernetes._kubernetes_validate):
+    a second validation of the same kinds reads no file, and the shared parsed schemas give each manifest its own
+    verdict (a bad one after a good one, the good one again after it)."""
+    from kubernetes_validate import utils
+
+    from validation.kubernetes import validation_errors
+
+    good = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}
+    bad = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}, "spec": {"finalizers": "x"}}
+    assert validation_errors(good, "1.33") == []
+    loads = utils.schema_contents.cache_info().misses
+    first = validation_errors(bad, "1.33")
+    assert first and "finalizers" in first[0]
+    assert validation_errors(good, "1.33") == [] and validation_errors(bad, "1.33") == first
+    assert utils.schema_contents.cache_info().misses == loads      # no schema file read again
+    assert validation_errors({**good, "kind": "Nonesuch"}, "1.33") == ["Nonesuch/a: no schema for v1 Nonesuch"]
