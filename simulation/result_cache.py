@@ -168,17 +168,28 @@ def _digest(report: dict) -> str:
     return hashlib.sha256(json.dumps(report, separators=(",", ":")).encode()).hexdigest()
 
 
-_REPORT_AT = b'","report":'
+_REPORT_AT = '","report":'
+
+
+def _entry_text(key: str, fingerprint: str, report: dict) -> str:
+    """An entry as `put_all` writes it: `{"key":…,"fingerprint":…,"digest":…,"report":…}`, compact JSON, the
+    report encoded once (its digest is of the same text; `json.dumps` of the whole entry gives the same bytes)."""
+    body = json.dumps(report, separators=(",", ":"))
+    return f'{_entry_head(key, fingerprint)}{hashlib.sha256(body.encode()).hexdigest()}{_REPORT_AT}{body}}}'
+
+
+def _entry_head(key: str, fingerprint: str) -> str:
+    return f'{{"key":"{key}","fingerprint":"{fingerprint}","digest":"'
 
 
 def _as_written(data: bytes, key: str) -> dict | None:
-    """The report of an entry laid out as `put_all` writes it, `{"key":…,"fingerprint":…,"digest":…,"report":…}`
-    compact, its digest checked on the report's bytes as written: they are `json.dumps(report)` compact (a value
-    nested in compact JSON is encoded as alone), so no re-encoding (≈ 1.5 ms per entry of prod). None for any
-    other layout or a digest that differs; the general reading in `_read` then decides."""
-    head = f'{{"key":"{key}","fingerprint":"{simulator_fingerprint()}","digest":"'.encode()
+    """The report of an entry laid out as `_entry_text` writes it, its digest checked on the report's bytes as
+    written (no re-encoding: ≈ 1.5 ms per entry of prod). None for any other layout or a digest that differs;
+    the general reading in `_read` then decides."""
+    head = _entry_head(key, simulator_fingerprint()).encode()
     start = len(head) + 64 + len(_REPORT_AT)
-    if not (data.startswith(head) and data[start - len(_REPORT_AT):start] == _REPORT_AT and data.endswith(b"}")):
+    if not (data.startswith(head) and data[start - len(_REPORT_AT):start] == _REPORT_AT.encode()
+            and data.endswith(b"}")):
         return None
     body = data[start:-1]
     if hashlib.sha256(body).hexdigest().encode() != data[len(head):len(head) + 64]:
@@ -329,8 +340,7 @@ class ResultCache:
         for job, report, key in items:
             tmp = None
             try:
-                text = json.dumps({"key": key, "fingerprint": fingerprint, "digest": _digest(report),
-                                   "report": report}, separators=(",", ":"))
+                text = _entry_text(key, fingerprint, report)
                 if len(text.encode("utf-8")) > MAX_ENTRY_BYTES:
                     continue            # it would never be read
                 folder.mkdir(parents=True, exist_ok=True)

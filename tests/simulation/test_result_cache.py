@@ -319,6 +319,11 @@ def test_an_entry_as_written_is_read_without_encoding_its_report_again(tmp_path,
     def encoded(report):
         raise AssertionError("the report was encoded again to check its digest")
 
+    for path in tmp_path.glob("*/*.json"):   # written as the whole entry's compact JSON would be
+        entry = json.loads(path.read_text())
+        assert list(entry) == ["key", "fingerprint", "digest", "report"]
+        assert path.read_text() == json.dumps(entry, separators=(",", ":"))
+        assert entry["digest"] == result_cache._digest(entry["report"])
     monkeypatch.setattr(result_cache, "_digest", encoded)
     warm_cache = ResultCache(tmp_path)
     assert json.dumps(_run(warm_cache), sort_keys=True) == json.dumps(cold, sort_keys=True)
