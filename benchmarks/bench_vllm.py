@@ -90,7 +90,8 @@ def main() -> None:
     v1 = bench("v1", args.repeat)
     print(f"V1 / V0 speed: {v1 / v0:.2f}×")
     g0, g1 = gate_cpu_s("v0", args.repeat), gate_cpu_s("v1", args.repeat)
-    print(f"gate, all shipped stacks: V0 {g0:.2f} CPU s, V1 {g1:.2f} CPU s → V1 / V0 time {g1 / g0:.2f}× (limit 2×)")
+    print(f"gate, all shipped stacks: V0 {g0:.2f} CPU s, V1 {g1:.2f} CPU s → "
+          f"V1 / V0 time {g1 / g0:.2f}× (limit 2×)")
 
 
 if __name__ == "__main__":

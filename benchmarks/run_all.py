@@ -142,7 +142,8 @@ def idle_stretches(repeat: int, quick: bool) -> None:
                         KpaLoop.EAGER = False
             per = {e: (statistics.median(cost[(e, 1.0 + hours)]) - statistics.median(cost[(e, 1.0)])) / hours * 1e3
                    for e in (False, True)}
-            print(f"     {label:34} {per[False]:6.2f} ms (reference {per[True]:6.2f} ms: {per[True] / per[False]:.1f}x)",
+            print(f"     {label:34} {per[False]:6.2f} ms "
+                  f"(reference {per[True]:6.2f} ms: {per[True] / per[False]:.1f}x)",
                   flush=True)
 
 
@@ -171,7 +172,8 @@ def preflight(repeat: int) -> None:
     last = cold[-1][2]
     if last:
         for s in last["timings"]["stages"]:
-            print(f"     {s['stage']:62} {s['wall_s']:7.3f} s" + ("" if s["cpu_s"] is None else f" {s['cpu_s']:7.3f} CPU s"))
+            print(f"     {s['stage']:62} {s['wall_s']:7.3f} s" +
+                  ("" if s["cpu_s"] is None else f" {s['cpu_s']:7.3f} CPU s"))
         print(f"     {'CPU s of the worker processes':62} {last['timings']['cpu_s']['workers']:7.3f}")
 
 

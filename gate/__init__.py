@@ -31,8 +31,8 @@ from gate.verdict import Check, Verdict, judge
 from gate.sequential import Decision, Trial, decide
 from gate.stress import GateScenario, gate_scenarios
 
-__all__ = ["Check", "Verdict", "trials", "check_stack", "start_check", "check_service", "gate_failure", "gate_warnings", "scenario_for",
-           "cluster_profile", "stack_scenarios"]
+__all__ = ["Check", "Verdict", "trials", "check_stack", "start_check", "check_service", "gate_failure", "gate_warnings",
+           "scenario_for", "cluster_profile", "stack_scenarios"]
 
 
 def stack_scenarios(cfg: StackConfig, kinds: tuple[str, ...] | None = None) -> list[GateScenario]:

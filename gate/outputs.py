@@ -2,7 +2,8 @@
 
     {"passed": true, "seed": 1, "durationS": 900, "replications": {"min": 5, "max": 20},
      "services": {"chat": {"steady": {"passed": true, "replications": 5,
-        "checks": [{"name": "p99 latency (s)", "value": 24.7, "ci95": [23.3, 26.1], "limit": 60, "status": "pass", …}],
+        "checks": [{"name": "p99 latency (s)", "value": 24.7, "ci95": [23.3, 26.1], "limit": 60, "status": "pass",
+                    …}],
         "metrics": {"503 rate": {"value": 0, "ci95": [0, 7.7e-5], "replications": 5}, …,
                     "pod GPU-hours": {…}}}}}}
 

@@ -2,7 +2,8 @@
 
 Round 1 runs `gate.replications.min` replications of every scenario; each later round doubles the count (up to
 `gate.replications.max`) for the scenarios that still have an undecided check; a scenario's next round is sent
-to the executor as soon as its own replications are judged. Replication i always uses seed `simulation.replicate.replication_seed(gate.seed, i)`, so the same
+to the executor as soon as its own replications are judged. Replication i always uses seed
+`simulation.replicate.replication_seed(gate.seed, i)`, so the same
 config and seed give the same verdict on any machine and any executor.
 
 Looking at the interval after each round and stopping when it decides is a sequential test; with doubling there

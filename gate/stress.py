@@ -15,7 +15,8 @@ Every service of the stack runs in every scenario on the one GPU node group, so 
 Stress scenarios run for `STRESS_DURATION_S` (600 s; a rollout: its start + the progress deadline + 60 s).
 Stress may need new nodes, whose provisioning no setting of the service shortens, so the longest-cold-start
 limit applies only where the steady SLO has it and the run needs no new node by design (steady, scale from
-zero); users still see a slow cold start in the latency and error terms. The rate limits are relaxed for a node loss because its in-flight requests fail whatever the settings; the
+zero); users still see a slow cold start in the latency and error terms. The rate limits are relaxed for a node loss
+because its in-flight requests fail whatever the settings; the
 latency limits for a spike and a node loss because queueing while capacity catches up is expected.
 The steady terms are those of a fresh deploy's first `durationS`, not of a stationary state: for a service
 whose load needs more pods than it starts with they are pessimistic (dev's p99 TTFT read 73 % higher than
@@ -51,7 +52,8 @@ class GateScenario:
 
 
 def _scale(slo: Slo, latency: float = 1.0, rates: float = 1.0, cold_start: bool = True) -> Slo:
-    return replace(slo, max_cold_start_s=slo.max_cold_start_s if cold_start else None, p99_latency_s=slo.p99_latency_s * latency,
+    return replace(slo, max_cold_start_s=slo.max_cold_start_s if cold_start else None,
+                   p99_latency_s=slo.p99_latency_s * latency,
                    p99_ttft_s=None if slo.p99_ttft_s is None else slo.p99_ttft_s * latency,
                    max_error_rate=min(1.0, slo.max_error_rate * rates), max_503_rate=min(1.0, slo.max_503_rate * rates))
 

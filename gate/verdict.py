@@ -263,7 +263,8 @@ def rate_check(name: str, limit: float, reports: Sequence[Mapping], max_replicat
         need = math.ceil(zero_event_trials(limit) / per_run) if limit > 0 else None
         more = f", or about {need} runs of as many" if need and need <= MAX_REPLICATIONS else ""
         why_not = (f"limit {limit:g} is below {lowest_rate_upper(requests):.3g}, the lowest upper end {runs} "
-                   f"event-free runs of ≈ {per_run:,.0f} requests reach; a limit of {passable_rate_limit(requests):g} "
+                   f"event-free runs of ≈ {per_run:,.0f} requests reach; a limit of "
+                   f"{passable_rate_limit(requests):g} "
                    "could pass")
         notes.append(f"cannot pass: {why_not}{more}")
     return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not why_not, why_not=why_not)

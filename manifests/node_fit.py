@@ -70,5 +70,6 @@ def node_fit_problems(cfg: StackConfig) -> list[Problem]:
             consequence = ("so it never schedules (Pending for ever)" if fit < 1 else
                            f"so only {fit} of the {wanted} pods its GPUs could hold fit, and the other GPUs sit idle")
             problems.append(Problem(f"services[{i}].resources", {"cpu": svc.cpu, "memory": svc.memory},
-                                    f"expected requests that fit the node ({svc.name}): {need}; {offer}; {consequence}"))
+                                    f"expected requests that fit the node ({svc.name}): {need}; {offer}; "
+                                    f"{consequence}"))
     return problems

@@ -93,7 +93,8 @@ def _target(args: Any) -> Target:
         return Target(svc.model, cfg.node_group.gpu, svc.gpus, args.utilization or svc.gpu_memory_utilization,
                       args.stack, args.service, svc.engine, cfg.catalog)
     if args.model not in DEFAULT.models:
-        problems.append(Problem("--model", args.model, "expected a catalog model: " + ", ".join(sorted(DEFAULT.models))))
+        problems.append(Problem("--model", args.model,
+                                "expected a catalog model: " + ", ".join(sorted(DEFAULT.models))))
     if args.gpu not in DEFAULT.gpus:
         problems.append(Problem("--gpu", args.gpu, "expected a catalog GPU: " + ", ".join(sorted(DEFAULT.gpus))))
     if args.write:

@@ -59,7 +59,8 @@ class StackCheck:
 
     @property
     def passed(self) -> bool:
-        return not self.admission and not self.rollout and not self.manifest_errors and not self.mandatory and all(v.passed for v in self.verdicts)
+        return (not self.admission and not self.rollout and not self.manifest_errors and not self.mandatory
+                and all(v.passed for v in self.verdicts))
 
     def to_dict(self) -> dict:
         return {

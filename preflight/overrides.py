@@ -7,8 +7,8 @@ it). PATH is dot-separated; a list of services is indexed by service name (or po
 (`STRING_MAPS`: annotations, labels, nodeSelector, runtime.env, knative features and autoscaler) the rest of the
 path is one key, so `services.chat.annotations.autoscaling.knative.dev/window=120s` works too; everywhere else a
 dot always goes one level down (`gate.replications.max` is `gate: {replications: {max: …}}`). VALUE is read as
-YAML (`8` is a number, `"8"` a string, `{min: 2}` a mapping). The edited values are then parsed by the stack config's own schema, so a misspelt
-key or a bad value gets the same key-path error as in the stack file.
+YAML (`8` is a number, `"8"` a string, `{min: 2}` a mapping). The edited values are then parsed by the stack config's
+own schema, so a misspelt key or a bad value gets the same key-path error as in the stack file.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Closed forms the simulator is checked against (reference queueing.md) and small statistics helpers.
 
 a = λ/μ offered load, c servers, K system capacity, ρ = a/c.
-M/M/c/K: p₀ = [Σ_{n<c} aⁿ/n! + (a^c/c!) Σ_{n=c}^{K} ρ^{n−c}]⁻¹; pₙ = aⁿ/n!·p₀ (n < c), (a^c/c!)ρ^{n−c}p₀ (c ≤ n ≤ K);
+M/M/c/K: p₀ = [Σ_{n<c} aⁿ/n! + (a^c/c!) Σ_{n=c}^{K} ρ^{n−c}]⁻¹;
+pₙ = aⁿ/n!·p₀ (n < c), (a^c/c!)ρ^{n−c}p₀ (c ≤ n ≤ K);
 blocking P_B = p_K; λ_eff = λ(1 − p_K); L_q = Σ (n−c)pₙ; W_q = L_q/λ_eff; L = L_q + λ_eff/μ; W = W_q + 1/μ.
 Erlang B: B(0) = 1, B(k) = a·B(k−1)/(k + a·B(k−1)).  Erlang C: C = B/(1 − ρ(1 − B)), W_q = C/(cμ − λ).
 """
@@ -217,7 +218,8 @@ def beta_quantile(p: float, a: float, b: float) -> float:
 def clopper_pearson(k: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Clopper–Pearson's exact interval for a binomial proportion from k events in n trials (or effective, not
     whole, counts: `simulation.estimates.rate_interval`): the p whose
-    binomial tails P(X ≥ k) and P(X ≤ k) are (1 − level)/2 — the beta quantiles B((1 − level)/2; k, n − k + 1)
+    binomial tails P(X ≥ k) and P(X ≤ k) are (1 − level)/2 —
+    the beta quantiles B((1 − level)/2; k, n − k + 1)
     and B((1 + level)/2; k + 1, n − k) (Clopper & Pearson, Biometrika 1934). Each end holds its error at most
     (1 − level)/2 for every p, where Wilson's may not at small n: Wilson's lower end for 3 of 5 is 0.231, yet
     P(X ≥ 3 | n = 5, p = 0.2) = 5.8 %; this one's is 0.147. (0, 1) when n = 0."""
@@ -232,7 +234,8 @@ def clopper_pearson(k: float, n: float, level: float = 0.95) -> tuple[float, flo
 
 def zero_event_trials(fraction: float, level: float = 0.95) -> int:
     """The fewest trials in which 0 events put the Clopper–Pearson upper end at or under `fraction`:
-    1 − ((1 − level)/2)^(1/n) ≤ fraction, i.e. n ≥ ln((1 − level)/2) / ln(1 − fraction) (17 for 0.2 at 95 %)."""
+    1 − ((1 − level)/2)^(1/n) ≤ fraction, i.e. n ≥ ln((1 − level)/2) / ln(1 − fraction)
+    (17 for 0.2 at 95 %)."""
     n = max(1, math.ceil(math.log((1.0 - level) / 2.0) / math.log1p(-fraction)))
     while clopper_pearson(0, n, level)[1] > fraction:   # guard the float edge of the closed form
         n += 1

@@ -16,7 +16,8 @@ statistics apply to per-replication figures):
   time, the larger on the log scale 92–97 % (README "How often the gate is wrong"). The mean of the runs' own
   p99s it replaces is an average of order statistics of short, autocorrelated windows: for a queueing service it
   ran 15–20 % under the stationary p99, and more replications narrowed its interval around the low figure.
-- `rate_interval`: the pooled rate Σkᵢ/Σnᵢ with the ratio-estimator t-interval (residuals kᵢ − p̂nᵢ), widened to
+- `rate_interval`: the pooled rate Σkᵢ/Σnᵢ with the ratio-estimator t-interval
+  (residuals kᵢ − p̂nᵢ), widened to
   contain the Clopper–Pearson exact interval of the pooled counts (`simulation.analytic.clopper_pearson`) — the
   t-interval collapses to a point when no replication saw the event, Clopper–Pearson does not — and Korn &
   Graubard's Clopper–Pearson on the effective number of trials the runs' spread shows, for errors that come in
@@ -173,8 +174,8 @@ def rate_interval(counts: Sequence[tuple[int, int]], level: float = 0.95) -> Est
     - The ratio-estimator t-interval, which sees how much the replications disagree.
     - The Clopper–Pearson interval of the pooled counts, which does not collapse when they agree.
     - Korn & Graubard's (*Survey Methodology* 24(2), 1998): Clopper–Pearson on the effective number of trials
-      n* = min(Σn, p̂(1 − p̂)/v̂) · (z/t_{R−1})² (v̂ the ratio estimator's variance, the runs as clusters; the
-      factor for the R − 1 degrees of freedom v̂ has, 0.50 at 5 runs, 0.88 at 20, applied also where the runs
+      n* = min(Σn, p̂(1 − p̂)/v̂) · (z/t_{R−1})² (v̂ the ratio estimator's variance, the runs as clusters;
+      the factor for the R − 1 degrees of freedom v̂ has, 0.50 at 5 runs, 0.88 at 20, applied also where the runs
       look no more spread than independent requests: 5 runs cannot tell that they are not). Errors come in
       bursts within a run (a queue-full episode refuses several arrivals in a row), so a few runs hold most
       of them: over 5 runs of a rare, clustered 503 (M/M/1/11 at ρ = 0.6, ~2.6 per run) the two others put

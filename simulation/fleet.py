@@ -26,8 +26,8 @@ A fleet mapping (what `gate.stress` generates, JSON-able so replications can run
 `run_fleet(fleet, seed)` returns {"name", "seed", "services": {name: report}, "node_group": {...},
 "events": {...}}. Each service's random streams are seeded from (seed, service name), so adding a service
 does not change another's arrivals. In a fleet, each service report's `gpu_hours`/`nodes_provisioned` are the
-node group's and its `pod_gpu_hours` its own pods'; a rolled-out service's report covers both revisions' requests and cold starts (its Little's-law
-figures cover the old revision's attempts only).
+node group's and its `pod_gpu_hours` its own pods'; a rolled-out service's report covers both revisions' requests and
+cold starts (its Little's-law figures cover the old revision's attempts only).
 """
 
 from __future__ import annotations

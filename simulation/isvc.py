@@ -90,7 +90,8 @@ class ServingSpec:
 
     @classmethod
     def from_manifest(cls, manifest: Any, hpa_manifest: Any = None, path: str = "inferenceService",
-                      problems: list[Problem] | None = None, cluster: ClusterAutoscaler = CLUSTER_DEFAULT) -> "ServingSpec":
+                      problems: list[Problem] | None = None,
+                      cluster: ClusterAutoscaler = CLUSTER_DEFAULT) -> "ServingSpec":
         """Build from the manifest on a cluster with that config-autoscaler; mistakes go to `problems`, else raise."""
         own = problems is None
         problems = [] if own else problems

@@ -69,7 +69,8 @@ class Pod:
         cfg = sim.scenario.server
         self.server = sim.server_cls(self.env, self, cfg.spec, self.rng)
         knative = sim.knative
-        self.hpa = not knative    # area_n / area_busy are read only by the HPA (Standard mode), the KPA reads area_direct
+        self.hpa = not knative    # area_n / area_busy are read only by the HPA (Standard mode),
+                                  # the KPA reads area_direct
         self.qp = QueueProxy(sim, self, self.server, sim.cc if knative else 0, sim.scenario.queue_depth_factor)
         self.restarts = 0
         self.warm = warm

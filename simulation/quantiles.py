@@ -15,7 +15,8 @@ the number of values (~0.5 MB buffer + ~40 k bins per estimator).
 Histogram (the DDSketch mapping, Masson et al., VLDB 2019): bucket i holds values in (γ^(i−1), γ^i] with
 γ = (1 + α)/(1 − α); a value is represented by 2γ^i/(γ + 1), within relative error α = `REL_ERR` (0.1 %) of
 every value in its bucket. A percentile interpolates between the representatives of the two neighbouring order
-statistics at the same type-8 position as the exact path, so it is within α of the exact percentile. Count, mean and max stay exact (running sum and max). Values ≤ `TINY` (1 ns) count as 0.
+statistics at the same type-8 position as the exact path, so it is within α of the exact percentile. Count, mean and
+max stay exact (running sum and max). Values ≤ `TINY` (1 ns) count as 0.
 
 Pooling runs: `tail()` is the run's upper tail in that mapping — the nonzero buckets from the one holding its
 `TAIL_FROM` percentile up (every one for a run of at most `WHOLE_TAIL` values), as two lists (bucket index,

@@ -114,7 +114,8 @@ class Report:
         cs, cens = d["cold_start_s"], d["cold_start_censored"]
         if cs["max"] is not None or cens["count"]:
             longest = "n/a" if cs["max"] is None else f"{cs['max']:.1f}"
-            more = f"; {cens['count']} not Ready at the end, waiting up to {cens['max_s']:.1f} s" if cens["count"] else ""
+            more = (f"; {cens['count']} not Ready at the end, waiting up to {cens['max_s']:.1f} s"
+                    if cens["count"] else "")
             t.add_row("cold start p50 / max (s)", ("n/a" if cs["p50"] is None else f"{cs['p50']:.1f}") +
                       f" / {longest}{more}")
         r = d["replicas"]

@@ -122,7 +122,8 @@ def _taints(sec: Section) -> list[Taint]:
         return [Taint(**GPU_TAINT)]
     out: list[Taint] = []
     for t in items:
-        taint = Taint(t.str("key", "", required=True), t.str("value", ""), t.choice("effect", TAINT_EFFECTS, "NoSchedule"))
+        taint = Taint(t.str("key", "", required=True), t.str("value", ""),
+                      t.choice("effect", TAINT_EFFECTS, "NoSchedule"))
         check_format(t, "key", taint.key or None, QUALIFIED_NAME, "expected a taint key: an optional DNS subdomain "
                      "prefix and '/', then at most 63 letters, digits, '-', '_' or '.'")
         check_eks_key(t, "key", taint.key, "taint")
@@ -152,7 +153,8 @@ def _ami_type(sec: Section) -> str:
     raw = sec.raw("amiType")
     if raw in RETIRED_AMI_TYPES:
         sec.problem("amiType", raw, f"expected {' or '.join(AMI_TYPES)}: EKS no longer publishes AL2 GPU AMIs "
-                    f"(Amazon Linux 2 reached end of support for EKS on 26 November 2025); use {RETIRED_AMI_TYPES[raw]}")
+                    f"(Amazon Linux 2 reached end of support for EKS on 26 November 2025); "
+                    f"use {RETIRED_AMI_TYPES[raw]}")
         sec.data.pop("amiType")
     return sec.choice("amiType", AMI_TYPES, "AL2023_x86_64_NVIDIA")
 

@@ -17,7 +17,8 @@ from validation.fields import Section
 
 # stack key → (simulation server key, min, max)
 _COMMON = {"memoryEfficiency": ("memory_efficiency", 0.001, 1.0),
-           "computeEfficiency": ("compute_efficiency", 0.001, 1.0), "stepOverheadS": ("step_overhead_s", 0.0, 10.0), "prefillOverheadS": ("prefill_overhead_s", 0.0, 10.0)}
+           "computeEfficiency": ("compute_efficiency", 0.001, 1.0), "stepOverheadS": ("step_overhead_s", 0.0, 10.0),
+           "prefillOverheadS": ("prefill_overhead_s", 0.0, 10.0)}
 _VLLM = {"activationGib": ("activation_gib", 0.0, 1024.0), "nonTorchGib": ("overhead_gib", 0.0, 1024.0),
          "cudaGraphGib": ("cuda_graph_gib", 0.0, 1024.0), "prefixCacheHitRatio": ("prefix_cache_hit_ratio", 0.0, 0.99)}
 # Tensor parallelism's all-reduces (simulation/gpu/roofline.py): the engines that run it, vLLM and TGI. naive splits
@@ -26,7 +27,8 @@ _TP = {"interconnectEfficiency": ("interconnect_efficiency", 0.001, 1.0),
        "allreduceLatencyS": ("allreduce_latency_s", 0.0, 1.0)}
 # naive: the memory a measured Transformers server holds besides weights and KV (CUDA context, allocator slack) and
 # its prompt activations per token (simulation/gpu/memory.py prefill_activation_bytes).
-_NAIVE = {"overheadGib": ("overhead_gib", 0.0, 1024.0), "activationBytesPerToken": ("activation_bytes_per_token", 0.0, 1e9)}
+_NAIVE = {"overheadGib": ("overhead_gib", 0.0, 1024.0),
+          "activationBytesPerToken": ("activation_bytes_per_token", 0.0, 1e9)}
 KEYS = {"vllm": {**_COMMON, **_VLLM, **_TP}, "tgi": {**_COMMON, **_VLLM, **_TP}, "naive": {**_COMMON, **_NAIVE},
         "triton": {}}
 SCHEDULERS = ["v1", "v0"]

@@ -110,7 +110,8 @@ EKS_NODE_GROUP_NAME = go_pattern(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")  # EKS CreateNo
 # "u-6tb1.metal"); EKS CreateNodegroup refuses a type that does not exist (InvalidParameterException).
 EC2_INSTANCE_TYPE = go_pattern(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 # An image reference (distribution/reference's grammar): [registry[:port]/]path[:tag][@digest].
-_DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*" \
+_DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])" \
+          r"(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*" \
           r"(?::[0-9]+)?"
 _PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 IMAGE_REFERENCE = go_pattern(rf"^(?:{_DOMAIN}/)?{_PATH}(?:/{_PATH})*(?::[\w][\w.-]{{0,127}})?"
@@ -181,7 +182,8 @@ def check_eks_key(sec: Section, key: str, name: str | None, what: str) -> None:
     reserved = [part for part in EKS_RESERVED_KEY_PARTS if isinstance(name, str) and part in name]
     if reserved:
         sec.problem(key, name, f"expected a {what} key without the reserved prefixes "
-                    f"{', '.join(EKS_RESERVED_KEY_PARTS)} anywhere in it (EKS refuses the node group: \"{what.capitalize()} "
+                    f"{', '.join(EKS_RESERVED_KEY_PARTS)} anywhere in it "
+                    f"(EKS refuses the node group: \"{what.capitalize()} "
                     f"cannot contain reserved prefixes\"); use your own prefix such as 'example.com/gpu'")
     if matches(QUALIFIED_NAME, name) and len(name) > EKS_KEY_MAX:
         sec.problem(key, name, f"expected a {what} key of at most {EKS_KEY_MAX} characters in all, prefix "
@@ -207,6 +209,7 @@ def check_storage_uri(sec: Section, key: str, uri: str | None) -> None:
         sec.problem(key, uri, "expected an s3://, gs://, hf://, https://, pvc:// or oci:// URI")
     elif not matches(pattern, uri):
         shape = {"s3": "s3://<bucket>/<prefix>", "gs": "gs://<bucket>/<prefix>",
-                 "hf": "hf://<org>/<model>[:<revision>] (no trailing /)", "https": "https://<host>/<path>", "http": "http://<host>/<path>", "pvc": "pvc://<claim>/<path>",
+                 "hf": "hf://<org>/<model>[:<revision>] (no trailing /)", "https": "https://<host>/<path>",
+                 "http": "http://<host>/<path>", "pvc": "pvc://<claim>/<path>",
                  "oci": "oci://<registry>/<image>:<tag>"}[scheme]
         sec.problem(key, uri, f"expected {shape} with no spaces")

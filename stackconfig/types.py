@@ -201,7 +201,8 @@ class ServiceConfig:
     node_selector: dict[str, str]
     workload: dict | None  # the simulation's workload mapping, checked by the gate
     client: dict | None  # the simulation's client mapping (timeout, retries, back-off), for the gate
-    gateway: dict | None  # the ingress in front of the service (rate limit → 429, route timeout → 504), for the gate
+    gateway: dict | None  # the ingress in front of the service (rate limit → 429, route timeout → 504),
+                          # for the gate
     slo: Slo | None
     allow_scale_to_zero: bool
     expected_load_s: float  # cold-start estimate the probes were sized from

@@ -159,7 +159,8 @@ def test_an_exponent_rate_in_a_stack_file_is_the_number_pulumi_up_hands_the_prog
     # the Pulumi CLI: go-yaml reads 5e-1 as 0.5 and passes the object as JSON {"rate": 0.5}
     assert load_stack("dev", tmp_path).services[0].workload["rate"] == 0.5
     assert load_stack("dev", tmp_path) == load_stack("dev")
-    _project(tmp_path, text=text.replace("{kind: poisson, rate: 0.5,", "{kind: poisson, rate: '5e-1',"))  # quoted: a string both ways
+    _project(tmp_path, text=text.replace("{kind: poisson, rate: 0.5,",
+                                         "{kind: poisson, rate: '5e-1',"))  # quoted: a string both ways
     assert "workload.rate: got '5e-1'" in _refused(load_stack, "dev", tmp_path)
 
 

@@ -66,7 +66,8 @@ def deploy_notes(path: Path, project: str, stack: str, settings: dict) -> list[s
     if new_min > old_min or new_max < old_max:
         cluster = (config.get(f"{project}:cluster") or {}).get("name", "<cluster>")
         notes.append(
-            f"gpuNodeGroup minSize {old_min} → {new_min}, maxSize {old_max} → {new_max} on a live node group: Pulumi "
+            f"gpuNodeGroup minSize {old_min} → {new_min}, maxSize {old_max} → {new_max} "
+            "on a live node group: Pulumi "
             "ignores desiredSize after creation (the cluster-autoscaler owns it) and sends the one it created the "
             "group with, so EKS refuses the update when that is outside the new bounds (\"Minimum capacity "
             f"{new_min} can't be greater than desired size …\"; terraform-aws-modules/terraform-aws-eks#2030). "

@@ -187,7 +187,8 @@ def from_annotations(annotations: dict[str, Any], container_concurrency: int, pr
         v = _num(ann[key], integer)
         if v is None or (integer and not float(v).is_integer()) or (lo is not None and v < lo) or \
                 (hi is not None and v > hi):
-            rng = f" between {lo} and {hi}" if lo is not None and hi is not None else (f" >= {lo}" if lo is not None else "")
+            rng = (f" between {lo} and {hi}" if lo is not None and hi is not None
+                   else (f" >= {lo}" if lo is not None else ""))
             bad(key, f"expected {'an integer' if integer else 'a number'}{rng} (as a string)")
             return None
         return v

@@ -41,7 +41,8 @@ def kserve_hpa_target(pred: dict, path: str, explicit: bool, problems: list[Prob
         if (metric or "cpu") not in HPA_METRICS:
             problems.append(Problem(f"{path}.scaleMetric", metric, f"expected 'cpu' or 'memory' with {CLASS_ANNOTATION}"
                                     f": hpa; {_WEBHOOK} ('{metric}' is not a supported metric). To scale on "
-                                    f"in-flight requests use {CLASS_ANNOTATION}: external with a HorizontalPodAutoscaler "
+                                    f"in-flight requests use {CLASS_ANNOTATION}: external with a "
+                                    "HorizontalPodAutoscaler "
                                     "or KEDA ScaledObject under `hpa:`, or deploymentMode Knative"))
         elif _number(target) is not None and ((metric or "cpu") == "cpu" and target < 1 or target > 100):
             problems.append(Problem(f"{path}.scaleTarget", target, f"expected a utilization percentage from 1 to 100; "

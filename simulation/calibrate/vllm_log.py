@@ -115,7 +115,8 @@ def parse_vllm_log(text: str) -> LogFacts:
     facts = LogFacts(**found)
     if facts.kv_gib is None and facts.gpu_blocks is None and facts.kv_tokens is None:
         raise ValueError("no KV cache size found: expected a line such as \"GPU KV cache size: N tokens\", "
-                         "\"# GPU blocks: N\", \"Available KV cache memory: X GiB\" or \"reserved for KV Cache is X GiB\"")
+                         "\"# GPU blocks: N\", \"Available KV cache memory: X GiB\" "
+                         "or \"reserved for KV Cache is X GiB\"")
     return facts
 
 

@@ -197,7 +197,8 @@ def vllm_budget(gpu: Gpu, model: Model, *, gpu_memory_utilization: float = DEFAU
         reason = bad_tp
     elif weights + activation + overhead > total * gpu_memory_utilization:
         reason = (f"weights {weights / GIB:.2f} GiB + activation {activation / GIB:.2f} GiB + overhead "
-                  f"{overhead / GIB:.2f} GiB exceed {gpu_memory_utilization:.2f} × {total / GIB:.2f} GiB of {gpu.name}")
+                  f"{overhead / GIB:.2f} GiB exceed {gpu_memory_utilization:.2f} × {total / GIB:.2f} GiB "
+                  f"of {gpu.name}")
     elif num_blocks == 0:
         reason = "no GPU memory left for KV cache blocks"
     elif need_blocks > num_blocks:

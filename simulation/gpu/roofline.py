@@ -39,8 +39,8 @@ T × hidden × dtype bytes. A ring all-reduce sends and receives 2(tp − 1)/tp 
 one-way peak), at `Gpu.interconnect_gbps` (one direction) × `Efficiency.interconnect`, plus a fixed latency
 per all-reduce. vLLM does not overlap them with compute by default (its async-TP compilation pass is opt-in:
 `PassConfig.enable_async_tp = False`), so a pass costs max(memory, compute) + overhead + communication
-(`tp_comm_time`, precomputed per pass and per token in `StepCost`; exactly 0 with tp = 1). Priors (calibrate `Efficiency.interconnect` and
-`allreduce_latency_s`):
+(`tp_comm_time`, precomputed per pass and per token in `StepCost`; exactly 0 with tp = 1). Priors (calibrate
+`Efficiency.interconnect` and `allreduce_latency_s`):
 
 * link efficiency: NVLink 0.80 (A100 NVLink: "480GB/s effective bidirectional" of 600 in vLLM's write-up);
   PCIe 0.65 (Gen4 x16 with peer-to-peer: 41 of 64 GB/s bidirectional in `p2pBandwidthLatencyTest`,
@@ -150,7 +150,8 @@ def tp_comm_time(model: Model, gpu: Gpu, tokens: float, *, eff: Efficiency = DEF
 
 
 def prefill_flops(model: Model, input_tokens: int) -> float:
-    """FLOPs of one prompt's prefill: 2 × params × P + causal attention (2 × 2 × layers × heads × head_dim × P²/2)."""
+    """FLOPs of one prompt's prefill: 2 × params × P + causal attention
+    (2 × 2 × layers × heads × head_dim × P²/2)."""
     linear = model.flops_per_token * input_tokens
     attention = 2.0 * model.layers * model.attention_width * input_tokens * input_tokens
     return linear + attention
@@ -172,7 +173,8 @@ def decode_step_time(model: Model, gpu: Gpu, batch: int, context_tokens: int | N
                      eff: Efficiency = DEFAULT_EFFICIENCY, tp: int = 1) -> float:
     """Seconds for one decode step of `batch` sequences holding `context_tokens` tokens in total (KV read).
 
-    bytes = weights + KV bytes/token × Σ context;  FLOPs = 2 × params × batch + 4 × layers × heads × head_dim × Σ context;
+    bytes = weights + KV bytes/token × Σ context;
+    FLOPs = 2 × params × batch + 4 × layers × heads × head_dim × Σ context;
     plus the tensor-parallel all-reduces of `batch` tokens. `context_tokens` defaults to 1,024 per sequence.
     """
     if batch <= 0:

@@ -2,7 +2,8 @@
 whose every problem names a key path, or accepted — and then renders valid manifests (stacks) or simulates to the
 end (scenarios). Never another exception, never a hang (each case runs under an alarm).
 
-CI runs a few hundred cases (≈ 30–60 s); a long run: `FUZZ_EXAMPLES=5000 python3 -m pytest tests/fuzz -p no:randomly`.
+CI runs a few hundred cases (≈ 30–60 s); a long run:
+`FUZZ_EXAMPLES=5000 python3 -m pytest tests/fuzz -p no:randomly`.
 `FUZZ_CASE_S` bounds one case (default 30 s of wall time: the CI machine is shared).
 """
 

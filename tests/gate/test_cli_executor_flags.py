@@ -87,7 +87,8 @@ def test_a_failing_ray_init_of_any_kind_names_the_flag(monkeypatch, no_gate, cap
 
     monkeypatch.setitem(sys.modules, "ray", FakeRay)
     err = _exit_2(["check", "--ray", "ray://head:10001"], capsys)
-    assert "--ray: got 'ray://head:10001'; expected a reachable Ray cluster (Could not find any running Ray instance)" in err
+    assert ("--ray: got 'ray://head:10001'; expected a reachable Ray cluster "
+            "(Could not find any running Ray instance)") in err
 
 
 @pytest.mark.parametrize("error", [ValueError("unknown address scheme 'gopher'"),

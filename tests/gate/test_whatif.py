@@ -115,5 +115,6 @@ def test_a_workload_file_replaces_both_sides_traffic(tmp_path):
     (tmp_path / "typo.yaml").write_text("{kind: spike, rate: 0.5, peak_rate: 2, at_s: 300, duraton_s: 120}\n")
     with pytest.raises(InputError) as err:  # the workload schema's key path, in the workload file
         sides("dev", [], workload=str(tmp_path / "typo.yaml"))
-    assert f"in {tmp_path / 'typo.yaml'}:" in str(err.value) and "\n  - duraton_s: got 120; unknown key" in str(err.value)
+    assert (f"in {tmp_path / 'typo.yaml'}:" in str(err.value)
+            and "\n  - duraton_s: got 120; unknown key" in str(err.value))
     assert "services[0]" not in str(err.value) and "Pulumi.dev.yaml" not in str(err.value)

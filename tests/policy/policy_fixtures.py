@@ -123,7 +123,8 @@ BAD: dict[str, tuple[Mutation, str]] = {
     "isvc-server-admission-limit": (lambda s: _tgi_admitting(s, "chat-isvc", 2),
                                     "TGI's --max-concurrent-requests is 2, below the"),
     "isvc-scale-down-stabilization": (
-        lambda s: _del_ann(s, "chat-isvc", "autoscaling.knative.dev/scale-down-delay", "autoscaling.knative.dev/window"),
+        lambda s: _del_ann(s, "chat-isvc", "autoscaling.knative.dev/scale-down-delay",
+                           "autoscaling.knative.dev/window"),
         "window 60s (default) + scale-down-delay 0s (default) keeps a GPU replica only ~60 s"),
     "image-tag-pinned": (lambda s: s.container("nvidia-ds").update(image="nvcr.io/nvidia/k8s-device-plugin"),
                          "without a pinned tag"),
@@ -138,7 +139,8 @@ BAD: dict[str, tuple[Mutation, str]] = {
     "device-plugin-not-privileged": (lambda s: s.container("nvidia-ds")["securityContext"].update(privileged=True),
                                      "is privileged"),
     "model-cache-pvc-protected": (lambda s: s.set_options("model-cache-pvc", protect=False), "not protected"),
-    "model-revision-pinned": (lambda s: s.model("chat-isvc").update(storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct"),
+    "model-revision-pinned": (lambda s: s.model("chat-isvc").update(
+                                  storageUri="hf://meta-llama/Meta-Llama-3-8B-Instruct"),
                               "hf://meta-llama/Meta-Llama-3-8B-Instruct names no revision"),
     "model-cache-readiness": (lambda s: s.container("model-cache-prefetch").pop("readinessProbe"),
                               "no readinessProbe, so the cache looks ready"),

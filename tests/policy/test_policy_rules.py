@@ -346,7 +346,8 @@ def test_the_stacks_config_autoscaler_counts_for_stabilization():
     for key in ("autoscaling.knative.dev/scale-down-delay", "autoscaling.knative.dev/window"):
         annotations.pop(key)
     assert len(_fired(s.resources, "isvc-scale-down-stabilization")) == 1
-    for data, fires in (({"scale-down-delay": "5m"}, 0), ({"stable-window": "120s"}, 0), ({"max-scale-up-rate": "10"}, 1)):
+    for data, fires in (({"scale-down-delay": "5m"}, 0), ({"stable-window": "120s"}, 0),
+                        ({"max-scale-up-rate": "10"}, 1)):
         patch = Resource("kubernetes:core/v1:ConfigMapPatch", "knative-autoscaler-patch", {
             "metadata": {"name": "config-autoscaler", "namespace": "knative-serving"}, "data": data})
         assert len(_fired([*s.resources, patch], "isvc-scale-down-stabilization")) == fires, data

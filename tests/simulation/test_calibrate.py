@@ -1,4 +1,5 @@
-"""`python -m preflight calibrate` (also `python -m simulation calibrate`): vLLM start-up logs of three formats reproduced within 1 %, the bench
+"""`python -m preflight calibrate` (also `python -m simulation calibrate`): vLLM start-up logs of three formats
+reproduced within 1 %, the bench
 fit recovering known efficiency factors, `--write` into a stack file, and clear errors (exit 2)."""
 
 import shutil
@@ -132,7 +133,8 @@ def test_the_gate_simulates_the_measured_engine():
     chat = next(s for s in cfg.services if s.name == "chat")
     measured = type(chat)(**{**chat.__dict__, "engine_profile": {"activation_gib": 9.0, "overhead_gib": 2.0}})
     assert gate.scenario_for(cfg, measured)["server"]["activation_gib"] == 9.0
-    assert "server" not in gate.scenario_for(cfg, chat) or "activation_gib" not in gate.scenario_for(cfg, chat)["server"]
+    assert ("server" not in gate.scenario_for(cfg, chat)
+            or "activation_gib" not in gate.scenario_for(cfg, chat)["server"])
 
 
 
@@ -146,7 +148,8 @@ def test_write_touches_only_the_engine_profile_lines(stack, tmp_path):
     shutil.copytree(ROOT / "stacks", tmp_path / "stacks")
     before = (tmp_path / "stacks" / f"Pulumi.{stack}.yaml").read_text()
     service = load_stack(stack, root=tmp_path).services[0].name
-    after = write_engine_profile(stack, service, {"activationGib": 1.26, "nonTorchGib": 1.79}, root=tmp_path).read_text()
+    after = write_engine_profile(stack, service, {"activationGib": 1.26, "nonTorchGib": 1.79},
+                                 root=tmp_path).read_text()
     changed = [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
     assert changed and all(line.startswith("+") for line in changed), changed

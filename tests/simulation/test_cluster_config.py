@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulation.autoscaler.cluster_config import DEFAULT, HPA_CLASS, KEYS, KPA_CLASS, _violations, parse_config_autoscaler
+from simulation.autoscaler.cluster_config import (DEFAULT, HPA_CLASS, KEYS, KPA_CLASS, _violations,
+                                                  parse_config_autoscaler)
 from simulation.autoscaler.config import AutoscalerConfig, from_annotations, from_cluster
 from validation.errors import InputError
 
@@ -108,7 +109,8 @@ def test_not_a_mapping():
 
 def test_data_holds_every_given_key_as_given():
     """Values at Knative's defaults too: the patch must overwrite an admin's other value with the simulated one."""
-    c, problems = read({"max-scale-up-rate": "10", "stable-window": "60s", "container-concurrency-target-percentage": "70",
+    c, problems = read({"max-scale-up-rate": "10", "stable-window": "60s",
+                        "container-concurrency-target-percentage": "70",
                         "enable-scale-to-zero": False, "scale-down-delay": "0s"})
     assert problems == [] and c.data() == {"max-scale-up-rate": "10", "stable-window": "60s", "scale-down-delay": "0s",
                                            "container-concurrency-target-percentage": "70",
@@ -268,7 +270,8 @@ def test_every_cluster_setting_reaches_a_revision_without_annotations():
     from simulation.autoscaler.cluster_config import ClusterAutoscaler
     from simulation.autoscaler.config import AutoscalerConfig, from_cluster
 
-    renamed = {"pod_autoscaler_class": "autoscaler_class", "container_concurrency_target_fraction": "target_utilization"}
+    renamed = {"pod_autoscaler_class": "autoscaler_class",
+               "container_concurrency_target_fraction": "target_utilization"}
     not_per_revision = {"activator_capacity", "max_scale_limit", "given"}
     base = ClusterAutoscaler()
     checked = 0
@@ -276,7 +279,8 @@ def test_every_cluster_setting_reaches_a_revision_without_annotations():
         if f.name in not_per_revision:
             continue
         v = getattr(base, f.name)
-        new = (not v) if isinstance(v, bool) else (v + 7 if isinstance(v, (int, float)) else "hpa.autoscaling.knative.dev")
+        new = ((not v) if isinstance(v, bool)
+               else (v + 7 if isinstance(v, (int, float)) else "hpa.autoscaling.knative.dev"))
         got = from_cluster(dataclasses.replace(base, **{f.name: new}), 1)
         assert getattr(got, renamed.get(f.name, f.name)) == new, f.name
         checked += 1

@@ -39,7 +39,8 @@ def test_single_request_from_zero_pays_the_whole_cold_start(tmp_path, scn):
 
 
 def test_default_target_gives_two_pods_for_one_request_at_cc1(tmp_path, scn):
-    # reference §3 (derived): TargetValue 0.7 → ceil(1 / 0.7) = 2 pods, and dppc / rp = 2 → panic from the first tick
+    # reference §3 (derived): TargetValue 0.7 → ceil(1 / 0.7) = 2 pods,
+    # and dppc / rp = 2 → panic from the first tick
     d = scn.run(one_request(tmp_path, scn))
     assert d["cold_starts"] == 2 and d["status_counts"] == {"200": 1}
 

@@ -146,4 +146,5 @@ def test_a_scenario_rate_distribution_is_checked_at_load(tmp_path, scn):
     m = one_request(tmp_path, scn, cluster={"load_gib_s": {"dist": "exponential", "mean": 2}})
     with pytest.raises(InputError) as err:
         load_scenario(m)
-    assert "cluster.load_gib_s.dist: got 'exponential'; expected one of 'fixed', 'uniform', 'lognormal'" in str(err.value)
+    assert ("cluster.load_gib_s.dist: got 'exponential'; expected one of 'fixed', 'uniform', 'lognormal'"
+            in str(err.value))

@@ -50,9 +50,9 @@ T_CDF = {
 
 @pytest.mark.parametrize("r", [2, 3, 4, 5])
 def test_mean_interval_covers_a_normal_mean_exactly_95_percent(r):
-    """For R normal values, (x̄ − μ) / (s / √R) with the sample sd s (divisor R − 1) is Student t with R − 1 df,
-    whatever μ and σ. An interval x̄ ± c · s / √R therefore covers μ with probability 2 F(c) − 1 exactly: read c
-    off each sample's interval and the coverage follows, no Monte Carlo needed. (An sd over R, or R df, gives
+    """For R normal values, (x̄ − μ) / (s / √R) with the sample sd s (divisor R − 1) is Student t with R − 1
+    df, whatever μ and σ. An interval x̄ ± c · s / √R therefore covers μ with probability 2 F(c) − 1 exactly:
+    read c off each sample's interval and the coverage follows, no Monte Carlo needed. (An sd over R, or R df, gives
     93.2 % or 93.8 % at R = 5.)"""
     rng = random.Random(r)
     for _ in range(20):

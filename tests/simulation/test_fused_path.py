@@ -51,7 +51,8 @@ def random_scenario(seed: int, isvc) -> dict:
                        "backoff_base_s": 0.2, "jitter": r.choice(["full", "equal", "none"]),
                        **({"retry_budget": {"max_tokens": 10, "token_ratio": 0.1}} if r.random() < 0.5 else {})}
     if r.random() < 0.4:
-        m["gateway"] = {"rate_limit": {"rate_per_s": r.choice([2.0, 8.0]), "burst": 5}, "timeout_s": r.choice([0.5, 4.0])}
+        m["gateway"] = {"rate_limit": {"rate_per_s": r.choice([2.0, 8.0]), "burst": 5},
+                        "timeout_s": r.choice([0.5, 4.0])}
     return m
 
 

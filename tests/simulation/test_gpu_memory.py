@@ -13,7 +13,8 @@ GPUS, MODELS = DEFAULT.gpus, DEFAULT.models
 
 
 def expected_kv_tokens(gpu, model, util, act_gib, over_gib):
-    """The budget formula written out independently: floor((CUDA total×util − W − A − O) / (16 × B/token)) × 16."""
+    """The budget formula written out independently:
+    floor((CUDA total×util − W − A − O) / (16 × B/token)) × 16."""
     usable = int(gpu.cuda_total_bytes * util) - model.weights_bytes - int(act_gib * GIB) - int(over_gib * GIB)
     return max(0, math.floor(usable / (16 * model.kv_bytes_per_token)) * 16)  # no blocks when negative
 

@@ -63,7 +63,8 @@ def test_vllm_arrival_mid_decode_preempts_the_segment_for_a_prefill():
 
 def test_vllm_queues_when_kv_blocks_run_out_and_never_ooms():
     # util 0.4 on an A100-80GB: room for a few thousand tokens only.
-    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB", "gpu_memory_utilization": 0.24})
+    env, pod, s = make("vllm", {"scheduler": "v0", "model": "llama-3-8b", "gpu": "A100-80GB",
+                                "gpu_memory_utilization": 0.24})
     cap = s.budget.kv_tokens
     assert 8192 <= cap < 3 * 8192
     log = Log(env)
@@ -209,7 +210,8 @@ def test_triton_caps_batch_and_pixels():
 
 
 def test_triton_oom_on_a_huge_batch():
-    env, pod, s = triton(max_batch_size=64, preferred_batch_size=[64], oom="process", max_queue_delay_microseconds=100000)
+    env, pod, s = triton(max_batch_size=64, preferred_batch_size=[64], oom="process",
+                         max_queue_delay_microseconds=100000)
     log = Log(env)
     for i in range(64):
         s.submit(req(i, 1024 * 1024, 1), log)  # 64 × 40 MiB × 20.9 ≈ 52 GiB of activation

@@ -22,7 +22,8 @@ def test_unready_pods_count_as_zero_when_scaling_up():
 
 
 def test_rebalanced_scale_up_never_shrinks():
-    # GetResourceReplicas: ratio 2.5 over 2 ready; with 2 unready at 0 → 1.25 → ceil(1.25·4) = 5 < 10 current → 10
+    # GetResourceReplicas: ratio 2.5 over 2 ready;
+    # with 2 unready at 0 → 1.25 → ceil(1.25·4) = 5 < 10 current → 10
     c = HpaCalculator(HpaSpec(min_replicas=1, max_replicas=20, target=80))
     assert c.replicas_for_metric(10, 2, 2, 400.0) == 10
 
@@ -85,7 +86,8 @@ EXTERNAL = {"serving.kserve.io/autoscalerClass": "external"}   # KServe builds n
 
 def manifest(pred: dict, ann: dict | None = None) -> dict:
     return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-            "metadata": {"name": "s", "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment", **(ann or {})}},
+            "metadata": {"name": "s",
+                         "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment", **(ann or {})}},
             "spec": {"predictor": {"model": {"modelFormat": {"name": "x"}}, **pred}}}
 
 

@@ -40,13 +40,15 @@ def test_floats_strings_and_containers():
     assert (s.kpa.min_scale, s.kpa.max_scale, s.container_concurrency, s.timeout_s) == (0, 3, 1, 60.0)
     assert s.gpus == 2 and s.image.startswith("vllm/")
     assert s.env == {"MAX_MODEL_LEN": "4096"} and s.args == ("--max-num-seqs", "64")
-    assert (s.startup_probe.initial_delay_s, s.startup_probe.period_s, s.startup_probe.failure_threshold) == (30, 30, 60)
+    assert (s.startup_probe.initial_delay_s, s.startup_probe.period_s,
+            s.startup_probe.failure_threshold) == (30, 30, 60)
     assert s.readiness_period_s == 10
     assert s.kpa.target_value == pytest.approx(0.7)
 
 
 def test_scale_target_and_metric_are_translated():
-    s = ServingSpec.from_manifest(manifest({"containerConcurrency": 4, "scaleTarget": 10, "scaleMetric": "concurrency"}))
+    s = ServingSpec.from_manifest(manifest({"containerConcurrency": 4, "scaleTarget": 10,
+                                            "scaleMetric": "concurrency"}))
     assert s.kpa.total_value == 4                   # min(target, CC)
     r = ServingSpec.from_manifest(manifest({"scaleTarget": 50, "scaleMetric": "rps"}))
     assert r.kpa.metric == "rps" and r.kpa.target_value == pytest.approx(35)

@@ -202,7 +202,8 @@ def test_a_rate_window_of_one_scrape_interval_never_scales():
 
 
 def test_only_pods_that_can_answer_are_scraped(monkeypatch):
-    # standard-keda's spike at 40 req/s on one 4-GPU node: up to 6 pods, 2 wait Pending for GPUs. A scrape event runs only for a
+    # standard-keda's spike at 40 req/s on one 4-GPU node: up to 6 pods, 2 wait Pending for GPUs.
+    # A scrape event runs only for a
     # Ready pod or, once, for a pod that just stopped answering (its staleness marker); each pod is scraped on
     # its own grid (offset + k × interval), also after it is Ready again.
     import yaml

@@ -130,7 +130,8 @@ REJECTED = [
     ("min-scale", "2.0", INT_GE0), ("max-scale", "1e1", INT_GE0), ("initial-scale", " 3", INT_GE0),
     ("target", " 5", "expected a number >= 0.01 (as a string)"),
     ("target", "1_000", "expected a number >= 0.01 (as a string)"),
-    ("metric", "cpu", f"expected 'concurrency' or 'rps' with the {KPA_CLASS!r} class ('cpu' and 'memory' need the {HPA_CLASS!r} class)"),
+    ("metric", "cpu", f"expected 'concurrency' or 'rps' with the {KPA_CLASS!r} class "
+                      f"('cpu' and 'memory' need the {HPA_CLASS!r} class)"),
     ("class", "kpa", f"expected {KPA_CLASS!r} or {HPA_CLASS!r}"),
     ("metric", "latency", "expected one of 'concurrency', 'rps', 'cpu', 'memory'"),
     ("metric-aggregation-algorithm", "ewma", "expected 'linear' or 'weighted-exponential' (or 'weightedExponential')"),
@@ -175,11 +176,13 @@ def test_activation_scale_lies_between_min_and_max_scale(ann, ok):
     assert (problems == []) is ok
     assert c.activation_scale == (int(ann["activation-scale"]) if ok else 1)
     if not ok:
-        assert [p.path for p in problems] == [f"{PATH}[{P}activation-scale]"] and "between min-scale" in problems[0].allowed
+        assert ([p.path for p in problems] == [f"{PATH}[{P}activation-scale]"]
+                and "between min-scale" in problems[0].allowed)
 
 
-@pytest.mark.parametrize("legacy,attr,value", [("scaleDownDelay", "scale_down_delay_s", 30.0),
-                                               ("scaleToZeroPodRetentionPeriod", "scale_to_zero_pod_retention_s", 30.0)])
+@pytest.mark.parametrize("legacy,attr,value", [
+    ("scaleDownDelay", "scale_down_delay_s", 30.0),
+    ("scaleToZeroPodRetentionPeriod", "scale_to_zero_pod_retention_s", 30.0)])
 def test_more_legacy_duration_keys(legacy, attr, value):
     """register.go lists these camelCase keys too."""
     c, problems = read({P + legacy: "30s"})
@@ -201,15 +204,16 @@ def test_every_annotation_at_once_lands_in_its_own_attribute():
     """Distinct values for every annotation: a swapped or dropped assignment shows as a wrong attribute."""
     ann = {"class": HPA_CLASS, "metric": "rps", "target": "11", "target-utilization-percentage": "12",
            "target-burst-capacity": "13", "window": "14s", "panic-window-percentage": "15",
-           "panic-threshold-percentage": "116", "scale-down-delay": "19s", "scale-to-zero-pod-retention-period": "20s", "min-scale": "21",
-           "max-scale": "24", "initial-scale": "23", "activation-scale": "22",
+           "panic-threshold-percentage": "116", "scale-down-delay": "19s", "scale-to-zero-pod-retention-period": "20s",
+           "min-scale": "21", "max-scale": "24", "initial-scale": "23", "activation-scale": "22",
            "metric-aggregation-algorithm": "weighted-exponential"}
     c, problems = read({P + k: v for k, v in ann.items()}, cc=9)
     assert problems == []
     assert changed(c) == {
         "autoscaler_class": HPA_CLASS, "metric": "rps", "container_concurrency": 9, "target": 11.0,
         "target_utilization": 0.12, "target_burst_capacity": 13.0, "stable_window_s": 14.0,
-        "panic_window_percentage": 15.0, "panic_threshold_percentage": 116.0, "scale_down_delay_s": 19.0, "scale_to_zero_pod_retention_s": 20.0,
+        "panic_window_percentage": 15.0, "panic_threshold_percentage": 116.0, "scale_down_delay_s": 19.0,
+        "scale_to_zero_pod_retention_s": 20.0,
         "min_scale": 21, "max_scale": 24, "initial_scale": 23, "activation_scale": 22,
         "aggregation": "weighted-exponential"}
 

@@ -116,7 +116,8 @@ def _reference_scrape(self, k: int) -> None:
 
 
 def _logged_run(mapping: dict, reference: bool, monkeypatch) -> tuple[list, str, list]:
-    """Every tick's decision and window state, the report and the scrape generators' final states; `reference`: a scrape event per second that
+    """Every tick's decision and window state, the report and the scrape generators' final states;
+    `reference`: a scrape event per second that
     reads every sampled pod, and every tick run in full. A tick skipped as changing nothing (`KpaLoop.quiet`) logs
     its decision and None for the windows (its scrapes run later, before anything they read changes)."""
     from simulation import load_scenario, run_simulation

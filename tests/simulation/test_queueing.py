@@ -62,7 +62,8 @@ def test_littles_law_on_example_scenarios(scn, name):
     ll = d["littles_law"]
     assert d["incomplete"] == 0
     assert ll["bookkeeping_rel_diff"] < 1e-6, ll      # the window form holds exactly on every run
-    assert ll["rel_diff"] < 0.15, ll                  # λW̄ ≈ L up to the edge effect W̄/T (overload: W̄ ≈ 120 s)
+    assert ll["rel_diff"] < 0.15, ll                  # λW̄ ≈ L up to the edge effect W̄/T
+                                                      # (overload: W̄ ≈ 120 s)
 
 
 def test_server_parallelism_one_is_mm1_erlang_c(scn):

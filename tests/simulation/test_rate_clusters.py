@@ -45,8 +45,8 @@ def test_five_runs_of_a_bursty_rate_seldom_put_the_interval_below_it(bursts_per_
 
 
 def test_effective_trials_are_capped_at_the_real_ones_before_the_degrees_of_freedom_factor():
-    """Korn & Graubard cap n* = p̂(1 − p̂)/v̂ at Σn, then shrink it by (z/t_{R−1})² (0.4983 at 5 runs): runs that
-    agree, or spread less than independent requests would be, get Clopper–Pearson on that share of their
+    """Korn & Graubard cap n* = p̂(1 − p̂)/v̂ at Σn, then shrink it by (z/t_{R−1})² (0.4983 at 5 runs): runs
+    that agree, or spread less than independent requests would be, get Clopper–Pearson on that share of their
     requests; one run holding every error gets far fewer effective trials."""
     factor = (NormalDist().inv_cdf(0.975) / t975(4)) ** 2
     cp = clopper_pearson(25 * factor, 5000 * factor)      # 25 of 5,000, on 2,491.66 effective trials

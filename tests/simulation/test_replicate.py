@@ -174,7 +174,8 @@ def test_submitted_jobs_go_out_longest_first_and_come_back_in_order():
     clear_cache()
     short, long = {**SCENARIO, "duration_s": 300}, {**SCENARIO, "duration_s": 600}
     pending = submit_replications([short, long], [1, 2], Records())
-    assert [(json.loads(text)["duration_s"], seed) for text, seed, _ in sent] == [(600, 1), (600, 2), (300, 1), (300, 2)]
+    assert ([(json.loads(text)["duration_s"], seed) for text, seed, _ in sent]
+            == [(600, 1), (600, 2), (300, 1), (300, 2)])
     runs = pending.result()
     assert [[r["seed"] for r in reports] for reports in runs] == [[1, 2], [1, 2]]
     assert runs[0][0] == simulate_job((json.dumps(short, sort_keys=True), 1, None))

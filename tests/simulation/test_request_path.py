@@ -58,7 +58,8 @@ def test_server_admission_limits(scn):
         m["inferenceService"] = scn.isvc(cc=0, min_replicas=1, max_replicas=1)
         d = scn.run(m)
         assert d["errors_by_component"][str(status)] == {"server": d["status_counts"][str(status)]}
-    m = base(scn, workload={"kind": "poisson", "rate": 2.0, "input_tokens": {"dist": "uniform", "low": 1, "high": 2000}},
+    m = base(scn, workload={"kind": "poisson", "rate": 2.0,
+                            "input_tokens": {"dist": "uniform", "low": 1, "high": 2000}},
              server={"kind": "simple", "base_s": 0.1, "max_input_tokens": 1000})
     d = scn.run(m)
     assert d["status_counts"]["400"] / d["requests"] == pytest.approx(0.5, abs=0.06)

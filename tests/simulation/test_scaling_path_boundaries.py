@@ -225,7 +225,8 @@ class _CrashServer(FakeServer):
 
 def test_queue_proxy_fail_all_answers_the_queue_with_502_once_and_stops():
     done = []
-    sim = SimpleNamespace(env=simpy.Environment(), complete=lambda req, status, comp: done.append((req.id, status, comp)))
+    sim = SimpleNamespace(env=simpy.Environment(),
+                          complete=lambda req, status, comp: done.append((req.id, status, comp)))
     server = _CrashServer()
     qp = QueueProxy(sim, SimpleNamespace(enter=lambda req: None), server, 1, 10)
     running, waiting, answered = make_req(1), make_req(2), make_req(3)

@@ -245,7 +245,8 @@ def test_trace_date_times_without_a_zone_are_utc_on_any_machine(tmp_path, new_yo
     assert read_trace(path)[0] == [0.0, 120.5]  # was 3720.5 s in New York: the local clock fell back an hour
     zoned = _stamps_csv(tmp_path, "zoned.csv", "2023-11-05 01:59:00.1234567+00:00", "2023-11-05T02:01:00.1234567Z",
                    "2023-11-05 01:03:00-01:00")
-    assert read_trace(zoned)[0] == pytest.approx([0.0, 120.0, 240.0 - 0.123456])  # the offset survives seven fractional digits
+    assert read_trace(zoned)[0] == pytest.approx([0.0, 120.0, 240.0 - 0.123456])  # the offset survives seven
+                                                                                  # fractional digits
 
 
 @pytest.mark.parametrize("stamps, line, message", [

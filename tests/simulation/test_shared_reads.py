@@ -158,7 +158,8 @@ def test_shared_ends_match_the_max_min_fair_reference():
         call_later(env, t, lambda n=name, g=gib, c=cap: pods.__setitem__(n, _Pod(env, reads, n, g, c)))
     env.run()
     expected = _reference(starts, 3.0)
-    assert {n: p.done for n, p in pods.items()} == {n: pytest.approx(e, rel=1e-9, abs=1e-6) for n, e in expected.items()}
+    assert ({n: p.done for n, p in pods.items()}
+            == {n: pytest.approx(e, rel=1e-9, abs=1e-6) for n, e in expected.items()})
 
 
 def test_a_thousand_pods_at_once_cost_one_load_moved_each():

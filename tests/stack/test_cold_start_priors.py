@@ -118,7 +118,8 @@ def test_the_slowest_of_the_first_pods_is_covered_in_19_rollouts_of_20(stack, se
     ("imagePullMBps", {"dist": "exponential", "mean": 60}, "coldStart.imagePullMBps.dist: got 'exponential'"),
     ("downloadGBps", {"dist": "uniform", "low": 0.001, "high": 1}, "coldStart.downloadGBps.low: got 0.001; "
                                                                    "expected a number between 0.01 and 1000"),
-    ("loadGBps", "2GB/s", "coldStart.loadGBps: got '2GB/s'; expected a number between 0.01 and 1000 (GB/s), or a distribution "
+    ("loadGBps", "2GB/s", "coldStart.loadGBps: got '2GB/s'; expected a number between 0.01 and 1000 (GB/s), "
+                          "or a distribution "
                           "{dist: fixed|uniform|lognormal, ...}"),
     ("engineInitS", {"dist": "lognormal", "median": 30, "sigma": 0.3, "mx": 90}, "coldStart.engineInitS.mx"),
     # A day-long phase is a typo; as a number it once overflowed Pulumi's integer wait (OverflowError, no message).

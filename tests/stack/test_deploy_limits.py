@@ -55,7 +55,8 @@ def test_progress_deadline_below_second_precision_is_refused(deadline, registere
     """knative pkg/apis/serving/v1/revision_validation.go validateProgressDeadlineAnnotation."""
     message = refusal("dev", lambda c: c[f"{P}:services"][0]["annotations"].update({DEADLINE: deadline}),
                       registered)
-    assert f"annotations[{DEADLINE}]: got '{deadline}'; expected a positive duration in whole seconds" in message, message
+    assert (f"annotations[{DEADLINE}]: got '{deadline}'; expected a positive duration in whole seconds"
+            in message), message
     assert "below second precision" in message
 
 

@@ -93,7 +93,8 @@ def test_the_budget_counts_every_service_of_a_run():
     """Two services at 1,500 req/s: 1,350,000 requests each over the 900-s steady run, each under the budget
     alone (accepted before), 3,060,000 together in the gate's longest fleet run (dev's rollout: 1,020 s)."""
     msg = _refused(_two_services(1500))
-    assert ("got 'the rollout run, until past the progress deadline (1020 s): chat 1,530,000 + chat2 1,530,000 ≈ 3,060,000 requests'; expected at most "
+    assert ("got 'the rollout run, until past the progress deadline (1020 s): chat 1,530,000 + chat2 1,530,000 "
+            "≈ 3,060,000 requests'; expected at most "
             "the request budget of 2,000,000 requests per run, all the services of a run together") in msg
     # the control: 1,836,000 together (each run within the budget; the whole gate's total, ≈ 134 M at 20
     # replications, has its own budget and test: tests/stack/test_gate_total_budget.py)

@@ -142,7 +142,8 @@ def test_the_gate_simulates_the_stacks_values_managed_or_not():
 def test_allow_zero_initial_scale_has_one_place():
     """`allowZeroInitialScale` is the older spelling of autoscaler.allow-zero-initial-scale; giving both is refused."""
     cfg = parse(knative(allowZeroInitialScale=True))
-    assert cfg.knative.allow_zero_initial_scale and cfg.knative.autoscaler.data() == {"allow-zero-initial-scale": "true"}
+    assert (cfg.knative.allow_zero_initial_scale
+            and cfg.knative.autoscaler.data() == {"allow-zero-initial-scale": "true"})
     assert parse(knative(autoscaler={"allow-zero-initial-scale": "true"})).knative == cfg.knative
     problems = refused(knative(allowZeroInitialScale=True, autoscaler={"allow-zero-initial-scale": "true"}))
     assert [p.path for p in problems] == [f"{P}:knative.allowZeroInitialScale"]
@@ -222,7 +223,8 @@ def test_non_ascii_digits_are_refused_as_knative_refuses_them(key, value, fragme
 
 
 @pytest.mark.parametrize("key,value", [("window", "\uff11\uff12" + "0s"), ("window", "\uff16" + "0s"),
-                                       ("target-burst-capacity", "\uff11\uff10"), ("panic-window-percentage", "\u0661\u0660")])
+                                       ("target-burst-capacity", "\uff11\uff10"),
+                                       ("panic-window-percentage", "\u0661\u0660")])
 def test_non_ascii_digits_in_annotations_are_refused(key, value):
     problems = refused(lambda c: c["services"][0]["annotations"].update({KN + key: value}))
     assert [(p.path, p.value) for p in problems] == [(f"{P}:services[0].annotations[{KN}{key}]", value)]

@@ -40,4 +40,5 @@ def test_the_namespace_is_retained_on_delete_like_the_claim_in_it():
         assert pvc.inputs["metadata"]["namespace"] == ns.inputs["metadata"]["name"]
         assert r.options["serving-namespace"].retain_on_delete is True
         assert r.options["model-cache-pvc"].retain_on_delete is True
-        assert not r.options["serving-namespace"].protect  # a rename or destroy still proceeds; only the delete is skipped
+        assert not r.options["serving-namespace"].protect  # a rename or destroy still proceeds;
+                                                           # only the delete is skipped

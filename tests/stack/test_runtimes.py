@@ -43,7 +43,8 @@ def _env(container: dict) -> dict:
 
 
 # --- Finding 1: TGI and foreign images ----------------------------------------------------------------------
-@pytest.mark.parametrize("image", [None, TGI_IMAGE, "123456789012.dkr.ecr.us-west-2.amazonaws.com/text-generation-inference:3.3.4"])
+@pytest.mark.parametrize("image", [None, TGI_IMAGE,
+                                   "123456789012.dkr.ecr.us-west-2.amazonaws.com/text-generation-inference:3.3.4"])
 def test_tgi_is_a_custom_predictor_the_simulation_reads(image):
     """No ServingRuntime serves TGI: merged onto kserve-huggingfaceserver it would get --model_name (clap refuses
     an unknown flag), runAsNonRoot (a root image) and /v2 probes. As `predictor.containers` it runs as rendered."""
@@ -129,7 +130,8 @@ def test_kserve_huggingfaceserver_image_stays_on_the_serving_runtime():
     stack, svc = _parse(_cfg({"engine": "vllm", "image": "kserve/huggingfaceserver:v0.15.2-gpu"}))
     pred = inference_service(stack, svc)["spec"]["predictor"]
     assert "containers" not in pred and pred["model"]["image"] == "kserve/huggingfaceserver:v0.15.2-gpu"
-    assert pred["model"]["modelFormat"] == {"name": "huggingface"} and pred["model"]["storageUri"] == cache_uri(stack, svc)
+    assert (pred["model"]["modelFormat"] == {"name": "huggingface"}
+            and pred["model"]["storageUri"] == cache_uri(stack, svc))
     assert pred["model"]["securityContext"]["runAsNonRoot"] is True   # the image's USER 1000
     assert engine_args(svc)[:2] == ["--model_name=chat", "--backend=vllm"]
 
@@ -150,7 +152,8 @@ def test_a_server_kserve_cannot_start_is_refused_at_load(runtime, key, value, al
 
 
 def test_triton_defaults_to_a_format_kserve_tritonserver_serves():
-    cfg = _cfg({"engine": "triton"}, model={"name": "resnet-50", "storageUri": "hf://m/r", "public": True}, limits={"maxBatchSize": 8})
+    cfg = _cfg({"engine": "triton"}, model={"name": "resnet-50", "storageUri": "hf://m/r", "public": True},
+               limits={"maxBatchSize": 8})
     cfg["services"][0].pop("workload")
     _, svc = _parse(cfg)
     assert svc.model_format == "triton"

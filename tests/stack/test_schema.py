@@ -16,7 +16,8 @@ from stackconfig.schema import (ColdStartProfile, Taint, Toleration, expected_lo
 
 MINIMAL = {
     "cluster": {"name": "c", "subnetIds": ["subnet-0a1b2c3d"], "createNodeRole": True},
-    "services": [{"name": "chat", "maxReplicas": 2, "model": {"name": "llama-3-8b", "storageUri": "hf://m/l", "public": True}}],
+    "services": [{"name": "chat", "maxReplicas": 2,
+                  "model": {"name": "llama-3-8b", "storageUri": "hf://m/l", "public": True}}],
 }
 
 

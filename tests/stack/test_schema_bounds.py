@@ -66,7 +66,8 @@ def test_bound(stack, path, low, high, step):
 
     def range_problems(value):  # other checks (minSize <= maxSize …) may fire at an extreme; only the range counts
         return [p for p in _parse(stack, path, value)
-                if p.startswith((f"{key}: expected an integer", f"{key}: expected a number", f"{key}: expected at most 600"))]
+                if p.startswith((f"{key}: expected an integer", f"{key}: expected a number",
+                                 f"{key}: expected at most 600"))]
 
     for inside in [low, high] if high is not None else [low]:
         assert not range_problems(inside), (key, inside)
