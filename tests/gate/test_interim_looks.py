@@ -82,6 +82,6 @@ def test_a_term_that_cannot_pass_is_held_to_the_strict_interval_at_an_interim_lo
     from gate.verdict import _interim, rate_check
 
     reports = [{"requests": 100, "status_counts": {"200": 99, "500": 1}} for _ in range(5)]
-    check = _interim(rate_check("error rate", 0.0018, reports, 20), reports, True)
-    assert not check.can_pass and check.estimate.lo > 0.0018 >= check.interim.lo
+    check = _interim(rate_check("error rate", 0.0012, reports, 20), reports, True)
+    assert not check.can_pass and check.estimate.lo > 0.0012 >= check.interim.lo
     assert check.status == UNDECIDED
