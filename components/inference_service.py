@@ -1,5 +1,5 @@
-"""TunedInferenceService: a KServe InferenceService with safe settings, plus its HPA or KEDA ScaledObject in
-Standard mode."""
+"""TunedInferenceService: a KServe InferenceService with safe settings, plus its HPA or KEDA ScaledObject in Standard
+mode."""
 
 from __future__ import annotations
 

@@ -7,10 +7,9 @@ so the stack refuses it at load, gate on or off, with the simulation's own start
 the same rendered InferenceService and `engineProfile` as the gate: gate/scenario.py `scenario_for`). Whatever the
 engine, the server settings the simulation's reader refuses (a vLLM step budget below --max-num-seqs, which vLLM
 refuses at start-up; a catalog model it cannot size) are refused at load too, so a stack with the gate off is held to
-them as well: each
-at the key of the stack file that set the server setting (`server_key`: a `runtime.args` flag or `runtime.env`
-variable as the user wrote it, the `limits`, `resources.gpus`, `gpuMemoryUtilization`, `engineProfile` or `catalog`
-key the stack renders it from), not at the simulation's `server.…` key the user never wrote."""
+them as well: each at the key of the stack file that set the server setting (`server_key`: a `runtime.args` flag or
+`runtime.env` variable as the user wrote it, the `limits`, `resources.gpus`, `gpuMemoryUtilization`, `engineProfile` or
+`catalog` key the stack renders it from), not at the simulation's `server.…` key the user never wrote."""
 
 from __future__ import annotations
 

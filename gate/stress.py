@@ -14,10 +14,10 @@ Every service of the stack runs in every scenario on the one GPU node group, so 
 
 Stress scenarios run for `STRESS_DURATION_S` (600 s; a rollout: its start + the progress deadline + 60 s).
 Stress may need new nodes, whose provisioning no setting of the service shortens, so the longest-cold-start
-limit applies only where the steady SLO has it and the run needs no new node by design (steady, scale from
-zero); users still see a slow cold start in the latency and error terms. The rate limits are relaxed for a node loss
-because its in-flight requests fail whatever the settings; the
-latency limits for a spike and a node loss because queueing while capacity catches up is expected.
+limit applies only where the steady SLO has it and the run needs no new node by design (steady, scale from zero); users
+still see a slow cold start in the latency and error terms. The rate limits are relaxed for a node loss because its
+in-flight requests fail whatever the settings; the latency limits for a spike and a node loss because queueing while
+capacity catches up is expected.
 The steady terms are those of a fresh deploy's first `durationS`, not of a stationary state: for a service
 whose load needs more pods than it starts with they are pessimistic (dev's p99 TTFT read 73 % higher than
 after 600 s of warm-up, review rev13-stats finding 4), for one whose queues start empty slightly optimistic

@@ -216,13 +216,11 @@ def beta_quantile(p: float, a: float, b: float) -> float:
 
 @lru_cache(maxsize=4096)
 def clopper_pearson(k: float, n: float, level: float = 0.95) -> tuple[float, float]:
-    """Clopper–Pearson's exact interval for a binomial proportion from k events in n trials (or effective, not
-    whole, counts: `simulation.estimates.rate_interval`): the p whose
-    binomial tails P(X ≥ k) and P(X ≤ k) are (1 − level)/2 —
-    the beta quantiles B((1 − level)/2; k, n − k + 1)
-    and B((1 + level)/2; k + 1, n − k) (Clopper & Pearson, Biometrika 1934). Each end holds its error at most
-    (1 − level)/2 for every p, where Wilson's may not at small n: Wilson's lower end for 3 of 5 is 0.231, yet
-    P(X ≥ 3 | n = 5, p = 0.2) = 5.8 %; this one's is 0.147. (0, 1) when n = 0."""
+    """Clopper–Pearson's exact interval for a binomial proportion from k events in n trials (or effective, not whole,
+    counts: `simulation.estimates.rate_interval`): the p whose binomial tails P(X ≥ k) and P(X ≤ k) are (1 − level)/2 —
+    the beta quantiles B((1 − level)/2; k, n − k + 1) and B((1 + level)/2; k + 1, n − k) (Clopper & Pearson, Biometrika
+    1934). Each end holds its error at most (1 − level)/2 for every p, where Wilson's may not at small n: Wilson's lower
+    end for 3 of 5 is 0.231, yet P(X ≥ 3 | n = 5, p = 0.2) = 5.8 %; this one's is 0.147. (0, 1) when n = 0."""
     if n <= 0:
         return 0.0, 1.0
     tail = (1.0 - level) / 2.0

@@ -5,9 +5,9 @@ of 1e4 req/s over the gate's 900 s would run for minutes inside `pulumi preview`
 mean number of arrivals over the run (the integral of the arrival rate; rows × rate_scale for a trace); client
 retries come on top, bounded while the run goes: at most as many again as the budget (simulation/client.py
 `retry_limit`), so a retry storm stops the run naming client.max_retries instead of simulating 21× the budget. A stress
-spike adds its extra stream (`spike_requests`), and a fleet
-run (simulation/fleet.py: every service of a stack on one clock) is one run: its services' requests add up
-against one budget (`run_problem`). The gate runs up to `gate.replications.max` runs per scenario, each within
+spike adds its extra stream (`spike_requests`), and a fleet run (simulation/fleet.py: every service of a stack on one
+clock) is one run: its services' requests add up against one budget (`run_problem`). The gate runs up to
+`gate.replications.max` runs per scenario, each within
 the budget.
 """
 

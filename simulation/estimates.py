@@ -16,13 +16,12 @@ statistics apply to per-replication figures):
   time, the larger on the log scale 92–97 % (README "How often the gate is wrong"). The mean of the runs' own
   p99s it replaces is an average of order statistics of short, autocorrelated windows: for a queueing service it
   ran 15–20 % under the stationary p99, and more replications narrowed its interval around the low figure.
-- `rate_interval`: the pooled rate Σkᵢ/Σnᵢ with the ratio-estimator t-interval
-  (residuals kᵢ − p̂nᵢ), widened to
+- `rate_interval`: the pooled rate Σkᵢ/Σnᵢ with the ratio-estimator t-interval (residuals kᵢ − p̂nᵢ), widened to
   contain the Clopper–Pearson exact interval of the pooled counts (`simulation.analytic.clopper_pearson`) — the
-  t-interval collapses to a point when no replication saw the event, Clopper–Pearson does not — and Korn &
-  Graubard's Clopper–Pearson on the effective number of trials the runs' spread shows, for errors that come in
-  bursts. Clipped to [0, 1]. With no event in any replication the bound is Clopper–Pearson's alone, which treats
-  every request as independent (see `rate_interval`).
+  t-interval collapses to a point when no replication saw the event, Clopper–Pearson does not — and Korn & Graubard's
+  Clopper–Pearson on the effective number of trials the runs' spread shows, for errors that come in bursts. Clipped to
+  [0, 1]. With no event in any replication the bound is Clopper–Pearson's alone, which treats every request as
+  independent (see `rate_interval`).
 Both always contain their estimate and never leave the metric's range. `lowest_rate_upper` is the lowest upper
 end `rate_interval` can reach on a number of trials (what a rate limit needs to be able to pass;
 `passable_rate_limit`: it rounded up).

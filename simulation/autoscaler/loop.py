@@ -22,13 +22,11 @@ wants 0 (or has never had data) scales back to 0. The PA is Active once max(min-
 Ready until the scale target has been initialized, max(min-scale, 1) after (`kpa.go: activeThreshold`).
 Cost: the tick is one reused event; the scrapes have none (`catch_scrapes`, run before anything they read
 changes) and skip the pods in a second when no request reached one except through the activator; a run of
-seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and once the loop has settled (scaled
-to zero, or pods with nothing to do) ticks are skipped until something moves (`quiet.py`), and the tick event itself
-jumps to the first tick
-time at or after the next event anywhere (`_past_idle`: nothing can move before it), keeping its place among
-events of the same instant. `EAGER` is the reference for all of these
-(an event per scrape, every tick in full). Simplified: scrapes land on whole seconds of the clock (Knative's
-ticker has an arbitrary phase).
+seconds in which nothing moved is scraped in one step (`_quiet_scrapes`), and once the loop has settled (scaled to zero,
+or pods with nothing to do) ticks are skipped until something moves (`quiet.py`), and the tick event itself jumps to the
+first tick time at or after the next event anywhere (`_past_idle`: nothing can move before it), keeping its place among
+events of the same instant. `EAGER` is the reference for all of these (an event per scrape, every tick in full).
+Simplified: scrapes land on whole seconds of the clock (Knative's ticker has an arbitrary phase).
 The HPA's sync loop is `hpa_loop.py`.
 """
 

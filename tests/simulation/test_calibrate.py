@@ -1,6 +1,6 @@
 """`python -m preflight calibrate` (also `python -m simulation calibrate`): vLLM start-up logs of three formats
-reproduced within 1 %, the bench
-fit recovering known efficiency factors, `--write` into a stack file, and clear errors (exit 2)."""
+reproduced within 1 %, the bench fit recovering known efficiency factors, `--write` into a stack file, and clear errors
+(exit 2)."""
 
 import shutil
 from pathlib import Path
