@@ -1,6 +1,6 @@
 """The gate's predictions as one JSON-ready object: the `predictions` stack output and `preflight check --json`.
 
-    {"passed": true, "seed": 1, "durationS": 900, "replications": {"min": 5, "max": 20},
+    {"passed": true, "seed": 1, "durationS": 900, "warmupS": 0, "replications": {"min": 5, "max": 20},
      "services": {"chat": {"steady": {"passed": true, "replications": 5,
         "checks": [{"name": "p99 latency (s)", "value": 24.7, "ci95": [23.3, 26.1], "limit": 60, "status": "pass",
                     …}],
@@ -25,5 +25,6 @@ def predictions(cfg: StackConfig, verdicts: list[Verdict]) -> dict:
                                                           ("passed", "replications", "checks", "metrics")}
     g = cfg.gate
     return {"passed": all(v.passed for v in verdicts), "seed": g.seed, "durationS": g.duration_s,
+            "warmupS": g.warmup_s,
             "replications": {"min": g.min_replications, "max": g.max_replications}, "undecided": g.undecided,
             "services": services}

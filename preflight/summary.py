@@ -22,7 +22,8 @@ def service_lines(v: Verdict) -> list[str]:
     m = v.metrics.get
     r = v.report
     requests = r["requests"]
-    lines = [f"{v.label}: {v.replications} replications of {r['duration_s']:g} s (95% intervals across them; "
+    warmup = f", the first {r['warmup_s']:g} s not measured" if r.get("warmup_s") else ""
+    lines = [f"{v.label}: {v.replications} replications of {r['duration_s']:g} s{warmup} (95% intervals across them; "
              f"replication 0: {requests} requests {r['status_counts']})",
              f"  latency p99: successes {_e(m('p99 latency (s)'))} s; all requests "
              f"{_e(m('p99 latency, all requests (s)'))} s; p50 (successes) {_e(m('p50 latency (s)'))} s",

@@ -63,15 +63,17 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
                if svc.workload is not None and svc.slo is not None]
     if not checked:
         return
+    steady_s = gate.warmup_s + gate.duration_s   # the steady run, its warm-up first
+    run = "gate.warmupS + gate.durationS" if gate.warmup_s else "gate.durationS"
     for i, _, spec in checked:
-        late = timing_problem(spec, gate.duration_s, f"services[{i}].workload", "gate.durationS")
+        late = timing_problem(spec, steady_s, f"services[{i}].workload", run)
         if late:
             problems.append(late)
     if "nodeLoss" in gate.scenarios:
         _node_loss_times(checked, problems)
     runs: list[tuple[str, float, list]] = []      # (what, seconds, the spiking services)
     if "steady" in gate.scenarios:
-        runs.append(("the steady run", gate.duration_s, []))
+        runs.append(("the steady run", steady_s, []))
     if {"spike", "scaleFromZero", "nodeLoss"} & set(gate.scenarios):
         spiking = [i for i, svc, _ in checked if "spike" in gate.scenarios and svc.stress.spike.enabled]
         runs.append(("the spike run" if spiking else "a stress run", STRESS_DURATION_S, spiking))
@@ -112,7 +114,8 @@ def gate_requests(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], gate: 
     out = []
     on = {kind: [(i, svc) for i, svc, _ in checked if judged_in(svc, kind)] for kind in GATE_STRESS}
     if "steady" in gate.scenarios:
-        out.append(("steady", gate.duration_s, _sum(_parts(checked, gate.duration_s, []))))
+        steady_s = gate.warmup_s + gate.duration_s
+        out.append(("steady", steady_s, _sum(_parts(checked, steady_s, []))))
     if "spike" in gate.scenarios and on["spike"]:
         spiking = [i for i, _ in on["spike"]]
         out.append(("spike", STRESS_DURATION_S, _sum(_parts(checked, STRESS_DURATION_S, spiking))))

@@ -279,6 +279,7 @@ COLD_START_RUNS_TO_PASS = zero_event_trials(COLD_START_MISS_FRACTION)
 def parse_gate(sec: Section) -> GateConfig:
     out = GateConfig(enabled=sec.bool("enabled", True), enforce=sec.bool("enforce", True),
                      duration_s=sec.float("durationS", 900.0, min=60, max=86400),
+                     warmup_s=sec.float("warmupS", 0.0, min=0, max=86400),
                      seed=sec.int("seed", 1, min=0, max=2**31 - 1),
                      undecided=sec.choice("undecided", UNDECIDED_POLICIES, UNDECIDED_POLICIES[0]),
                      request_budget=sec.int("requestBudget", DEFAULT_REQUEST_BUDGET, min=1000, max=10**9),
@@ -353,8 +354,10 @@ def _rate_limits(gate: GateConfig, i: int, svc: ServiceConfig, problems: list[Pr
     steady runs of the workload's expected requests (× RATE_REQUESTS_MARGIN). The scale-from-zero scenario's
     override is left to the run (whether it runs depends on config-autoscaler)."""
     runs = gate.max_replications
-    per_run = expected_requests(parse_workload(Section(svc.workload, "", []), base_dir=str(PROJECT_ROOT)),
-                                gate.duration_s) if "steady" in gate.scenarios else 0.0
+    per_run = 0.0
+    if "steady" in gate.scenarios:   # the requests of its measured window, after the warm-up
+        spec = parse_workload(Section(svc.workload, "", []), base_dir=str(PROJECT_ROOT))
+        per_run = expected_requests(spec, gate.warmup_s + gate.duration_s) - expected_requests(spec, gate.warmup_s)
     reach = passable_rate_limit(per_run * runs)
     could = (f"; a limit of {reach:g} could pass (the lowest 95 % upper end 0 errors reach in "
              f"gate.replications.max {runs} steady runs of ≈ {per_run:,.0f} requests)") if per_run > 0 else ""

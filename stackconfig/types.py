@@ -224,6 +224,9 @@ class GateConfig:
     enforce: bool  # false: report misses as warnings and deploy anyway
     duration_s: float
     seed: int
+    # Seconds the steady run simulates before its terms are measured (its workloads and pods run from t = 0; the
+    # window is [warmup_s, warmup_s + duration_s)): 0 measures a fresh deploy's start (gate/stress.py).
+    warmup_s: float = 0.0
     # Independent replications per scenario (simulation/replicate.py): at least `min_replications`, more while a
     # check's 95 % interval straddles its SLO, up to `max_replications`; then `undecided` ("estimate", "warn" or
     # "fail": gate/verdict.py) settles what is still undecided.

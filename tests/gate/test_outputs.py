@@ -18,6 +18,7 @@ def test_pulumi_up_exports_the_predictions_check_json_carries():
     assert exported == cli.check("dev").predictions
     chat = exported["services"]["chat"]["steady"]
     assert exported["passed"] and chat["passed"] and chat["replications"] >= 5
+    assert (exported["durationS"], exported["warmupS"]) == (load_stack("dev").gate.duration_s, 0.0)
     p99 = chat["metrics"]["p99 latency (s)"]
     assert 0 <= p99["ci95"][0] <= p99["value"] <= p99["ci95"][1] and p99["replications"] == chat["replications"]
     assert {"503 rate", "error rate", "pod GPU-hours", "p99 time to first token (s)"} <= set(chat["metrics"])
@@ -52,6 +53,9 @@ def test_the_summary_labels_latencies_the_excluded_400s_and_saturation():
     zero = Estimate(0.0, 0.0, 0.0, chat.replications)
     calm = replace(chat, metrics={**chat.metrics, "time at maxReplicas (fraction)": zero, "peak Pending pods": zero})
     assert "SATURATED" not in "\n".join(service_lines(calm))
+    assert "not measured" not in text   # no warm-up: gate.warmupS says how much of the run is
+    warm = replace(chat, report={**chat.report, "duration_s": 1500.0, "warmup_s": 600.0})
+    assert "replications of 1500 s, the first 600 s not measured" in service_lines(warm)[0]
 
 
 def test_a_passing_check_ends_with_the_deploy_command_and_where_plots_went(tmp_path):
