@@ -40,7 +40,7 @@ def test_the_warm_up_comes_before_the_measured_window_of_the_steady_run_only():
 
 @pytest.mark.parametrize("value", [-1, "10m", 86401])
 def test_a_bad_warm_up_is_refused_naming_the_key(value):
-    assert "gate.warmupS: got" in _refused(_gate(warmupS=value))
+    assert f"gate.warmupS: got {value!r}; expected a number between 0 and 86400" in _refused(_gate(warmupS=value))
 
 
 def test_a_workload_step_may_come_after_durationS_within_the_warm_up_and_the_window():
