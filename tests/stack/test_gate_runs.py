@@ -120,12 +120,27 @@ def test_a_rollout_the_gate_cannot_simulate_names_the_annotation():
     _parse(deadline("2000000000s", rollout=False))   # the control: the gate does not simulate this rollout
 
 
+def _step(at, **gate):
+    def edit(v):
+        v["services"][0]["workload"].update(kind="step", at_s=at, to_rate=2.0)
+        v.setdefault("gate", {}).update(gate)
+    return edit
+
+
 def test_a_workload_step_after_the_steady_run_is_refused():
-    def step(at):
-        return lambda v: v["services"][0]["workload"].update(kind="step", at_s=at, to_rate=2.0)
+    steady = {"scenarios": ["steady"]}
     assert ("services[0].workload.at_s: got 900.0; expected less than gate.durationS (900 s): the step would start "
-            "after the run ends and never happen") in _refused(step(900))
-    _parse(step(899))
+            "after the run ends and never happen") in _refused(_step(900, **steady))
+    _parse(_step(899, **steady))
+
+
+def test_a_workload_step_after_the_shortest_gate_run_is_refused_at_load():
+    """Every service runs in every scenario: a step at 700 s with `durationS: 900` passed the load check, then the
+    gate's 600-s spike fleet refused it, naming the fleet's internal `duration_s`."""
+    assert ("services[0].workload.at_s: got 700.0; expected less than the length of the gate's spike run (600 s)"
+            in _refused(_step(700, durationS=900)))
+    _parse(_step(599, durationS=900))
+    _parse(_step(700, durationS=900, scenarios=["steady", "rollout"]))   # no 600-s run: the steady run bounds it
 
 
 def test_a_scenario_spike_after_its_run_is_refused():

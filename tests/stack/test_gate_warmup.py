@@ -44,9 +44,9 @@ def test_a_bad_warm_up_is_refused_naming_the_key(value):
 
 
 def test_a_workload_step_may_come_after_durationS_within_the_warm_up_and_the_window():
-    def step(at):
+    def step(at):   # the steady run only: a stress run lasts 600 s
         return lambda v: (v["services"][0]["workload"].update(kind="step", at_s=at, to_rate=2.0),
-                          _gate(warmupS=300, durationS=900)(v))
+                          _gate(warmupS=300, durationS=900, scenarios=["steady"])(v))
     _parse(step(1000))
     assert ("services[0].workload.at_s: got 1200.0; expected less than gate.warmupS + gate.durationS (1200 s)"
             in _refused(step(1200)))
@@ -67,7 +67,7 @@ def test_a_rate_limit_is_judged_reachable_on_the_measured_window_requests():
     def edit(v):
         v["services"][0]["workload"].update(kind="step", rate=0.5, at_s=600, to_rate=50.0)
         v["services"][0]["slo"]["max503Rate"] = 5e-5
-        _gate(durationS=300, warmupS=600, undecided="fail")(v)
+        _gate(durationS=300, warmupS=600, undecided="fail", scenarios=["steady"])(v)
     _parse(edit)
     assert "max503Rate" in _refused(lambda v: (edit(v), _gate(warmupS=0)(v),
                                                 v["services"][0]["workload"].update(at_s=299)))
