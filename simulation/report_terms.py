@@ -33,15 +33,16 @@ def _pct(key: str, q: str) -> Callable[[Mapping], float | None]:
 
 
 def time_at_max_replicas(report: Mapping) -> float:
-    """Fraction of the run the autoscaler wanted maxReplicas or more (saturated); 0 when there is no maximum."""
+    """Fraction of the run's measured window (after `warmup_s`) the autoscaler wanted maxReplicas or more
+    (saturated); 0 when there is no maximum."""
     svc = report.get("service") or {}
     top = svc.get("max_scale") or svc.get("max_replicas") or 0
     series = report["replica_series"]
     t, desired = series["t"], series["desired"]
     if not top or len(t) < 2:
         return 0.0
-    end = report["duration_s"]
-    spans = [(min(b, end) - a) for a, b in zip(t, t[1:] + [end])]
+    start, end = report.get("warmup_s") or 0.0, report["duration_s"]
+    spans = [max(0.0, min(b, end) - max(a, start)) for a, b in zip(t, t[1:] + [end])]
     at_max = sum(span for span, d in zip(spans, desired) if d >= top)
     return at_max / sum(spans) if sum(spans) > 0 else 0.0
 
@@ -96,8 +97,11 @@ def rollout_ready_time(reports: Sequence[Mapping], deadline_s: float) -> Estimat
 
 
 def peak_pending_pods(report: Mapping) -> int:
-    """Most pods waiting for a GPU node at once (Kubernetes' Pending phase), from the timeline samples."""
-    return max((report.get("timeline") or {}).get("pending_pods") or [0])
+    """Most pods waiting for a GPU node at once (Kubernetes' Pending phase), from the timeline samples of the
+    measured window (after `warmup_s`)."""
+    timeline = report.get("timeline") or {}
+    start = report.get("warmup_s") or 0.0
+    return max([p for t, p in zip(timeline.get("t") or [], timeline.get("pending_pods") or []) if t >= start] or [0])
 
 
 METRICS: dict[str, tuple[str, Callable[[Mapping], Any]]] = {

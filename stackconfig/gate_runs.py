@@ -103,8 +103,10 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
         return
     what, seconds, parts = worst
     key = max(parts.values())[1]   # the largest part's key
+    hint = "lower gate.warmupS or raise gate.requestBudget" if what == "the steady run" and gate.warmup_s else \
+        "raise gate.requestBudget"
     over = run_problem({name: n for name, (n, _) in parts.items()}, f"{what} ({seconds:g} s)", gate.request_budget,
-                       key, "raise gate.requestBudget")
+                       key, hint)
     if over:
         problems.append(over)
     else:
@@ -176,8 +178,8 @@ def _total_problem(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], servi
                             f"expected the whole gate to simulate at most {budget_text(gate)}; it runs each scenario "
                             f"up to gate.replications.max times: {_shown(gate.max_replications, runs, total)}"
                             f"{_loops_shown(services, gate.max_replications, runs, total, loops)}. "
-                            "Lower gate.replications.max, gate.durationS, a rate, the number of services or "
-                            f"gate.scenarios, or raise gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
+                            "Lower gate.replications.max, gate.durationS or gate.warmupS, a rate, the number of "
+                            f"services or gate.scenarios, or raise gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
 
 
 def replications_problem(services: list[ServiceConfig], gate: GateConfig, root: str, scale_to_zero: bool,
@@ -208,7 +210,7 @@ def _loops_shown(services: list[ServiceConfig], replications: int, runs: list[tu
     minutes = (total / REQUESTS_PER_CPU_S + loops) / 60
     return (f", plus the time-driven work of the stack's {len(services)} services (its services list: each one's "
             f"autoscaler loop) and their {pods} Ready pods (minReplicas), requests or not: {replications} × "
-            f"{seconds:g} s (gate.durationS and the stress runs) × ({len(services)} × "
+            f"{seconds:g} s (the steady run, its warm-up included, and the stress runs) × ({len(services)} × "
             f"{SERVICE_SECOND_CPU_S * 1e6:g} µs + {pods} × {POD_SECOND_CPU_S * 1e6:g} µs) ≈ {loops:,.0f} "
             f"CPU-seconds, counted as {loops * REQUESTS_PER_CPU_S:,.0f} requests: ≈ {minutes:,.0f} CPU-minutes "
             "in all")

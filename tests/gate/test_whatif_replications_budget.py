@@ -26,7 +26,7 @@ def test_replications_over_the_after_sides_budget_are_refused(no_simulation, cap
                   "gate.totalRequestBudget=50000000"], capsys)
     assert "--replications: got 1000; expected at most 640 for the after side of stack 'staging'" in err
     assert "1000 × (steady (900 s) " in err and "≈ 76,440,000 requests, plus the time-driven work" in err
-    assert ("1000 × 3120 s (gate.durationS and the stress runs) × (2 × 5 µs + 3 × 0.2 µs) "
+    assert ("1000 × 3120 s (the steady run, its warm-up included, and the stress runs) × (2 × 5 µs + 3 × 0.2 µs) "
             "≈ 33 CPU-seconds") in err
     assert "over gate.totalRequestBudget 50,000,000" in err
     assert "the before side" not in err
