@@ -16,21 +16,37 @@ def run() -> None:
     """The `kserve-preflight` console command (and `python -m preflight`)."""
     try:
         status = main(started=STARTED)
+    except SystemExit as stop:
+        _close_event_loop()
+        if stop.code in SIGNAL_EXITS:   # the message is out and the workers are stopped (their `finally` ran)
+            _flush()
+            os._exit(stop.code)
+        raise
     except BaseException:
         _close_event_loop()
         raise
     exit_now(status)
 
 
-def exit_now(status: int) -> None:
-    """Exit once the report is out, without the interpreter's teardown: freeing the Pulumi SDK and providers'
-    modules object by object takes ~0.3 s that nobody needs. Output is flushed and the atexit handlers run
-    (the worker pool is already shut down); only the deallocation is skipped."""
+# Ctrl-C and SIGTERM (validation/cli.py `guarded`): exit at once, skipping the interpreter's teardown, whose
+# atexit handlers join the worker pool's manager thread and children without a timeout (under load one such
+# exit once took over 10 s after the workers had been terminated).
+SIGNAL_EXITS = (130, 143)
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (BrokenPipeError, OSError):  # e.g. `| head` closed the pipe: nothing left to say
             pass
+
+
+def exit_now(status: int) -> None:
+    """Exit once the report is out, without the interpreter's teardown: freeing the Pulumi SDK and providers'
+    modules object by object takes ~0.3 s that nobody needs. Output is flushed and the atexit handlers run
+    (the worker pool is already shut down); only the deallocation is skipped."""
+    _flush()
     atexit._run_exitfuncs()
     os._exit(status)
 
