@@ -6,7 +6,7 @@ Every service of the stack runs in every scenario on the one GPU node group, so 
 
 | scenario | what happens | default SLO (from the steady `slo`) |
 | --- | --- | --- |
-| `steady` | the services' own workloads for `gate.durationS` after `gate.warmupS` (0 by default: measured from t = 0): each service starts with max(minReplicas, initial-scale) pods Ready and its full load at once, so the terms include the first minutes' scale-up, unless `gate.warmupS` seconds are simulated first and not measured | the `slo` itself |
+| `steady` | the services' own workloads for `gate.durationS` after `gate.warmupS` (0 by default: measured from t = 0): each service starts with max(minReplicas, initial-scale) pods Ready and its full load at once, so without a warm-up the terms include the first minutes' scale-up | the `slo` itself |
 | `spike` | each service's traffic × `factor` (3) for `durationS` (120 s) from `atS` (120 s), at the same time (correlated spikes are the case that exhausts a shared node group) | latency limits × 2, rate limits as steady, no cold-start limit |
 | `rollout` | at `atS` (60 s) each Knative service's new revision starts at max(minReplicas, initial-scale) cold pods on the GPUs actually free, while the old one serves; the route moves once that many are Ready, and the old revision, unreachable, scales down (simulation/stress.py) | as steady without the cold-start limit, and fewer than 1 run in 5 with the new revision not Ready within the progress deadline (gate/verdict.py `rollout_check`) |
 | `scaleFromZero` | services that may scale to zero (minReplicas 0, and `knative.autoscaler` leaves enable-scale-to-zero on) start at zero pods while their traffic arrives | as steady |
@@ -105,8 +105,7 @@ def gate_scenarios(cfg: StackConfig, service_scenario: Any, node_group: dict,
     out = []
     if "steady" in kinds:
         warmup = {"warmup_s": cfg.gate.warmup_s} if cfg.gate.warmup_s else {}
-        steady = fleet("steady", cfg.gate.warmup_s + cfg.gate.duration_s, [{"scenario": s} for _, s in base],
-                       **warmup)
+        steady = fleet("steady", cfg.gate.steady_run_s, [{"scenario": s} for _, s in base], **warmup)
         out.append(GateScenario("steady", steady, {s.name: s.slo for s in checked}, {}))
     on = {kind: [s for s in checked if judged_in(s, kind)] for kind in KINDS[1:]}
     if "spike" in kinds and on["spike"]:

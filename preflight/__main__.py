@@ -10,28 +10,23 @@ STARTED = time.perf_counter()  # --timings counts the imports below as the first
 import simulation  # noqa: E402,F401  (first: the result cache notes the simulator's files as this run imports them)
 from preflight.check import main  # noqa: E402
 from policy.report import _close_event_loop  # noqa: E402
+from validation.cli import SIGNAL_EXITS  # noqa: E402
 
 
 def run() -> None:
     """The `kserve-preflight` console command (and `python -m preflight`)."""
     try:
         status = main(started=STARTED)
-    except SystemExit as stop:
+    except BaseException as stop:
         _close_event_loop()
-        if stop.code in SIGNAL_EXITS:   # the message is out and the workers are stopped (their `finally` ran)
+        if isinstance(stop, SystemExit) and stop.code in SIGNAL_EXITS:
+            # Ctrl-C or SIGTERM (validation/cli.py `guarded`): the message is out and the workers are stopped
+            # (their `finally` ran). Exit at once: the interpreter's teardown joins the pool's manager thread and
+            # children with no timeout (under load one such exit once took over 10 s).
             _flush()
             os._exit(stop.code)
         raise
-    except BaseException:
-        _close_event_loop()
-        raise
     exit_now(status)
-
-
-# Ctrl-C and SIGTERM (validation/cli.py `guarded`): exit at once, skipping the interpreter's teardown, whose
-# atexit handlers join the worker pool's manager thread and children without a timeout (under load one such
-# exit once took over 10 s after the workers had been terminated).
-SIGNAL_EXITS = (130, 143)
 
 
 def _flush() -> None:

@@ -63,7 +63,7 @@ def check_gate_runs(services: list[ServiceConfig], gate: GateConfig, problems: l
                if svc.workload is not None and svc.slo is not None]
     if not checked:
         return
-    steady_s = gate.warmup_s + gate.duration_s   # the steady run, its warm-up first
+    steady_s = gate.steady_run_s
     # Every service runs in every scenario the gate makes: a step or spike must come within the shortest run
     # (the gate's fleets refuse one that would never happen), named here by the stack's keys.
     kind, shortest, _ = min(gate_requests(checked, gate, scale_to_zero), key=lambda run: run[1],
@@ -121,8 +121,7 @@ def gate_requests(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], gate: 
     out = []
     on = {kind: [(i, svc) for i, svc, _ in checked if judged_in(svc, kind)] for kind in GATE_STRESS}
     if "steady" in gate.scenarios:
-        steady_s = gate.warmup_s + gate.duration_s
-        out.append(("steady", steady_s, _sum(_parts(checked, steady_s, []))))
+        out.append(("steady", gate.steady_run_s, _sum(_parts(checked, gate.steady_run_s, []))))
     if "spike" in gate.scenarios and on["spike"]:
         spiking = [i for i, _ in on["spike"]]
         out.append(("spike", STRESS_DURATION_S, _sum(_parts(checked, STRESS_DURATION_S, spiking))))
@@ -179,7 +178,8 @@ def _total_problem(checked: list[tuple[int, ServiceConfig, WorkloadSpec]], servi
                             f"up to gate.replications.max times: {_shown(gate.max_replications, runs, total)}"
                             f"{_loops_shown(services, gate.max_replications, runs, total, loops)}. "
                             "Lower gate.replications.max, gate.durationS or gate.warmupS, a rate, the number of "
-                            f"services or gate.scenarios, or raise gate.totalRequestBudget (at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
+                            "services or gate.scenarios, or raise gate.totalRequestBudget "
+                            f"(at most {MAX_TOTAL_REQUEST_BUDGET:,})"))
 
 
 def replications_problem(services: list[ServiceConfig], gate: GateConfig, root: str, scale_to_zero: bool,

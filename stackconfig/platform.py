@@ -357,7 +357,7 @@ def _rate_limits(gate: GateConfig, i: int, svc: ServiceConfig, problems: list[Pr
     per_run = 0.0
     if "steady" in gate.scenarios:   # the requests of its measured window, after the warm-up
         spec = parse_workload(Section(svc.workload, "", []), base_dir=str(PROJECT_ROOT))
-        per_run = expected_requests(spec, gate.warmup_s + gate.duration_s) - expected_requests(spec, gate.warmup_s)
+        per_run = expected_requests(spec, gate.steady_run_s) - expected_requests(spec, gate.warmup_s)
     reach = passable_rate_limit(per_run * runs)
     could = (f"; a limit of {reach:g} could pass (the lowest 95 % upper end 0 errors reach in "
              f"gate.replications.max {runs} steady runs of ≈ {per_run:,.0f} requests)") if per_run > 0 else ""

@@ -239,6 +239,11 @@ class GateConfig:
     # The scenarios the gate runs (gate/stress.py); every one by default.
     scenarios: tuple[str, ...] = ("steady", "spike", "rollout", "scaleFromZero", "nodeLoss")
 
+    @property
+    def steady_run_s(self) -> float:
+        """The steady run's whole length: its warm-up, then its measured `duration_s`."""
+        return self.warmup_s + self.duration_s
+
 
 @dataclass(frozen=True)
 class StackConfig:

@@ -25,6 +25,10 @@ def unexpected_error_line(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}{': ' + text[:300] if text else ''} — {ISSUES_HINT}"
 
 
+INTERRUPTED, TERMINATED = 130, 128 + signal.SIGTERM   # the exit statuses of Ctrl-C and SIGTERM, as shells give
+SIGNAL_EXITS = (INTERRUPTED, TERMINATED)
+
+
 class Terminated(BaseException):
     """SIGTERM reached the command (`kill PID`, a supervisor, a CI runner): raised in the main thread so that the
     `finally` blocks run, the local worker processes among them (simulation/local_executor.py `close`)."""
@@ -50,10 +54,10 @@ def guarded(main: Callable[..., int]) -> Callable[..., int]:
             exit_with(err)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
-            raise SystemExit(130) from None
+            raise SystemExit(INTERRUPTED) from None
         except Terminated:
             print("terminated (SIGTERM): the simulations were stopped", file=sys.stderr)
-            raise SystemExit(128 + signal.SIGTERM) from None
+            raise SystemExit(TERMINATED) from None
         except Exception as exc:  # noqa: BLE001 — the point: no traceback reaches a user
             if os.environ.get("KSERVE_PREFLIGHT_DEBUG"):
                 raise
