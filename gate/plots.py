@@ -2,7 +2,8 @@
 
 `plot_runs` draws one or more runs of the same service on shared axes (a what-if overlays before, dashed, and
 after, solid); `plot_verdicts` draws the gate's runs (replication 0 of each service). Each panel reads the
-report's `replica_series` and `timeline` (simulation/timeline.py); the figure's caption names the seed.
+report's `replica_series` and `timeline` (simulation/timeline.py); the figure's caption names the seed. A run's
+warm-up (`warmup_s`, before its measured window: `gate.warmupS`) is shaded on every panel.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def plot_runs(title: str, runs: Sequence[tuple[str, dict]], path: Path) -> Path:
                                      ("latency_all_mean_s", "C3", "mean, all requests")):
                 ax_lat.step(tl["bin_start_s"], [v if v is not None else float("nan") for v in tl[key]], style,
                             color=color, where="post", label=f"{name} ({label})")
+    for end, whose in warmups(runs):
+        for ax in axes:
+            ax.axvspan(0.0, end, color="0.5", alpha=0.12, lw=0, zorder=0,
+                       label=f"warm-up, not measured{whose}" if ax is ax_rep else None)
     for ax, ylabel in ((ax_rep, "pods / nodes"), (ax_queue, "requests in system"), (ax_err, "errors / s"),
                        (ax_mem, "GPU memory in use\n(fraction; vLLM: KV blocks)"), (ax_lat, "latency (s)")):
         ax.set_ylabel(ylabel)
@@ -62,6 +67,17 @@ def plot_runs(title: str, runs: Sequence[tuple[str, dict]], path: Path) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+def warmups(runs: Sequence[tuple[str, dict]]) -> list[tuple[float, str]]:
+    """(end of the warm-up, whose) of each distinct warm-up among the runs; whose is "" when every run has it."""
+    ends: dict[float, list[str]] = {}
+    for label, report in runs:
+        end = float(report.get("warmup_s") or 0.0)
+        if end > 0:
+            ends.setdefault(end, []).append(label)
+    return [(end, "" if len(labels) == len(runs) else f" ({', '.join(labels)})")
+            for end, labels in sorted(ends.items())]
 
 
 def plot_verdicts(stack: str, verdicts: list, out: Path) -> list[Path]:

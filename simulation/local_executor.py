@@ -171,7 +171,7 @@ class LocalExecutor:
             job = jobs.get(running.get(pid, 0))
             what = f"the worker process {pid} {how}"
         hint = ("; SIGKILL is what the kernel's out-of-memory killer sends (see `dmesg`): give each worker more "
-                "memory with fewer --workers, or shorten the runs (gate.durationS, a rate)"
+                "memory with fewer --workers, or shorten the runs (gate.durationS, gate.warmupS, a rate)"
                 if dead and min(dead)[2] == -signal.SIGKILL else "")
         doing = f" while it simulated {describe_item(*job)}" if job else " between jobs" if dead else ""
         return WorkerDied([Problem("--workers", self.workers, f"expected every worker process to finish its jobs; "

@@ -127,8 +127,8 @@ def trials_problem(cfg: Any, trials: int) -> Problem | None:
                    f"({gate.max_replications}) runs of every scenario ≈ {per_gate:,.0f} requests (time-driven work "
                    f"included), and up to {REJUDGE_MAX} passing candidates are judged again on fresh seeds: "
                    f"({trials} + {REJUDGE_MAX}) × {per_gate:,.0f} ≈ {gates * per_gate:,.0f} requests, over "
-                   f"{budget_text(gate)}; lower --trials, or gate.replications.max or gate.durationS in the stack, "
-                   "or raise gate.totalRequestBudget there")
+                   f"{budget_text(gate)}; lower --trials, or gate.replications.max, gate.durationS or gate.warmupS "
+                   "in the stack, or raise gate.totalRequestBudget there")
 
 
 def run(args: Any, executor: Any = None, console: Any = None) -> int:

@@ -121,7 +121,7 @@ def test_a_worker_killed_is_reported_not_rerun_in_the_main_process():
         _busy(workers).send_signal(signal.SIGKILL)     # as the kernel's out-of-memory killer does
         rc, err = _finish(proc, 10)
         assert rc == 2, err
-        assert "SIGKILL" in err and "out-of-memory" in err and "--workers" in err, err
+        assert "SIGKILL" in err and "out-of-memory" in err and "--workers" in err and "gate.warmupS" in err, err
         assert re.search(r"the replication of 'dev/\w+' with seed \d+", err) and "Traceback" not in err, err
         assert not _left(workers, 2.0)
     finally:

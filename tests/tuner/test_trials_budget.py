@@ -18,6 +18,7 @@ def test_ten_thousand_trials_on_prod_are_refused_before_any_trial(monkeypatch, c
     err = exit_2(["tune", "--stack", "prod", "--service", "chat", "--trials", "10000"], capsys)
     assert "--trials: got 10000; expected at most 239 for stack 'prod'" in err
     assert "(10000 + 3) × 823,740 ≈ 8,239,871,220 requests, over gate.totalRequestBudget 200,000,000" in err
+    assert "gate.durationS or gate.warmupS in the stack" in err   # every knob that shortens a gate's runs
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
