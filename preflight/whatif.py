@@ -7,7 +7,8 @@ replication by replication (seed i = `simulation.replicate.replication_seed(gate
 stream, token sizes and start-up draws match and the paired difference after − before has a far narrower
 interval than two independent runs would give (common random numbers; Law & Kelton §11.2). Per metric the table
 shows each side's estimate with its 95 % interval, the mean paired difference with its 95 % t-interval (a p99:
-the difference of the two sides' pooled p99s, `simulation.report_terms.difference`), and
+the difference of the two sides' pooled p99s; a rate: of their pooled rates, by MOVER on the two intervals with
+the pairs' correlation; `simulation.report_terms.difference`), and
 each side's SLO verdict, term by term matched by name (a term one side does not have, say a `--set` that adds
 `slo.p99TtftS`, shows as not a term on the other). `--workload` / `--rate-scale` change the traffic of both sides.
 

@@ -57,7 +57,7 @@ def tables(result: WhatIf) -> list:
                         f"side {runs} (95% intervals); verdicts by the gate's rule on "
                         f"{c.before.replications} (before) and {c.after.replications} (after) replications")
         for col in ("metric", before, "after", "after − before (paired)" if c.common_random_numbers else
-                    "after − before (independent, Welch)", ""):
+                    "after − before (independent)", ""):
             t.add_column(col)
         for name in SHOWN:
             pct = METRICS[name][0] == "rate"

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from simulation.analytic import clopper_pearson
 from simulation.estimates import (Estimate, independent_difference, mean_interval, paired_difference,
-                                  pooled_quantile, pooled_quantile_difference, rate_interval)
+                                  pooled_quantile, pooled_quantile_difference, rate_difference, rate_interval)
 
 
 def _status(report: Mapping, *codes: str) -> int:
@@ -153,8 +153,11 @@ def estimates(reports: Sequence[Mapping], names: Iterable[str] | None = None) ->
 def difference(name: str, before: Sequence[Mapping], after: Sequence[Mapping], paired: bool = True) -> Estimate:
     """after − before of the named METRICS figure: `paired` (common random numbers, report i of both sides on
     seed i) or independent (Welch). A p99 is the difference of the two sides' pooled p99s, as `estimate` gives
-    them (`pooled_quantile_difference`); every other figure the mean difference of the runs' own values."""
+    them (`pooled_quantile_difference`), a rate that of their pooled rates (`rate_difference`); every other
+    figure the mean difference of the runs' own values."""
     kind, get = METRICS[name]
+    if kind == "rate":
+        return rate_difference([get(r) for r in before], [get(r) for r in after], paired=paired)
     if kind == "p99":
         sides = [[get(r) for r in reports] for reports in (before, after)]
         if not any(map(without_tails, sides)):

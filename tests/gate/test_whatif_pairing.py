@@ -11,7 +11,7 @@ from rich.console import Console
 from preflight import check as cli
 from preflight.whatif import compare
 from preflight.whatif_tables import NOT_A_TERM, slo_rows, tables
-from simulation.estimates import independent_difference, paired_difference
+from simulation.estimates import independent_difference, paired_difference, rate_difference
 from simulation.executor_protocol import SerialExecutor
 from simulation.replicate import replication_seeds, run_replications
 from simulation.report_terms import METRICS, difference, estimates, per_replication
@@ -94,11 +94,13 @@ def test_another_gate_seed_compares_each_side_on_its_own_runs_unpaired():
     assert estimates(c.reports[1][:c.after.replications], METRICS)[P99] == c.after.metrics[P99]
     assert estimates(c.reports[0][:c.before.replications], METRICS)[P99] == c.before.metrics[P99]
     assert c.difference[P99] == difference(P99, c.reports[0], c.reports[1], paired=False)
-    assert c.difference["error rate"] == independent_difference(per_replication("error rate", c.reports[0]),
-                                                                per_replication("error rate", c.reports[1]))
+    assert c.difference["p50 latency (s)"] == independent_difference(
+        per_replication("p50 latency (s)", c.reports[0]), per_replication("p50 latency (s)", c.reports[1]))
+    counts = [[METRICS["error rate"][1](r) for r in side] for side in c.reports]
+    assert c.difference["error rate"] == rate_difference(*counts, paired=False)
     text = _text(result)
     assert "on independent runs (gate.seed 1 before, 2 after: no common random numbers)" in text
-    assert "after − before (independent, Welch)" in text and "(paired)" not in text
+    assert "after − before (independent)" in text and "(paired)" not in text
 
 
 def test_the_same_seed_still_pairs_and_an_untouched_scenario_is_unchanged():
@@ -108,6 +110,8 @@ def test_the_same_seed_still_pairs_and_an_untouched_scenario_is_unchanged():
     assert c.difference[P99] == difference(P99, c.reports[0], c.reports[1], paired=True)
     assert c.difference["p50 latency (s)"] == paired_difference(per_replication("p50 latency (s)", c.reports[0]),
                                                                 per_replication("p50 latency (s)", c.reports[1]))
+    counts = [[METRICS["503 rate"][1](r) for r in side] for side in c.reports]
+    assert c.difference["503 rate"] == rate_difference(*counts, paired=True)
     same = compare(_dev(), _dev(), 5, SerialExecutor())
     assert same.comparisons[0].unchanged
     assert not compare(_dev(seed=1), _dev(seed=2), 5, SerialExecutor()).comparisons[0].unchanged
