@@ -8,6 +8,7 @@ from statistics import NormalDist
 
 import pytest
 
+from bursts import bursts
 from simulation.analytic import clopper_pearson, t975
 from simulation.estimates import rate_interval
 
@@ -17,16 +18,7 @@ REQUESTS = 1800   # per run, as a 3,000-s M/M/1/11 run at λ = 0.6
 def _bursty_runs(rng: random.Random, runs: int, bursts_per_run: float, mean_burst: float) -> list[tuple[int, int]]:
     """(errors, requests) of each run: Poisson(bursts_per_run) bursts per run, each refusing a geometric number
     (≥ 1, mean `mean_burst`) of requests."""
-    out = []
-    for _ in range(runs):
-        errors, t = 0, rng.expovariate(1.0)
-        while t < bursts_per_run:
-            errors += 1
-            while rng.random() > 1.0 / mean_burst:
-                errors += 1
-            t += rng.expovariate(1.0)
-        out.append((errors, REQUESTS))
-    return out
+    return [(bursts(rng, bursts_per_run, mean_burst), REQUESTS) for _ in range(runs)]
 
 
 @pytest.mark.parametrize("bursts_per_run, mean_burst", [(2.0, 3.0), (1.0, 4.0)])

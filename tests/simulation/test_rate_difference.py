@@ -9,21 +9,11 @@ import statistics
 
 import pytest
 
+from bursts import bursts
 from simulation.estimates import rate_difference, rate_interval
 from simulation.report_terms import difference
 
 REQUESTS = 1800   # per run, as a 3,000-s M/M/1/11 run at λ = 0.6
-
-
-def _bursts(rng: random.Random, per_run: float, mean_size: float) -> int:
-    """Errors of one run: Poisson(`per_run`) bursts, each a geometric number (≥ 1, mean `mean_size`) of them."""
-    errors, t = 0, rng.expovariate(1.0)
-    while t < per_run:
-        errors += 1
-        while rng.random() > 1.0 / mean_size:
-            errors += 1
-        t += rng.expovariate(1.0)
-    return errors
 
 
 def _reports(counts: list[int]) -> list[dict]:
@@ -39,8 +29,8 @@ def test_five_paired_runs_of_a_bursty_rise_seldom_put_the_interval_below_it(shar
     truth = extra * size / REQUESTS
     below = 0
     for _ in range(3000):
-        common = [_bursts(rng, shared, size) for _ in range(5)]
-        after = [k + _bursts(rng, extra, size) for k in common]
+        common = [bursts(rng, shared, size) for _ in range(5)]
+        after = [k + bursts(rng, extra, size) for k in common]
         below += difference("503 rate", _reports(common), _reports(after)).hi < truth
     assert below / 3000 <= 0.04, below / 3000
 
