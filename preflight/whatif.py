@@ -14,11 +14,11 @@ each side's SLO verdict, term by term matched by name (a term one side does not 
 
 Each side runs on its own `gate.seed`, so every column rests on the runs its verdict was decided on. When the
 sides' seeds differ (`--set gate.seed=N`, or `--against` a revision with another seed) there are no common
-random numbers: the runs are independent, the difference is Welch's interval (wider; the table says so), and a
-scenario the edits leave alone is not "unchanged" (it ran on other seeds). That is allowed rather than refused
-because it answers a real question: does the verdict hold on other seeds, or against an older revision with
-its own seed. `gate.durationS` and the other gate settings do not break the pairing: each side's scenario has
-its own duration on the same seeds, and its column and verdict share those runs.
+random numbers: the runs are independent, the difference unpaired (Welch's; a rate's MOVER with r = 0; wider,
+and the table says so), and a scenario the edits leave alone is not "unchanged" (it ran on other seeds). That is
+allowed rather than refused because it answers a real question: does the verdict hold on other seeds, or against
+an older revision with its own seed. `gate.durationS` and the other gate settings do not break the pairing: each
+side's scenario has its own duration on the same seeds, and its column and verdict share those runs.
 
 Each side's verdict is the gate's own (`gate.sequential.decide`: replications doubled while a term is undecided,
 `gate.undecided` after `gate.replications.max`), so it is the verdict `preflight check` and `pulumi up` give that

@@ -5,6 +5,8 @@ M/M/c/K: p₀ = [Σ_{n<c} aⁿ/n! + (a^c/c!) Σ_{n=c}^{K} ρ^{n−c}]⁻¹;
 pₙ = aⁿ/n!·p₀ (n < c), (a^c/c!)ρ^{n−c}p₀ (c ≤ n ≤ K);
 blocking P_B = p_K; λ_eff = λ(1 − p_K); L_q = Σ (n−c)pₙ; W_q = L_q/λ_eff; L = L_q + λ_eff/μ; W = W_q + 1/μ.
 Erlang B: B(0) = 1, B(k) = a·B(k−1)/(k + a·B(k−1)).  Erlang C: C = B/(1 − ρ(1 − B)), W_q = C/(cμ − λ).
+M/M/1/K sojourn of an accepted request (FIFO): it finds n < K in the system with probability ∝ ρⁿ (PASTA) and
+stays an Erlang(n + 1, μ) time, so P(T > t) = Σ_{n<K} ρⁿ/Σ_{m<K} ρᵐ · Σ_{j ≤ n} e^{−μt}(μt)^j/j!.
 """
 
 from __future__ import annotations
@@ -41,6 +43,30 @@ def mmck(lam: float, mu: float, c: int, K: int) -> MMcK:
     lq = sum((n - c) * p[n] for n in range(c, K + 1))
     l = lq + lam_eff / mu
     return MMcK(pk, lam_eff, l, lq, l / lam_eff if lam_eff else 0.0, lq / lam_eff if lam_eff else 0.0)
+
+
+def mm1k_sojourn_sf(t: float, lam: float, mu: float, K: int) -> float:
+    """P(sojourn > t) for a request M/M/1/K accepts (module doc)."""
+    rho, x = lam / mu, mu * t
+    weights = [rho ** n for n in range(K)]
+    total, sf, poisson, cum = sum(weights), 0.0, math.exp(-x), 0.0
+    for n, w in enumerate(weights):
+        if n:
+            poisson *= x / n
+        cum += poisson
+        sf += w / total * cum
+    return sf
+
+
+def mm1k_sojourn_quantile(q: float, lam: float, mu: float, K: int) -> float:
+    """The accepted requests' sojourn-time `q` quantile (0 < q < 1) of M/M/1/K, by bisection to 1e-9 s."""
+    lo, hi = 0.0, 1.0
+    while mm1k_sojourn_sf(hi, lam, mu, K) > 1.0 - q:
+        hi *= 2.0
+    while hi - lo > 1e-9:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mm1k_sojourn_sf(mid, lam, mu, K) > 1.0 - q else (lo, mid)
+    return (lo + hi) / 2
 
 
 def erlang_b(c: int, a: float) -> float:

@@ -5,7 +5,7 @@ estimates across replications with 95 % intervals (simulation/estimates.py).
 (None when undefined, e.g. no successful request) averaged by `mean_interval`; "fraction" likewise, within [0, 1];
 "p99" a latency summary (`simulation.quantiles.Quantiles.summary` with its `tail`) whose values are pooled across
 the replications by `pooled_quantile` (its per-replication figure is the run's own p99); `difference` compares
-two configurations' figures (what-if), a p99 by `pooled_quantile_difference`.
+two configurations' figures (what-if), a p99 by `pooled_quantile_difference`, a rate by `rate_difference`.
 """
 
 from __future__ import annotations
@@ -152,9 +152,9 @@ def estimates(reports: Sequence[Mapping], names: Iterable[str] | None = None) ->
 
 def difference(name: str, before: Sequence[Mapping], after: Sequence[Mapping], paired: bool = True) -> Estimate:
     """after − before of the named METRICS figure: `paired` (common random numbers, report i of both sides on
-    seed i) or independent (Welch). A p99 is the difference of the two sides' pooled p99s, as `estimate` gives
-    them (`pooled_quantile_difference`), a rate that of their pooled rates (`rate_difference`); every other
-    figure the mean difference of the runs' own values."""
+    seed i) or independent (Welch; a rate's with r = 0). A p99 is the difference of the two sides' pooled p99s,
+    as `estimate` gives them (`pooled_quantile_difference`), a rate that of their pooled rates
+    (`rate_difference`); every other figure the mean difference of the runs' own values."""
     kind, get = METRICS[name]
     if kind == "rate":
         return rate_difference([get(r) for r in before], [get(r) for r in after], paired=paired)

@@ -41,14 +41,25 @@ def test_clopper_pearson_on_effective_counts_is_a_valid_interval(trials, share, 
     assert 0.0 <= lo <= k / trials <= hi <= 1.0
 
 
-@given(_runs(), _runs(), st.booleans(), st.sampled_from([0.95, 0.9973]))
+@st.composite
+def _runs_maybe_empty(draw):
+    """Runs with 0 trials too (a run whose measured window saw no request)."""
+    n = st.one_of(st.integers(0, 50), st.integers(0, 10**9))
+    return [(draw(st.integers(0, trials)), trials) for trials in draw(st.lists(n, min_size=1, max_size=40))]
+
+
+@given(_runs_maybe_empty(), _runs_maybe_empty(), st.booleans(), st.sampled_from([0.95, 0.9973]))
 @_settings(300)
 def test_any_two_sides_give_a_valid_difference_interval(before, after, paired, level):
     """`rate_difference` (the what-if's after − before of a rate) on any counts: no exception, finite, around the
-    difference of the pooled rates, inside [−1, 1]; paired runs are matched pair by pair (the shorter side)."""
+    difference of the pooled rates, inside [−1, 1]; paired runs are matched pair by pair (the shorter side); no
+    estimate when a side has no trials."""
     e = rate_difference(before, after, paired=paired, level=level)
     if paired:
         before, after = before[:len(after)], after[:len(before)]
+    if not sum(n for _, n in before) or not sum(n for _, n in after):
+        assert e.value is e.lo is e.hi is None
+        return
     d = sum(k for k, _ in after) / sum(n for _, n in after) - sum(k for k, _ in before) / sum(n for _, n in before)
     assert e.value == d and e.replications == min(len(before), len(after))
     assert all(math.isfinite(x) for x in (e.lo, e.hi))

@@ -118,3 +118,18 @@ def test_a_workload_file_replaces_both_sides_traffic(tmp_path):
     assert (f"in {tmp_path / 'typo.yaml'}:" in str(err.value)
             and "\n  - duraton_s: got 120; unknown key" in str(err.value))
     assert "services[0]" not in str(err.value) and "Pulumi.dev.yaml" not in str(err.value)
+
+
+def test_a_rate_that_rises_is_marked_changed_with_its_interval_above_zero():
+    """dev chat capped at one pod: when its node is lost there is no other pod, so its nodeLoss run's requests
+    time out (504) where two pods kept serving; the paired rate difference (MOVER) excludes 0 and says so."""
+    from preflight.whatif_tables import _change
+
+    before, after = sides("dev", ["services.chat.maxReplicas=1"])
+    [c] = [c for c in compare(before, after, replications=5).comparisons if c.after.scenario == "nodeLoss"]
+    rise = c.difference["504 rate"]
+    assert rise.lo > 0 and rise.value > 0.05, rise
+    after, before = (side["504 rate"].value for side in reversed(c.metrics))   # the two columns
+    assert after - before == pytest.approx(rise.value, abs=1e-15)
+    assert _change(rise) == "[bold]changed[/]"
+    assert _change(c.difference["503 rate"]) == "[dim]no detectable change[/]"

@@ -1,5 +1,5 @@
 """`preflight whatif`: the SLO rows matched by term name (an edit may add or remove a term), and each side on
-its own gate.seed (independent runs, Welch's difference, when the seeds differ)."""
+its own gate.seed (independent runs, unpaired differences, when the seeds differ)."""
 
 from __future__ import annotations
 

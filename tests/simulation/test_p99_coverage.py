@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from simulation import load_scenario, run_simulation
+from simulation.analytic import mm1k_sojourn_quantile
 from simulation.replicate import replication_seed
 from simulation.report_terms import estimate
 
@@ -17,36 +18,14 @@ SETS, RUNS = 24, 10
 LAM, K = 0.9, 11
 
 
-def sojourn_sf(t: float) -> float:
-    """P(sojourn > t) for a request M/M/1/K accepts (μ = 1, FIFO): it finds n < K in the system (PASTA, P(n) ∝ ρⁿ)
-    and stays an Erlang(n + 1, 1) time, whose tail is Σ_{j ≤ n} e^{−t} t^j / j!."""
-    weights = [LAM ** n for n in range(K)]
-    total, sf, poisson, cum = sum(weights), 0.0, math.exp(-t), 0.0
-    for n, w in enumerate(weights):
-        if n:
-            poisson *= t / n
-        cum += poisson
-        sf += w / total * cum
-    return sf
-
-
 def true_p99() -> float:
-    lo, hi = 0.0, 200.0
-    while hi - lo > 1e-9:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if sojourn_sf(mid) > 0.01 else (lo, mid)
-    return (lo + hi) / 2
+    return mm1k_sojourn_quantile(0.99, LAM, 1.0, K)
 
 
 def test_the_closed_form_p99_is_the_m_m_1_one_at_light_load():
     # with K large and ρ small the accepted sojourn is exponential(μ − λ): its p99 is ln(100)/(1 − λ)
-    global LAM, K
-    saved = LAM, K
-    LAM, K = 0.3, 60
-    try:
-        assert abs(true_p99() - math.log(100) / 0.7) < 1e-6
-    finally:
-        LAM, K = saved
+    assert abs(mm1k_sojourn_quantile(0.99, 0.3, 1.0, 60) - math.log(100) / 0.7) < 1e-6
+    assert abs(mm1k_sojourn_quantile(0.99, 0.9, 1.0, 11) - 15.7715) < 1e-4   # the value the README quotes
 
 
 def test_the_p99_interval_covers_the_stationary_p99_of_short_correlated_runs():

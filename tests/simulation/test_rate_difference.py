@@ -83,3 +83,29 @@ def test_equal_runs_are_no_evidence_of_no_change():
 def test_no_runs_on_a_side_give_no_estimate():
     assert rate_difference([], [(1, 10)], paired=False).value is None
     assert rate_difference([(1, 10)], [], paired=True).value is None
+
+
+def test_pairs_that_move_together_narrow_it_and_level_widens_it():
+    """After = before + 4 errors in every run of 2,000 requests: the residuals match (r = 1), so the paired
+    interval nets out the runs' shared spread and excludes 0, where independent runs of the same counts do not."""
+    before = [(20, 2000), (25, 2000), (18, 2000), (30, 2000), (22, 2000)]
+    after = [(k + 4, n) for k, n in before]
+    paired, unpaired = rate_difference(before, after), rate_difference(before, after, paired=False)
+    assert paired.lo > 0 and unpaired.lo < 0 < unpaired.hi
+    assert paired.hi - paired.lo < 0.2 * (unpaired.hi - unpaired.lo)
+    strict = rate_difference(before, after, level=0.9973)
+    assert strict.lo < paired.lo and strict.hi > paired.hi and strict.value == paired.value
+
+
+def test_counts_in_proportion_to_trials_do_not_correlate_by_rounding():
+    """Residuals of exactly 0 but for float rounding (~1e-16) give r = 0, not a spurious ±1 that would collapse
+    the interval (review rev16-mover finding 7)."""
+    before = [(3, 300), (6, 600), (9, 900), (12, 1200)]
+    after = [(7, 700), (2, 200), (5, 500), (11, 1100)]
+    assert rate_difference(before, after) == rate_difference(before, after, paired=False)
+
+
+def test_it_stays_inside_minus_one_to_one_and_needs_trials_on_both_sides():
+    e = rate_difference([(0, 18), (18, 44)], [(1, 10**9), (0, 1)])    # −1 − 2e-16 before clipping
+    assert e.lo == -1.0 <= e.value
+    assert rate_difference([(0, 0)] * 3, [(5, 1000)] * 3).value is None
