@@ -27,10 +27,17 @@ COMMAND = [sys.executable, "-m", "preflight", "whatif", "--stack", "dev", "--set
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers, /proc")
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start() -> tuple[subprocess.Popen, list[psutil.Process]]:
     """The command, once its two workers have been busy for a moment (their CPU time grows)."""
+    # SIGINT at its default, as in a terminal's foreground job: a suite started in the background by a shell
+    # without job control (`pytest … &` in a script) inherits SIGINT ignored, and so would the command (Python
+    # keeps an ignored SIGINT, as a Unix program should), which would then not stop.
     proc = subprocess.Popen(COMMAND, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
