@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
-from simulation.analytic import zero_event_trials
+from simulation.analytic import t975, zero_event_trials
 from simulation.estimates import Estimate, lowest_rate_upper, passable_rate_limit
 from simulation.report_terms import (METRICS, cold_start_misses, estimate, estimates, longest_cold_start,
                                      rollout_ready_time, rollout_stalls, without_tails)
@@ -267,6 +267,9 @@ def rate_check(name: str, limit: float, reports: Sequence[Mapping], max_replicat
                    f"{passable_rate_limit(requests):g} "
                    "could pass")
         notes.append(f"cannot pass: {why_not}{more}")
+    elif runs == 2 and not clean:
+        notes.append(f"2 runs: its interval has 1 degree of freedom (Student t {t975(1):.1f}), so errors in them "
+                     "seldom decide it; a gate.replications.max of 5 or more does")
     return Check(name, estimate(name, reports), limit, "; ".join(notes), can_pass=not why_not, why_not=why_not)
 
 

@@ -101,3 +101,17 @@ def test_a_zero_rate_in_a_stress_scenario_is_refused_under_undecided_fail():
     assert [p.path for p in err.value.problems] == ["kserve-preflight:services[0].stress.nodeLoss.slo.max503Rate"]
     values["gate"] = {"undecided": "fail", "scenarios": ["steady", "spike"]}   # control: no node loss run
     assert parse_stack_config(values, project, "dev").gate.scenarios == ("steady", "spike")
+
+
+def test_two_runs_with_errors_say_why_they_seldom_decide():
+    """gate.replications.max 2: the rate interval has 1 degree of freedom (t 12.7), so 30 errors in one of the two
+    runs leave an upper end near 1 against a 5 % limit; the note says so and names the setting. Error-free runs,
+    and 5 runs with the same errors, get no such note."""
+    runs = [report(2000, 30), report(2000)]
+    check = rate_check("error rate", 0.05, runs, max_replications=2)
+    assert check.status == UNDECIDED and check.ci95[1] > 0.5 and check.can_pass
+    assert "2 runs: its interval has 1 degree of freedom (Student t 12.7)" in check.note
+    assert "gate.replications.max of 5 or more" in check.note
+    assert "degree of freedom" not in rate_check("error rate", 0.05, [report(2000)] * 2, max_replications=2).note
+    five = rate_check("error rate", 0.05, runs + [report(2000)] * 3, max_replications=5)
+    assert "degree of freedom" not in five.note and five.status == PASS
