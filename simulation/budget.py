@@ -7,8 +7,7 @@ retries come on top, bounded while the run goes: at most as many again as the bu
 `retry_limit`), so a retry storm stops the run naming client.max_retries instead of simulating 21× the budget. A stress
 spike adds its extra stream (`spike_requests`), and a fleet run (simulation/fleet.py: every service of a stack on one
 clock) is one run: its services' requests add up against one budget (`run_problem`). The gate runs up to
-`gate.replications.max` runs per scenario, each within
-the budget.
+`gate.replications.max` runs per scenario, each within the budget.
 """
 
 from __future__ import annotations
